@@ -1,0 +1,320 @@
+//! The operator's actions, as the `coop admin …` commands run them.
+//!
+//! Each function checks its input, changes the store, and returns what the
+//! command prints. A refusal is an [`AdminError::Refused`] with a one-line
+//! reason; multi-row changes run in one transaction so a refusal leaves
+//! nothing half-written.
+
+pub mod demo;
+
+use time::{Date, OffsetDateTime};
+
+use crate::domain::{Email, FarmId, FlockId, Role};
+use crate::identity::Passwords;
+use crate::identity::password::check_new_password;
+use crate::storage::farms::{self, FarmRow, NewFlock};
+use crate::storage::users::{self, NewMember};
+use crate::storage::{Store, StoreError};
+
+#[derive(Debug, thiserror::Error)]
+pub enum AdminError {
+    /// The input was refused; the message is shown as is.
+    #[error("{0}")]
+    Refused(String),
+    #[error("database: {0}")]
+    Store(#[from] StoreError),
+    #[error("password hashing: {0}")]
+    Password(#[from] crate::identity::PasswordError),
+}
+
+fn refused(message: impl Into<String>) -> AdminError {
+    AdminError::Refused(message.into())
+}
+
+pub type AdminResult<T> = Result<T, AdminError>;
+
+/// A farm slug: lower-case letters, digits and single dashes, 1–48 long.
+pub fn parse_slug(raw: &str) -> AdminResult<String> {
+    let slug = raw.trim();
+    let valid = !slug.is_empty()
+        && slug.len() <= 48
+        && slug
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
+        && !slug.starts_with('-')
+        && !slug.ends_with('-')
+        && !slug.contains("--");
+    if valid {
+        Ok(slug.to_owned())
+    } else {
+        Err(refused(format!(
+            "{raw:?} is not a slug (lower-case letters, digits and dashes)"
+        )))
+    }
+}
+
+/// The slug a farm name suggests: "Hillside Farm" → "hillside-farm".
+pub fn slug_from_name(name: &str) -> String {
+    let mut slug = String::new();
+    for c in name.trim().chars() {
+        if c.is_ascii_alphanumeric() {
+            slug.push(c.to_ascii_lowercase());
+        } else if !slug.ends_with('-') && !slug.is_empty() {
+            slug.push('-');
+        }
+    }
+    slug.trim_end_matches('-')
+        .chars()
+        .take(48)
+        .collect::<String>()
+        .trim_end_matches('-')
+        .to_owned()
+}
+
+fn check_name(what: &str, raw: &str) -> AdminResult<String> {
+    let name = raw.trim();
+    if name.is_empty() || name.chars().count() > 100 || name.chars().any(char::is_control) {
+        return Err(refused(format!(
+            "the {what} name must be 1 to 100 printable characters"
+        )));
+    }
+    Ok(name.to_owned())
+}
+
+pub async fn farm(store: &Store, slug: &str) -> AdminResult<FarmRow> {
+    farms::find_by_slug(store, slug)
+        .await?
+        .ok_or_else(|| refused(format!("no farm has the slug {slug:?}")))
+}
+
+/// `coop admin farm add`: returns the new farm's slug.
+pub async fn add_farm(
+    store: &Store,
+    name: &str,
+    slug: Option<&str>,
+    now: OffsetDateTime,
+) -> AdminResult<String> {
+    let name = check_name("farm", name)?;
+    let slug = match slug {
+        Some(slug) => parse_slug(slug)?,
+        None => parse_slug(&slug_from_name(&name))
+            .map_err(|_| refused("cannot make a slug from that name; pass --slug"))?,
+    };
+    match farms::create(store, &slug, &name, now).await {
+        Ok(_) => Ok(slug),
+        Err(StoreError::Conflict(_)) => Err(refused(format!(
+            "a farm with the slug {slug:?} already exists"
+        ))),
+        Err(err) => Err(err.into()),
+    }
+}
+
+pub async fn set_farm_suspended(store: &Store, slug: &str, suspended: bool) -> AdminResult<()> {
+    match farms::set_suspended(store, slug, suspended).await {
+        Ok(_) => Ok(()),
+        Err(StoreError::NotFound) => Err(refused(format!("no farm has the slug {slug:?}"))),
+        Err(err) => Err(err.into()),
+    }
+}
+
+pub async fn set_connected_apps(store: &Store, slug: &str, enabled: bool) -> AdminResult<()> {
+    match farms::set_connected_apps(store, slug, enabled).await {
+        Ok(_) => Ok(()),
+        Err(StoreError::NotFound) => Err(refused(format!("no farm has the slug {slug:?}"))),
+        Err(err) => Err(err.into()),
+    }
+}
+
+pub async fn add_house(
+    store: &Store,
+    farm_slug: &str,
+    name: &str,
+    now: OffsetDateTime,
+) -> AdminResult<()> {
+    let farm = farm(store, farm_slug).await?;
+    let name = check_name("house", name)?;
+    match farms::add_house(store, farm.farm_id(), &name, now).await {
+        Ok(_) => Ok(()),
+        Err(StoreError::Conflict(_)) => Err(refused(format!(
+            "the farm already has a house named {name:?}"
+        ))),
+        Err(err) => Err(err.into()),
+    }
+}
+
+pub struct FlockInput<'a> {
+    pub farm: &'a str,
+    pub house: &'a str,
+    pub name: &'a str,
+    pub breed: &'a str,
+    pub placed: &'a str,
+    pub head_count: &'a str,
+}
+
+pub async fn add_flock(
+    store: &Store,
+    input: &FlockInput<'_>,
+    now: OffsetDateTime,
+) -> AdminResult<()> {
+    let farm = farm(store, input.farm).await?;
+    let house = farms::find_house(store, farm.farm_id(), input.house)
+        .await?
+        .ok_or_else(|| refused(format!("the farm has no house named {:?}", input.house)))?;
+    let name = check_name("flock", input.name)?;
+    let breed = check_name("breed", input.breed)?;
+    let placed_on = parse_date(input.placed)?;
+    let head_count: i64 = input
+        .head_count
+        .trim()
+        .parse()
+        .ok()
+        .filter(|n| (0..=10_000_000).contains(n))
+        .ok_or_else(|| {
+            refused(format!(
+                "{:?} is not a head count (0 to 10,000,000)",
+                input.head_count
+            ))
+        })?;
+    let flock = NewFlock {
+        house,
+        name: &name,
+        breed: &breed,
+        placed_on,
+        head_count,
+    };
+    match farms::add_flock(store, farm.farm_id(), &flock, now).await {
+        Ok(_) => Ok(()),
+        Err(StoreError::Conflict(_)) => Err(refused(format!(
+            "that house already has a flock named {name:?}"
+        ))),
+        Err(err) => Err(err.into()),
+    }
+}
+
+pub fn parse_date(raw: &str) -> AdminResult<Date> {
+    let format = time::macros::format_description!("[year]-[month]-[day]");
+    Date::parse(raw.trim(), format)
+        .map_err(|_| refused(format!("{raw:?} is not a date like 2026-03-01")))
+}
+
+pub struct UserInput<'a> {
+    pub farm: &'a str,
+    pub email: &'a str,
+    pub role: &'a str,
+    /// Comma-separated flock names, for a worker limited to them.
+    pub flocks: Option<&'a str>,
+    /// `None`: generate one and return it.
+    pub password: Option<&'a str>,
+}
+
+/// `coop admin user add`: returns the generated password, if one was made.
+pub async fn add_user(
+    store: &Store,
+    passwords: &Passwords,
+    input: &UserInput<'_>,
+    now: OffsetDateTime,
+) -> AdminResult<Option<String>> {
+    let farm = farm(store, input.farm).await?;
+    let email = Email::parse(input.email).map_err(refused)?;
+    let role = Role::parse(input.role).map_err(refused)?;
+    let flocks = match input.flocks {
+        None => None,
+        Some(_) if !role.may_be_flock_restricted() => {
+            return Err(refused("only a worker can be limited to some flocks"));
+        }
+        Some(list) => Some(resolve_flocks(store, farm.farm_id(), list).await?),
+    };
+    let (password, generated) = match input.password {
+        Some(password) => {
+            check_new_password(password).map_err(refused)?;
+            (password.to_owned(), None)
+        }
+        None => {
+            let password = crate::secrets::generate_password();
+            (password.clone(), Some(password))
+        }
+    };
+    let hash = passwords.hash(&password).await?;
+    let member = NewMember {
+        farm: farm.farm_id(),
+        email: &email,
+        password_hash: &hash,
+        role,
+        flocks: flocks.as_deref(),
+        must_change_password: false,
+    };
+    match users::create_member(store, &member, now).await {
+        Ok(_) => Ok(generated),
+        Err(StoreError::Conflict(_)) => Err(refused(format!(
+            "a user with the email {email} already exists"
+        ))),
+        Err(err) => Err(err.into()),
+    }
+}
+
+/// Each name must match exactly one flock of the farm.
+async fn resolve_flocks(store: &Store, farm: FarmId, list: &str) -> AdminResult<Vec<FlockId>> {
+    let mut ids = Vec::new();
+    for name in list.split(',').map(str::trim).filter(|n| !n.is_empty()) {
+        let found = farms::find_flocks_named(store, farm, name).await?;
+        match found.as_slice() {
+            [one] => ids.push(*one),
+            [] => return Err(refused(format!("the farm has no flock named {name:?}"))),
+            _ => {
+                return Err(refused(format!(
+                    "several flocks are named {name:?}; rename one first"
+                )));
+            }
+        }
+    }
+    if ids.is_empty() {
+        return Err(refused("--flocks needs at least one flock name"));
+    }
+    Ok(ids)
+}
+
+/// What a user command does to the account.
+#[derive(Clone, Copy, Debug)]
+pub enum UserChange {
+    Disable,
+    Enable,
+    SignOutEverywhere,
+    RequirePasswordChange,
+}
+
+pub async fn change_user(
+    store: &Store,
+    email: &str,
+    change: UserChange,
+    now: OffsetDateTime,
+) -> AdminResult<()> {
+    let email = Email::parse(email).map_err(refused)?;
+    let result = match change {
+        UserChange::Disable => users::set_disabled(store, &email, true, now).await,
+        UserChange::Enable => users::set_disabled(store, &email, false, now).await,
+        UserChange::SignOutEverywhere => users::move_epoch(store, &email, now).await,
+        UserChange::RequirePasswordChange => {
+            users::require_password_change(store, &email, now).await
+        }
+    };
+    match result {
+        Ok(_) => Ok(()),
+        Err(StoreError::NotFound) => Err(refused(format!("no user has the email {email}"))),
+        Err(err) => Err(err.into()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn slugs_come_from_names_and_bad_ones_are_refused() {
+        assert_eq!(slug_from_name("Hillside Farm"), "hillside-farm");
+        assert_eq!(slug_from_name("  Ågård & Sons!! "), "g-rd-sons");
+        assert!(parse_slug("ok-slug-2").is_ok());
+        for bad in ["", "UPPER", "-x", "x-", "a--b", "sp ace"] {
+            assert!(parse_slug(bad).is_err(), "{bad:?}");
+        }
+    }
+}

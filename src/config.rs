@@ -1,0 +1,274 @@
+//! Typed configuration, parsed and checked once at start.
+//!
+//! Every setting comes from a flag or its `COOP_*` environment variable. A
+//! mistake is reported as one line naming the setting, before anything is
+//! bound or written. The issuer may be left unset: it is then derived from
+//! the address actually bound (see [`crate::startup`]), which is what lets
+//! tests bind port 0.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::str::FromStr;
+use std::time::Duration;
+
+use url::Url;
+
+/// A problem with one setting, reported as `<setting>: <reason>`.
+#[derive(Debug, thiserror::Error)]
+#[error("{setting}: {reason}")]
+pub struct ConfigError {
+    pub setting: &'static str,
+    pub reason: String,
+}
+
+impl ConfigError {
+    fn new(setting: &'static str, reason: impl Into<String>) -> Self {
+        Self {
+            setting,
+            reason: reason.into(),
+        }
+    }
+}
+
+/// The public origin of the server, exactly as clients must see it:
+/// `scheme://host[:port]`, no path, no query, no trailing slash.
+///
+/// MCP clients compare the authorization server's `issuer`, the resource
+/// metadata's `authorization_servers[0]` and the `iss` response parameter
+/// character for character, so this string is built once and reused verbatim.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Issuer(String);
+
+impl Issuer {
+    pub fn parse(raw: &str) -> Result<Self, ConfigError> {
+        const SETTING: &str = "--issuer / COOP_ISSUER";
+        let trimmed = raw.trim().trim_end_matches('/');
+        let url = Url::parse(trimmed)
+            .map_err(|e| ConfigError::new(SETTING, format!("not an absolute URL ({e})")))?;
+        if url.scheme() != "https" && url.scheme() != "http" {
+            return Err(ConfigError::new(
+                SETTING,
+                "the scheme must be https or http",
+            ));
+        }
+        if url.host_str().is_none() {
+            return Err(ConfigError::new(SETTING, "a host is required"));
+        }
+        if url.path() != "/" && !url.path().is_empty() {
+            return Err(ConfigError::new(
+                SETTING,
+                "must be an origin only, without a path",
+            ));
+        }
+        if url.query().is_some() || url.fragment().is_some() {
+            return Err(ConfigError::new(
+                SETTING,
+                "must be an origin only, without a query or fragment",
+            ));
+        }
+        if !url.username().is_empty() || url.password().is_some() {
+            return Err(ConfigError::new(SETTING, "must not carry credentials"));
+        }
+        // `Url` normalises the scheme and host to lower case and drops a
+        // default port; its origin serialisation has no trailing slash.
+        Ok(Self(url.origin().ascii_serialization()))
+    }
+
+    /// The issuer that a server bound to `addr` answers as when none is set.
+    pub fn from_bound_address(addr: SocketAddr) -> Self {
+        Self(format!("http://{addr}"))
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+
+    pub fn is_https(&self) -> bool {
+        self.0.starts_with("https://")
+    }
+
+    /// `<issuer><path>`, for every URL Coop prints.
+    pub fn url(&self, path: &str) -> String {
+        format!("{}{}", self.0, path)
+    }
+
+    /// The one protected resource: the MCP endpoint.
+    pub fn mcp_resource(&self) -> String {
+        self.url("/mcp")
+    }
+
+    /// `host[:port]` as a `Host` header would carry it.
+    pub fn authority(&self) -> &str {
+        self.0
+            .split_once("://")
+            .map(|(_, rest)| rest)
+            .unwrap_or(&self.0)
+    }
+}
+
+impl std::fmt::Display for Issuer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// Which database, and where.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum DatabaseUrl {
+    Sqlite(String),
+    Postgres(String),
+}
+
+impl DatabaseUrl {
+    pub const DEFAULT: &'static str = "sqlite://coop.db";
+
+    pub fn parse(raw: &str) -> Result<Self, ConfigError> {
+        const SETTING: &str = "--database-url / COOP_DATABASE_URL";
+        let raw = raw.trim();
+        if raw.starts_with("sqlite:") {
+            Ok(Self::Sqlite(raw.to_owned()))
+        } else if raw.starts_with("postgres://") || raw.starts_with("postgresql://") {
+            Url::parse(raw).map_err(|e| ConfigError::new(SETTING, format!("not a URL ({e})")))?;
+            Ok(Self::Postgres(raw.to_owned()))
+        } else {
+            Err(ConfigError::new(
+                SETTING,
+                "must start with sqlite: or postgres://",
+            ))
+        }
+    }
+
+    pub fn engine(&self) -> &'static str {
+        match self {
+            Self::Sqlite(_) => "sqlite",
+            Self::Postgres(_) => "postgres",
+        }
+    }
+}
+
+/// Test and development only: how Client ID Metadata Documents may be fetched
+/// from a local host. Off by default; the server logs a warning when on.
+#[derive(Clone, Debug, Default)]
+pub struct CimdTestSettings {
+    pub extra_ca_pem: Option<PathBuf>,
+    pub allow_loopback: bool,
+}
+
+/// Everything the server needs to run, checked.
+#[derive(Clone, Debug)]
+pub struct Config {
+    pub bind: SocketAddr,
+    /// `None`: derived from the bound address at start.
+    pub issuer: Option<Issuer>,
+    pub database_url: DatabaseUrl,
+    pub access_token_ttl: Duration,
+    /// Requests per minute per grant on `/mcp`; 0 turns the limit off.
+    pub mcp_rate_limit: u32,
+    pub cimd_test: CimdTestSettings,
+    /// Concurrent password hashes; defaults to the number of cores.
+    pub password_hash_concurrency: usize,
+}
+
+impl Config {
+    /// Settings for a server on `database_url` with every other default.
+    pub fn with_defaults(database_url: DatabaseUrl) -> Self {
+        Self {
+            bind: SocketAddr::from(([127, 0, 0, 1], 8080)),
+            issuer: None,
+            database_url,
+            access_token_ttl: Duration::from_secs(15 * 60),
+            mcp_rate_limit: 300,
+            cimd_test: CimdTestSettings::default(),
+            password_hash_concurrency: std::thread::available_parallelism()
+                .map(|n| n.get())
+                .unwrap_or(2),
+        }
+    }
+}
+
+/// Parses a bind address, naming the setting on failure.
+pub fn parse_bind(raw: &str) -> Result<SocketAddr, ConfigError> {
+    SocketAddr::from_str(raw.trim()).map_err(|_| {
+        ConfigError::new(
+            "--bind / COOP_BIND",
+            format!("{raw:?} is not an address like 127.0.0.1:8080"),
+        )
+    })
+}
+
+/// Parses a duration in whole seconds within `range`, naming the setting.
+pub fn parse_seconds(
+    setting: &'static str,
+    raw: &str,
+    range: std::ops::RangeInclusive<u64>,
+) -> Result<Duration, ConfigError> {
+    let secs: u64 = raw.trim().parse().map_err(|_| {
+        ConfigError::new(setting, format!("{raw:?} is not a whole number of seconds"))
+    })?;
+    if !range.contains(&secs) {
+        return Err(ConfigError::new(
+            setting,
+            format!(
+                "must be between {} and {} seconds",
+                range.start(),
+                range.end()
+            ),
+        ));
+    }
+    Ok(Duration::from_secs(secs))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_issuer_is_an_exact_origin() {
+        let cases = [
+            ("https://coop.example/", "https://coop.example"),
+            ("HTTPS://Coop.Example", "https://coop.example"),
+            ("http://127.0.0.1:8080", "http://127.0.0.1:8080"),
+            ("https://coop.example:443", "https://coop.example"),
+        ];
+        for (raw, want) in cases {
+            let issuer = Issuer::parse(raw).unwrap();
+            assert_eq!(issuer.as_str(), want, "from {raw}");
+        }
+    }
+
+    #[test]
+    fn an_issuer_with_a_path_query_or_other_scheme_is_refused() {
+        for raw in [
+            "https://coop.example/tenant",
+            "https://coop.example/?a=b",
+            "ftp://coop.example",
+            "coop.example",
+            "https://user:pw@coop.example",
+        ] {
+            let err = Issuer::parse(raw).unwrap_err();
+            assert_eq!(err.setting, "--issuer / COOP_ISSUER", "{raw}");
+        }
+    }
+
+    #[test]
+    fn database_urls_pick_their_engine() {
+        assert_eq!(
+            DatabaseUrl::parse("sqlite://x.db").unwrap().engine(),
+            "sqlite"
+        );
+        assert_eq!(
+            DatabaseUrl::parse("postgres://postgres@127.0.0.1/coop")
+                .unwrap()
+                .engine(),
+            "postgres"
+        );
+        assert!(DatabaseUrl::parse("mysql://x").is_err());
+    }
+
+    #[test]
+    fn durations_outside_their_range_are_refused() {
+        assert!(parse_seconds("--x", "60", 60..=3600).is_ok());
+        assert!(parse_seconds("--x", "59", 60..=3600).is_err());
+        assert!(parse_seconds("--x", "ten", 60..=3600).is_err());
+    }
+}

@@ -1,0 +1,72 @@
+//! HTTP: the only layer that knows axum.
+//!
+//! Each area exposes its own `router()`; this module merges them and wraps
+//! the whole in the layers every response needs (request id, tracing,
+//! security headers). Handlers turn requests into calls on `identity`,
+//! `oauth` and `mcp`, and [`error`] is the one place an error becomes a
+//! response.
+
+pub mod error;
+pub mod health;
+pub mod pages;
+pub mod security_headers;
+pub mod session;
+
+use axum::Router;
+use axum::http::HeaderName;
+use tower_http::request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetRequestIdLayer};
+use tower_http::services::ServeDir;
+use tower_http::set_header::SetResponseHeaderLayer;
+use tower_http::trace::TraceLayer;
+use tower_sessions::SessionManagerLayer;
+
+use crate::state::AppState;
+use crate::storage::sessions::SessionBackend;
+
+const REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
+
+/// The whole application, ready to serve.
+pub fn router(state: AppState, sessions: SessionManagerLayer<SessionBackend>) -> Router {
+    let browser = pages::router()
+        .layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            pages::same_origin_posts,
+        ))
+        .layer(sessions);
+
+    let static_files = Router::new()
+        .nest_service("/static", ServeDir::new(static_dir()))
+        .layer(SetResponseHeaderLayer::overriding(
+            axum::http::header::CACHE_CONTROL,
+            axum::http::HeaderValue::from_static("public, max-age=3600"),
+        ));
+
+    Router::new()
+        .merge(health::router())
+        .merge(browser)
+        .merge(static_files)
+        .with_state(state)
+        .layer(axum::middleware::from_fn(security_headers::apply))
+        .layer(
+            TraceLayer::new_for_http().make_span_with(|req: &axum::http::Request<_>| {
+                // The request id ties every log line of one request together.
+                // Only method and path are logged: a query may carry a code.
+                let id = req
+                    .headers()
+                    .get(REQUEST_ID)
+                    .and_then(|v| v.to_str().ok())
+                    .unwrap_or("-");
+                tracing::info_span!("request", id, method = %req.method(), path = req.uri().path())
+            }),
+        )
+        .layer(PropagateRequestIdLayer::new(REQUEST_ID))
+        .layer(SetRequestIdLayer::new(REQUEST_ID, MakeRequestUuid))
+}
+
+/// Static files ship beside the binary's sources; `COOP_STATIC_DIR` points
+/// elsewhere for an installed binary.
+fn static_dir() -> std::path::PathBuf {
+    std::env::var_os("COOP_STATIC_DIR")
+        .map(Into::into)
+        .unwrap_or_else(|| std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("static"))
+}

@@ -1,0 +1,50 @@
+//! Browser pages: sign-in, sign-out, the start page and password change.
+//!
+//! Every page route sits behind the session layer and [`same_origin_posts`]:
+//! a state-changing request whose `Origin` is present and not the issuer's is
+//! refused before any handler runs, and every form also carries the
+//! session's CSRF token.
+
+mod account;
+mod home;
+mod login;
+
+use axum::Router;
+use axum::extract::{Request, State};
+use axum::http::{Method, header};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+
+use super::error::PageError;
+use crate::state::AppState;
+
+pub fn router() -> Router<AppState> {
+    Router::new()
+        .route("/", get(home::show))
+        .route("/login", get(login::show).post(login::submit))
+        .route("/logout", post(login::sign_out))
+        .route(
+            super::session::CHANGE_PASSWORD_PATH,
+            get(account::show_password).post(account::change_password),
+        )
+}
+
+/// Refuses a POST whose `Origin` names another site (threat: CSRF). Browsers
+/// send `Origin` on every cross-site POST; a request without one (an old
+/// client, a script) still needs the form's CSRF token.
+pub async fn same_origin_posts(
+    State(state): State<AppState>,
+    request: Request,
+    next: Next,
+) -> Response {
+    let foreign = request.method() == Method::POST
+        && request
+            .headers()
+            .get(header::ORIGIN)
+            .is_some_and(|origin| origin.as_bytes() != state.issuer.as_str().as_bytes());
+    if foreign {
+        return PageError::Csrf.into_response();
+    }
+    next.run(request).await
+}

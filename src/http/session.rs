@@ -1,0 +1,235 @@
+//! The browser session: who is signed in, and the CSRF token of their forms.
+//!
+//! A session stores the user id, the credential epoch it was made under, the
+//! time of the last password entry, and a CSRF token. On every request the
+//! user is loaded afresh: a session whose epoch no longer matches the user's
+//! (password changed, signed out everywhere) or whose user is disabled is
+//! flushed and the request proceeds as signed out. That costs one indexed
+//! query per page view, and it is what makes "sign out everywhere" immediate
+//! on every replica.
+
+use axum::extract::{FromRequestParts, OptionalFromRequestParts};
+use axum::http::request::Parts;
+use axum::response::{IntoResponse, Redirect, Response};
+use time::OffsetDateTime;
+use tower_sessions::Session;
+
+use super::error::PageError;
+use crate::domain::UserId;
+use crate::secrets;
+use crate::state::AppState;
+use crate::storage::users::{self, Account};
+
+const USER_ID: &str = "user_id";
+const EPOCH: &str = "credential_epoch";
+const AUTHENTICATED_AT: &str = "authenticated_at";
+const CSRF: &str = "csrf";
+
+/// A signed-in user whose session is still valid.
+#[derive(Clone, Debug)]
+pub struct SignedIn {
+    pub account: Account,
+    /// When the password was last entered in this session (Unix seconds).
+    pub authenticated_at: i64,
+    pub session: Session,
+}
+
+impl SignedIn {
+    /// Whether the password was entered within `max_age`: consent asks for
+    /// it again when not.
+    pub fn signed_in_within(&self, max_age: time::Duration, now: OffsetDateTime) -> bool {
+        now.unix_timestamp() - self.authenticated_at <= max_age.whole_seconds()
+    }
+}
+
+/// Starts a signed-in session: a new session id (no fixation), the user,
+/// the epoch and the time of sign-in.
+pub async fn sign_in(
+    session: &Session,
+    account: &Account,
+    now: OffsetDateTime,
+) -> Result<(), PageError> {
+    session.cycle_id().await?;
+    session.insert(USER_ID, account.id).await?;
+    session.insert(EPOCH, account.credential_epoch).await?;
+    session
+        .insert(AUTHENTICATED_AT, now.unix_timestamp())
+        .await?;
+    // A fresh CSRF token for the new identity.
+    session.insert(CSRF, secrets::random_token(32)).await?;
+    Ok(())
+}
+
+/// Records the epoch a password change moved the user to, so the session
+/// that made the change stays alive while every other one dies.
+pub async fn adopt_epoch(
+    session: &Session,
+    epoch: i64,
+    now: OffsetDateTime,
+) -> Result<(), PageError> {
+    session.cycle_id().await?;
+    session.insert(EPOCH, epoch).await?;
+    session
+        .insert(AUTHENTICATED_AT, now.unix_timestamp())
+        .await?;
+    Ok(())
+}
+
+pub async fn sign_out(session: &Session) -> Result<(), PageError> {
+    session.flush().await?;
+    Ok(())
+}
+
+/// The session's CSRF token, made on first use.
+pub async fn csrf_token(session: &Session) -> Result<String, PageError> {
+    if let Some(token) = session.get::<String>(CSRF).await? {
+        return Ok(token);
+    }
+    let token = secrets::random_token(32);
+    session.insert(CSRF, token.clone()).await?;
+    Ok(token)
+}
+
+/// Checks a submitted CSRF token against the session's, in constant time.
+pub async fn verify_csrf(session: &Session, submitted: &str) -> Result<(), PageError> {
+    match session.get::<String>(CSRF).await? {
+        Some(expected)
+            if !submitted.is_empty() && secrets::constant_time_eq(&expected, submitted) =>
+        {
+            Ok(())
+        }
+        _ => Err(PageError::Csrf),
+    }
+}
+
+async fn load(parts: &mut Parts, state: &AppState) -> Result<Option<SignedIn>, PageError> {
+    let session = Session::from_request_parts(parts, state)
+        .await
+        .map_err(|(_, msg)| PageError::Internal(msg.to_owned()))?;
+    let Some(user_id) = session.get::<uuid::Uuid>(USER_ID).await? else {
+        return Ok(None);
+    };
+    let epoch = session.get::<i64>(EPOCH).await?.unwrap_or(-1);
+    let authenticated_at = session.get::<i64>(AUTHENTICATED_AT).await?.unwrap_or(0);
+    let account = users::find(&state.store, UserId(user_id)).await?;
+    match account {
+        Some(account) if account.credential_epoch == epoch && !account.disabled => {
+            Ok(Some(SignedIn {
+                account,
+                authenticated_at,
+                session,
+            }))
+        }
+        _ => {
+            // The epoch moved, the user was disabled or deleted: this
+            // session is dead everywhere.
+            session.flush().await?;
+            Ok(None)
+        }
+    }
+}
+
+impl OptionalFromRequestParts<AppState> for SignedIn {
+    type Rejection = PageError;
+
+    async fn from_request_parts(
+        parts: &mut Parts,
+        state: &AppState,
+    ) -> Result<Option<Self>, Self::Rejection> {
+        load(parts, state).await
+    }
+}
+
+/// A page that needs a signed-in user who is not required to change their
+/// password. Signed out: redirect to `/login?return_to=<this path>`. Must
+/// change password: redirect to the change-password page.
+#[derive(Clone, Debug)]
+pub struct RequireUser(pub SignedIn);
+
+pub enum RequireUserRejection {
+    Page(PageError),
+    Redirect(Redirect),
+}
+
+impl IntoResponse for RequireUserRejection {
+    fn into_response(self) -> Response {
+        match self {
+            Self::Page(err) => err.into_response(),
+            Self::Redirect(redirect) => redirect.into_response(),
+        }
+    }
+}
+
+pub const CHANGE_PASSWORD_PATH: &str = "/account/password";
+
+impl FromRequestParts<AppState> for RequireUser {
+    type Rejection = RequireUserRejection;
+
+    async fn from_request_parts(
+        parts: &mut Parts,
+        state: &AppState,
+    ) -> Result<Self, Self::Rejection> {
+        match load(parts, state)
+            .await
+            .map_err(RequireUserRejection::Page)?
+        {
+            Some(user) if user.account.must_change_password => Err(RequireUserRejection::Redirect(
+                Redirect::to(CHANGE_PASSWORD_PATH),
+            )),
+            Some(user) => Ok(Self(user)),
+            None => {
+                let here = parts
+                    .uri
+                    .path_and_query()
+                    .map(|pq| pq.as_str())
+                    .unwrap_or("/");
+                let target = format!(
+                    "/login?{}",
+                    serde_urlencoded::to_string([("return_to", here)]).unwrap_or_default()
+                );
+                Err(RequireUserRejection::Redirect(Redirect::to(&target)))
+            }
+        }
+    }
+}
+
+/// A return URL after sign-in: accepted only as a local path. `//host`,
+/// `/\host`, absolute URLs and anything with a scheme fall back to `/`.
+pub fn safe_return_path(raw: Option<&str>) -> String {
+    let Some(raw) = raw else {
+        return "/".to_owned();
+    };
+    let local = raw.starts_with('/')
+        && !raw.starts_with("//")
+        && !raw.starts_with("/\\")
+        && !raw.chars().any(|c| c.is_control() || c == '\\');
+    if local {
+        raw.to_owned()
+    } else {
+        "/".to_owned()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::safe_return_path;
+
+    #[test]
+    fn only_local_paths_are_return_urls() {
+        assert_eq!(
+            safe_return_path(Some("/authorize?client_id=x")),
+            "/authorize?client_id=x"
+        );
+        for bad in [
+            "//evil.example",
+            "https://evil.example/",
+            "/\\evil.example",
+            "evil",
+            "/\tx",
+            "javascript:alert(1)",
+        ] {
+            assert_eq!(safe_return_path(Some(bad)), "/", "{bad:?}");
+        }
+        assert_eq!(safe_return_path(None), "/");
+    }
+}

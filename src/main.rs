@@ -1,0 +1,350 @@
+//! The `coop` command: `serve`, and the operator's `admin` and `keys`
+//! commands. Parsing and printing only; the work is in the library.
+
+use std::io::Read;
+use std::process::ExitCode;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use coop::admin::{self, AdminError, FlockInput, UserChange, UserInput};
+use coop::clock::Clock;
+use coop::config::{self, Config, DatabaseUrl, Issuer};
+use coop::identity::Passwords;
+use coop::startup::Application;
+use coop::storage::Store;
+
+#[derive(Parser)]
+#[command(
+    name = "coop",
+    version,
+    about = "Connect AI assistants to your farm's records, safely"
+)]
+struct Cli {
+    #[command(flatten)]
+    database: DatabaseArgs,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Args, Clone)]
+struct DatabaseArgs {
+    /// sqlite://PATH (created if missing) or postgres://…
+    #[arg(long, env = "COOP_DATABASE_URL", default_value = DatabaseUrl::DEFAULT, global = true)]
+    database_url: String,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run the server.
+    Serve(ServeArgs),
+    /// Operator actions on farms, users, houses and flocks.
+    #[command(subcommand)]
+    Admin(AdminCommand),
+}
+
+#[derive(Args)]
+struct ServeArgs {
+    /// Address to listen on.
+    #[arg(long, env = "COOP_BIND", default_value = "127.0.0.1:8080")]
+    bind: String,
+    /// Public origin, e.g. https://coop.example (default: http:// + the bound address).
+    #[arg(long, env = "COOP_ISSUER")]
+    issuer: Option<String>,
+    /// Access-token lifetime in seconds (60–86400).
+    #[arg(long, env = "COOP_ACCESS_TOKEN_TTL", default_value = "900")]
+    access_token_ttl: String,
+    /// Requests per minute per grant on /mcp; 0 turns the limit off.
+    #[arg(long, env = "COOP_MCP_RATE_LIMIT", default_value = "300")]
+    mcp_rate_limit: String,
+    /// Fill an empty database with a demo farm and print how to sign in.
+    #[arg(long)]
+    demo: bool,
+}
+
+#[derive(Subcommand)]
+enum AdminCommand {
+    #[command(subcommand)]
+    Farm(FarmCommand),
+    #[command(subcommand)]
+    User(UserCommand),
+    #[command(subcommand)]
+    House(HouseCommand),
+    #[command(subcommand)]
+    Flock(FlockCommand),
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum OnOff {
+    On,
+    Off,
+}
+
+#[derive(Subcommand)]
+enum FarmCommand {
+    /// Create a farm; prints its slug.
+    Add {
+        #[arg(long)]
+        name: String,
+        #[arg(long)]
+        slug: Option<String>,
+    },
+    /// Suspend a farm: its members' connected apps stop at once.
+    Suspend { slug: String },
+    /// Lift a suspension.
+    Resume { slug: String },
+    /// Turn the farm's connected apps on or off.
+    ConnectedApps { slug: String, state: OnOff },
+}
+
+#[derive(Subcommand)]
+enum UserCommand {
+    /// Add a member to a farm; prints a generated password unless --password-stdin.
+    Add {
+        #[arg(long)]
+        farm: String,
+        #[arg(long)]
+        email: String,
+        /// owner, manager, worker or viewer
+        #[arg(long)]
+        role: String,
+        /// Limit a worker to these flocks (comma-separated names).
+        #[arg(long)]
+        flocks: Option<String>,
+        /// Read the password from standard input.
+        #[arg(long)]
+        password_stdin: bool,
+    },
+    Disable {
+        email: String,
+    },
+    Enable {
+        email: String,
+    },
+    /// End every browser session and access token of the user.
+    SignOutEverywhere {
+        email: String,
+    },
+    /// Make the user choose a new password at next sign-in.
+    RequirePasswordChange {
+        email: String,
+    },
+}
+
+#[derive(Subcommand)]
+enum HouseCommand {
+    Add {
+        #[arg(long)]
+        farm: String,
+        #[arg(long)]
+        name: String,
+    },
+}
+
+#[derive(Subcommand)]
+enum FlockCommand {
+    Add {
+        #[arg(long)]
+        farm: String,
+        #[arg(long)]
+        house: String,
+        #[arg(long)]
+        name: String,
+        #[arg(long)]
+        breed: String,
+        /// YYYY-MM-DD
+        #[arg(long)]
+        placed: String,
+        #[arg(long)]
+        head_count: String,
+    },
+}
+
+fn serve_config(database: &DatabaseArgs, args: &ServeArgs) -> Result<Config, config::ConfigError> {
+    let database_url = DatabaseUrl::parse(&database.database_url)?;
+    let mut config = Config::with_defaults(database_url);
+    config.bind = config::parse_bind(&args.bind)?;
+    config.issuer = args.issuer.as_deref().map(Issuer::parse).transpose()?;
+    config.access_token_ttl = config::parse_seconds(
+        "--access-token-ttl / COOP_ACCESS_TOKEN_TTL",
+        &args.access_token_ttl,
+        60..=86_400,
+    )?;
+    config.mcp_rate_limit =
+        args.mcp_rate_limit
+            .trim()
+            .parse()
+            .map_err(|_| config::ConfigError {
+                setting: "--mcp-rate-limit / COOP_MCP_RATE_LIMIT",
+                reason: format!(
+                    "{:?} is not a whole number of requests per minute",
+                    args.mcp_rate_limit
+                ),
+            })?;
+    Ok(config)
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(err) => {
+            eprintln!("error: cannot start the runtime: {err}");
+            return ExitCode::FAILURE;
+        }
+    };
+    match runtime.block_on(run(cli)) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(message) => {
+            eprintln!("error: {message}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+async fn run(cli: Cli) -> Result<(), String> {
+    match cli.command {
+        Command::Serve(args) => serve(&cli.database, args).await,
+        Command::Admin(command) => {
+            let url = DatabaseUrl::parse(&cli.database.database_url).map_err(|e| e.to_string())?;
+            let store = Store::connect(&url).await.map_err(|e| e.to_string())?;
+            let result = run_admin(&store, command).await;
+            store.close().await;
+            result.map_err(|e| match e {
+                AdminError::Refused(reason) => reason,
+                other => other.to_string(),
+            })
+        }
+    }
+}
+
+async fn serve(database: &DatabaseArgs, args: ServeArgs) -> Result<(), String> {
+    let config = serve_config(database, &args).map_err(|e| e.to_string())?;
+    coop::telemetry::init();
+    let app = Application::build(config, Clock::system())
+        .await
+        .map_err(|e| e.to_string())?;
+    tracing::info!(issuer = %app.issuer(), address = %app.address(), "Coop is serving");
+    if args.demo {
+        let printed = admin::demo::seed_if_empty(
+            &app.state().store,
+            &app.state().passwords,
+            app.state().clock.now(),
+        )
+        .await
+        .map_err(|e| e.to_string())?;
+        match printed {
+            Some(demo) => println!("{}", demo.sign_in_instructions(app.issuer())),
+            None => println!("The database already has farms; --demo added nothing."),
+        }
+    }
+    println!(
+        "Coop is serving at {}  (sign in at {}/login)",
+        app.issuer(),
+        app.issuer()
+    );
+    app.run_until_stopped().await.map_err(|e| e.to_string())
+}
+
+fn read_password_from_stdin() -> Result<String, AdminError> {
+    let mut input = String::new();
+    std::io::stdin().read_to_string(&mut input).map_err(|e| {
+        AdminError::Refused(format!("cannot read the password from standard input: {e}"))
+    })?;
+    Ok(input.trim_end_matches(['\n', '\r']).to_owned())
+}
+
+async fn run_admin(store: &Store, command: AdminCommand) -> Result<(), AdminError> {
+    let now = Clock::system().now();
+    match command {
+        AdminCommand::Farm(FarmCommand::Add { name, slug }) => {
+            let slug = admin::add_farm(store, &name, slug.as_deref(), now).await?;
+            println!("{slug}");
+        }
+        AdminCommand::Farm(FarmCommand::Suspend { slug }) => {
+            admin::set_farm_suspended(store, &slug, true).await?;
+            println!("farm {slug} suspended");
+        }
+        AdminCommand::Farm(FarmCommand::Resume { slug }) => {
+            admin::set_farm_suspended(store, &slug, false).await?;
+            println!("farm {slug} resumed");
+        }
+        AdminCommand::Farm(FarmCommand::ConnectedApps { slug, state }) => {
+            let enabled = matches!(state, OnOff::On);
+            admin::set_connected_apps(store, &slug, enabled).await?;
+            println!(
+                "connected apps {} for farm {slug}",
+                if enabled { "on" } else { "off" }
+            );
+        }
+        AdminCommand::User(UserCommand::Add {
+            farm,
+            email,
+            role,
+            flocks,
+            password_stdin,
+        }) => {
+            let typed = if password_stdin {
+                Some(read_password_from_stdin()?)
+            } else {
+                None
+            };
+            let passwords = Passwords::new(1)?;
+            let input = UserInput {
+                farm: &farm,
+                email: &email,
+                role: &role,
+                flocks: flocks.as_deref(),
+                password: typed.as_deref(),
+            };
+            match admin::add_user(store, &passwords, &input, now).await? {
+                Some(generated) => println!("{email}\t{generated}"),
+                None => println!("{email}"),
+            }
+        }
+        AdminCommand::User(command) => {
+            let (email, change, done) = match command {
+                UserCommand::Disable { email } => (email, UserChange::Disable, "disabled"),
+                UserCommand::Enable { email } => (email, UserChange::Enable, "enabled"),
+                UserCommand::SignOutEverywhere { email } => (
+                    email,
+                    UserChange::SignOutEverywhere,
+                    "signed out everywhere",
+                ),
+                UserCommand::RequirePasswordChange { email } => (
+                    email,
+                    UserChange::RequirePasswordChange,
+                    "must change password at next sign-in",
+                ),
+                UserCommand::Add { .. } => return Ok(()),
+            };
+            admin::change_user(store, &email, change, now).await?;
+            println!("{email}: {done}");
+        }
+        AdminCommand::House(HouseCommand::Add { farm, name }) => {
+            admin::add_house(store, &farm, &name, now).await?;
+            println!("house {name} added to {farm}");
+        }
+        AdminCommand::Flock(FlockCommand::Add {
+            farm,
+            house,
+            name,
+            breed,
+            placed,
+            head_count,
+        }) => {
+            let input = FlockInput {
+                farm: &farm,
+                house: &house,
+                name: &name,
+                breed: &breed,
+                placed: &placed,
+                head_count: &head_count,
+            };
+            admin::add_flock(store, &input, now).await?;
+            println!("flock {name} added to {house} on {farm}");
+        }
+    }
+    Ok(())
+}

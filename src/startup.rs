@@ -1,0 +1,193 @@
+//! Building and running the server: bind first, then everything else.
+//!
+//! The listener is bound before the issuer is derived, so a server asked for
+//! port 0 (every test) knows its real address and advertises it. Then the
+//! store is connected and migrated, the session layer built on it, and the
+//! router assembled. `run_until_stopped` serves until SIGTERM or Ctrl-C and
+//! drains in-flight requests.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::net::TcpListener;
+use tower_sessions::cookie::SameSite;
+use tower_sessions::{Expiry, SessionManagerLayer};
+
+use crate::clock::Clock;
+use crate::config::{Config, Issuer};
+use crate::identity::Passwords;
+use crate::identity::throttle::{LoginThrottle, ThrottlePolicy};
+use crate::state::AppState;
+use crate::storage::sessions::SessionBackend;
+use crate::storage::{Store, StoreError};
+
+#[derive(Debug, thiserror::Error)]
+pub enum StartupError {
+    #[error("cannot bind {addr}: {source}")]
+    Bind {
+        addr: SocketAddr,
+        source: std::io::Error,
+    },
+    #[error("database: {0}")]
+    Store(#[from] StoreError),
+    #[error("password hasher: {0}")]
+    Passwords(#[from] crate::identity::PasswordError),
+    #[error("{0}")]
+    Other(String),
+}
+
+pub struct Application {
+    listener: TcpListener,
+    address: SocketAddr,
+    state: AppState,
+    sessions: SessionBackend,
+}
+
+impl Application {
+    /// Binds, connects, migrates and assembles; serves nothing yet.
+    pub async fn build(config: Config, clock: Clock) -> Result<Self, StartupError> {
+        let listener =
+            TcpListener::bind(config.bind)
+                .await
+                .map_err(|source| StartupError::Bind {
+                    addr: config.bind,
+                    source,
+                })?;
+        let address = listener.local_addr().map_err(|source| StartupError::Bind {
+            addr: config.bind,
+            source,
+        })?;
+        let issuer = config
+            .issuer
+            .clone()
+            .unwrap_or_else(|| Issuer::from_bound_address(address));
+
+        let store = Store::connect(&config.database_url).await?;
+        let sessions = SessionBackend::for_store(&store).await?;
+        let passwords = Passwords::new(config.password_hash_concurrency)?;
+
+        let state = AppState {
+            config: Arc::new(config),
+            issuer,
+            store,
+            clock,
+            passwords,
+            login_throttle: Arc::new(LoginThrottle::new(ThrottlePolicy::default())),
+        };
+        Ok(Self {
+            listener,
+            address,
+            state,
+            sessions,
+        })
+    }
+
+    pub fn address(&self) -> SocketAddr {
+        self.address
+    }
+
+    pub fn port(&self) -> u16 {
+        self.address.port()
+    }
+
+    pub fn issuer(&self) -> &Issuer {
+        &self.state.issuer
+    }
+
+    pub fn state(&self) -> &AppState {
+        &self.state
+    }
+
+    /// Serves until SIGTERM or Ctrl-C, then lets in-flight requests finish.
+    pub async fn run_until_stopped(self) -> std::io::Result<()> {
+        self.run_until(shutdown_signal()).await
+    }
+
+    /// Serves until `stop` completes (tests stop a replica this way).
+    pub async fn run_until(
+        self,
+        stop: impl std::future::Future<Output = ()> + Send + 'static,
+    ) -> std::io::Result<()> {
+        let Self {
+            listener,
+            state,
+            sessions,
+            ..
+        } = self;
+        spawn_housekeeping(&state, sessions.clone());
+        let app = crate::http::router(state.clone(), session_layer(&state, sessions));
+        axum::serve(
+            listener,
+            app.into_make_service_with_connect_info::<SocketAddr>(),
+        )
+        .with_graceful_shutdown(stop)
+        .await
+    }
+}
+
+/// Session cookies: HttpOnly and SameSite=Lax always (Lax, so the top-level
+/// GET to `/authorize` from a client's site carries the sign-in); Secure and
+/// the `__Host-` prefix (no Domain, Path=/) when the issuer is https.
+fn session_layer(
+    state: &AppState,
+    sessions: SessionBackend,
+) -> SessionManagerLayer<SessionBackend> {
+    let https = state.issuer.is_https();
+    let name = if https {
+        "__Host-coop_session"
+    } else {
+        "coop_session"
+    };
+    SessionManagerLayer::new(sessions)
+        .with_name(name)
+        .with_http_only(true)
+        .with_same_site(SameSite::Lax)
+        .with_secure(https)
+        .with_path("/")
+        .with_expiry(Expiry::OnInactivity(time::Duration::hours(12)))
+}
+
+/// Periodic clean-up that keeps memory and tables bounded.
+fn spawn_housekeeping(state: &AppState, sessions: SessionBackend) {
+    use tower_sessions::session_store::ExpiredDeletion;
+    let throttle = state.login_throttle.clone();
+    tokio::spawn(async move {
+        let mut tick = tokio::time::interval(Duration::from_secs(60));
+        loop {
+            tick.tick().await;
+            throttle.prune();
+            if let Err(err) = sessions.delete_expired().await {
+                tracing::warn!(error = %err, "could not delete expired sessions");
+            }
+        }
+    });
+}
+
+async fn shutdown_signal() {
+    let ctrl_c = async {
+        if let Err(err) = tokio::signal::ctrl_c().await {
+            tracing::warn!(error = %err, "cannot listen for Ctrl-C");
+            std::future::pending::<()>().await;
+        }
+    };
+    #[cfg(unix)]
+    let terminate = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut signal) => {
+                signal.recv().await;
+            }
+            Err(err) => {
+                tracing::warn!(error = %err, "cannot listen for SIGTERM");
+                std::future::pending::<()>().await;
+            }
+        }
+    };
+    #[cfg(not(unix))]
+    let terminate = std::future::pending::<()>();
+    tokio::select! {
+        () = ctrl_c => {},
+        () = terminate => {},
+    }
+    tracing::info!("shutting down: draining in-flight requests");
+}

@@ -1,0 +1,20 @@
+//! The state every handler shares: cheap to clone, built once at start.
+
+use std::sync::Arc;
+
+use crate::clock::Clock;
+use crate::config::{Config, Issuer};
+use crate::identity::Passwords;
+use crate::storage::Store;
+
+#[derive(Clone, Debug)]
+pub struct AppState {
+    pub config: Arc<Config>,
+    /// The issuer actually in force (configured, or derived from the bound
+    /// address); every URL Coop prints starts with it.
+    pub issuer: Issuer,
+    pub store: Store,
+    pub clock: Clock,
+    pub passwords: Passwords,
+    pub login_throttle: Arc<crate::identity::throttle::LoginThrottle>,
+}

@@ -1,0 +1,83 @@
+//! The audit log: who did what, through which client and grant.
+
+use time::OffsetDateTime;
+use uuid::Uuid;
+
+use super::{Store, StoreResult, unix};
+use crate::domain::{FarmId, GrantId, UserId};
+use crate::on_pool;
+
+/// What happened. The string form is what the log stores and filters on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AuditKind {
+    SignIn,
+    SignInFailed,
+    SignOut,
+    PasswordChanged,
+    Consent,
+    ConsentDenied,
+    Disconnect,
+    TokenReuseDetected,
+    ToolWrite,
+    AdminAction,
+}
+
+impl AuditKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::SignIn => "sign_in",
+            Self::SignInFailed => "sign_in_failed",
+            Self::SignOut => "sign_out",
+            Self::PasswordChanged => "password_changed",
+            Self::Consent => "consent",
+            Self::ConsentDenied => "consent_denied",
+            Self::Disconnect => "disconnect",
+            Self::TokenReuseDetected => "token_reuse_detected",
+            Self::ToolWrite => "tool_write",
+            Self::AdminAction => "admin_action",
+        }
+    }
+}
+
+/// One audit entry. `detail` is a small JSON object that never holds a secret.
+pub struct AuditEvent<'a> {
+    pub kind: AuditKind,
+    pub farm: Option<FarmId>,
+    pub user: Option<UserId>,
+    pub client_id: Option<&'a str>,
+    pub grant: Option<GrantId>,
+    pub detail: serde_json::Value,
+}
+
+impl<'a> AuditEvent<'a> {
+    pub fn new(kind: AuditKind) -> Self {
+        Self {
+            kind,
+            farm: None,
+            user: None,
+            client_id: None,
+            grant: None,
+            detail: serde_json::json!({}),
+        }
+    }
+}
+
+pub async fn record(store: &Store, event: &AuditEvent<'_>, now: OffsetDateTime) -> StoreResult<()> {
+    on_pool!(store, |pool| {
+        sqlx::query(
+            "insert into audit_log (id, farm_id, user_id, client_id, grant_id, kind, detail, created_at)
+             values ($1, $2, $3, $4, $5, $6, $7, $8)",
+        )
+        .bind(Uuid::now_v7())
+        .bind(event.farm.map(|f| f.0))
+        .bind(event.user.map(|u| u.0))
+        .bind(event.client_id)
+        .bind(event.grant.map(|g| g.0))
+        .bind(event.kind.as_str())
+        .bind(event.detail.to_string())
+        .bind(unix(now))
+        .execute(pool)
+        .await?;
+    });
+    Ok(())
+}

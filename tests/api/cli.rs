@@ -1,0 +1,1 @@
+//! `coop admin …`: each command's success and refusal.

@@ -1,0 +1,57 @@
+//! Configuration mistakes are one-line errors naming the setting, and
+//! nothing is created when the configuration is refused.
+
+use crate::helpers::run_cli;
+
+async fn serve_refuses(args: &[&str], setting: &str) {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("never.db");
+    let url = format!("sqlite://{}", db.display());
+    let mut full = vec!["serve"];
+    full.extend_from_slice(args);
+    let (code, _out, err) = run_cli(&url, &full, None).await;
+    assert_eq!(code, 1, "{args:?}: {err}");
+    let line = err.trim();
+    assert_eq!(line.lines().count(), 1, "one line: {line}");
+    assert!(line.contains(setting), "{line} should name {setting}");
+    assert!(!db.exists(), "a refused configuration created the database");
+}
+
+#[tokio::test]
+async fn an_issuer_with_a_path_is_refused() {
+    serve_refuses(&["--issuer", "https://coop.example/tenant"], "COOP_ISSUER").await;
+}
+
+#[tokio::test]
+async fn an_issuer_with_a_query_is_refused() {
+    serve_refuses(&["--issuer", "https://coop.example?x=1"], "COOP_ISSUER").await;
+}
+
+#[tokio::test]
+async fn a_bad_bind_address_is_refused() {
+    serve_refuses(&["--bind", "not-an-address"], "COOP_BIND").await;
+}
+
+#[tokio::test]
+async fn a_bad_token_lifetime_is_refused() {
+    serve_refuses(&["--access-token-ttl", "5"], "COOP_ACCESS_TOKEN_TTL").await;
+}
+
+#[tokio::test]
+async fn a_bad_database_url_is_refused() {
+    let (code, _out, err) = run_cli("mysql://x", &["serve"], None).await;
+    assert_eq!(code, 1);
+    assert!(err.contains("COOP_DATABASE_URL"), "{err}");
+}
+
+#[tokio::test]
+async fn the_issuer_defaults_to_the_bound_address_and_drops_a_trailing_slash() {
+    let db = crate::helpers::TestDatabase::create(crate::helpers::Engine::Sqlite).await;
+    let app = crate::helpers::TestApp::spawn_on(std::sync::Arc::new(db), |c| {
+        c.issuer = Some(coop::config::Issuer::parse("https://Coop.Example/").unwrap());
+    })
+    .await;
+    assert_eq!(app.issuer, "https://coop.example");
+    let derived = crate::helpers::TestApp::spawn(crate::helpers::Engine::Sqlite).await;
+    assert_eq!(derived.issuer, derived.address);
+}

@@ -1,0 +1,385 @@
+//! Sign-in, sign-out and password change, and every refusal they make.
+
+use crate::helpers::{Engine, TestApp, browser, form_value, location};
+use crate::on_both_engines;
+
+on_both_engines!(
+    a_member_signs_in_and_sees_their_farm,
+    a_wrong_password_and_an_unknown_email_get_the_same_refusal,
+    sign_in_is_throttled_per_account,
+    a_disabled_user_cannot_sign_in,
+    a_user_who_must_change_password_can_do_nothing_else,
+    moving_the_epoch_kills_every_session,
+    a_login_without_its_csrf_token_is_refused,
+    a_post_from_another_origin_is_refused,
+    a_foreign_return_url_is_replaced_by_the_start_page,
+    the_session_id_changes_at_sign_in,
+    changing_the_password_keeps_this_session_and_ends_the_others,
+    signing_out_needs_the_csrf_token,
+);
+
+fn session_cookie(response: &reqwest::Response) -> Option<String> {
+    response
+        .headers()
+        .get_all("set-cookie")
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .find(|v| v.starts_with("coop_session="))
+        .map(|v| v.split(';').next().unwrap_or_default().to_owned())
+}
+
+async fn a_member_signs_in_and_sees_their_farm(engine: Engine) {
+    let app = TestApp::spawn(engine).await;
+    let user = app.farm_with_member("manager").await;
+
+    let response = app.sign_in(&user.email, &user.password).await;
+    assert_eq!(response.status(), 303);
+    assert_eq!(location(&response), "/");
+
+    let home = app.get("/").await;
+    assert_eq!(home.status(), 200);
+    let body = home.text().await.unwrap();
+    assert!(body.contains("Signed in as <strong>manager@hillside.example</strong> on farm <strong>Hillside Farm</strong>"), "{body}");
+}
+
+async fn a_wrong_password_and_an_unknown_email_get_the_same_refusal(engine: Engine) {
+    let app = TestApp::spawn(engine).await;
+    let user = app.farm_with_member("viewer").await;
+
+    let wrong = app.sign_in(&user.email, "not the password at all").await;
+    assert_eq!(wrong.status(), 401);
+    let wrong_body = wrong.text().await.unwrap();
+    assert!(wrong_body.contains("That email and password do not match."));
+
+    let unknown = app
+        .sign_in("nobody@hillside.example", "not the password at all")
+        .await;
+    assert_eq!(unknown.status(), 401);
+    assert!(
+        unknown
+            .text()
+            .await
+            .unwrap()
+            .contains("That email and password do not match.")
+    );
+
+    // Still signed out.
+    assert_eq!(app.get("/").await.status(), 303);
+}
+
+async fn sign_in_is_throttled_per_account(engine: Engine) {
+    let app = TestApp::spawn(engine).await;
+    let user = app.farm_with_member("worker").await;
+    for _ in 0..5 {
+        assert_eq!(
+            app.sign_in(&user.email, "wrong password guess")
+                .await
+                .status(),
+            401
+        );
+    }
+    // Even the right password is refused while throttled.
+    let throttled = app.sign_in(&user.email, &user.password).await;
+    assert_eq!(throttled.status(), 429);
+    let retry_after: u64 = throttled.headers()["retry-after"]
+        .to_str()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!((1..=60).contains(&retry_after), "{retry_after}");
+    let body = throttled.text().await.unwrap();
+    assert!(
+        body.contains(&format!("Try again in {retry_after} seconds")),
+        "{body}"
+    );
+}
+
+async fn a_disabled_user_cannot_sign_in(engine: Engine) {
+    let app = TestApp::spawn(engine).await;
+    let user = app.farm_with_member("worker").await;
+    let (code, _, _) = app.cli(&["admin", "user", "disable", &user.email]).await;
+    assert_eq!(code, 0);
+
+    let response = app.sign_in(&user.email, &user.password).await;
+    assert_eq!(response.status(), 403);
+    assert!(
+        response
+            .text()
+            .await
+            .unwrap()
+            .contains("This account is disabled")
+    );
+    assert_eq!(app.get("/").await.status(), 303);
+
+    let (code, _, _) = app.cli(&["admin", "user", "enable", &user.email]).await;
+    assert_eq!(code, 0);
+    assert_eq!(app.sign_in(&user.email, &user.password).await.status(), 303);
+}
+
+async fn a_user_who_must_change_password_can_do_nothing_else(engine: Engine) {
+    let app = TestApp::spawn(engine).await;
+    let user = app.farm_with_member("viewer").await;
+    let (code, _, _) = app
+        .cli(&["admin", "user", "require-password-change", &user.email])
+        .await;
+    assert_eq!(code, 0);
+
+    let response = app.sign_in(&user.email, &user.password).await;
+    assert_eq!(response.status(), 303);
+    assert_eq!(location(&response), "/account/password");
+    let home = app.get("/").await;
+    assert_eq!(home.status(), 303);
+    assert_eq!(location(&home), "/account/password");
+
+    let page = app.get("/account/password").await.text().await.unwrap();
+    assert!(page.contains("You must choose a new password"));
+    let csrf = form_value(&page, "csrf").unwrap();
+    let changed = app
+        .client
+        .post(app.url("/account/password"))
+        .form(&[
+            ("csrf", csrf.as_str()),
+            ("current_password", user.password.as_str()),
+            ("new_password", "a brand new long password"),
+            ("confirm_password", "a brand new long password"),
+        ])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(changed.status(), 303);
+    assert_eq!(app.get("/").await.status(), 200);
+}
+
+async fn moving_the_epoch_kills_every_session(engine: Engine) {
+    let app = TestApp::spawn(engine).await;
+    let user = app.farm_with_member("owner").await;
+    assert_eq!(app.sign_in(&user.email, &user.password).await.status(), 303);
+    assert_eq!(app.get("/").await.status(), 200);
+
+    let (code, _, _) = app
+        .cli(&["admin", "user", "sign-out-everywhere", &user.email])
+        .await;
+    assert_eq!(code, 0);
+
+    let home = app.get("/").await;
+    assert_eq!(home.status(), 303);
+    assert!(location(&home).starts_with("/login"));
+}
+
+async fn a_login_without_its_csrf_token_is_refused(engine: Engine) {
+    let app = TestApp::spawn(engine).await;
+    let user = app.farm_with_member("owner").await;
+    let _ = app.login_csrf().await;
+    for csrf in ["", "forged-token"] {
+        let response = app
+            .client
+            .post(app.url("/login"))
+            .form(&[
+                ("csrf", csrf),
+                ("email", user.email.as_str()),
+                ("password", user.password.as_str()),
+            ])
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), 403, "csrf {csrf:?}");
+    }
+    assert_eq!(app.get("/").await.status(), 303);
+}
+
+async fn a_post_from_another_origin_is_refused(engine: Engine) {
+    let app = TestApp::spawn(engine).await;
+    let user = app.farm_with_member("owner").await;
+    let csrf = app.login_csrf().await;
+    let response = app
+        .client
+        .post(app.url("/login"))
+        .header("origin", "https://evil.example")
+        .form(&[
+            ("csrf", csrf.as_str()),
+            ("email", user.email.as_str()),
+            ("password", user.password.as_str()),
+        ])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 403);
+    // The same form from our own origin works.
+    let response = app
+        .client
+        .post(app.url("/login"))
+        .header("origin", app.issuer.as_str())
+        .form(&[
+            ("csrf", csrf.as_str()),
+            ("email", user.email.as_str()),
+            ("password", user.password.as_str()),
+        ])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 303);
+}
+
+async fn a_foreign_return_url_is_replaced_by_the_start_page(engine: Engine) {
+    let app = TestApp::spawn(engine).await;
+    let user = app.farm_with_member("owner").await;
+    for (return_to, want) in [
+        ("//evil.example/x", "/"),
+        ("https://evil.example/", "/"),
+        ("/\\evil.example", "/"),
+        ("/account/password", "/account/password"),
+    ] {
+        let client = browser();
+        let page = client
+            .get(app.url("/login"))
+            .send()
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap();
+        let csrf = form_value(&page, "csrf").unwrap();
+        let response = client
+            .post(app.url("/login"))
+            .form(&[
+                ("csrf", csrf.as_str()),
+                ("email", user.email.as_str()),
+                ("password", user.password.as_str()),
+                ("return_to", return_to),
+            ])
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), 303);
+        assert_eq!(location(&response), want, "return_to {return_to:?}");
+    }
+}
+
+async fn the_session_id_changes_at_sign_in(engine: Engine) {
+    let app = TestApp::spawn(engine).await;
+    let user = app.farm_with_member("owner").await;
+    let before = session_cookie(&app.get("/login").await).expect("anonymous session cookie");
+    let page = app.get("/login").await.text().await.unwrap();
+    let csrf = form_value(&page, "csrf").unwrap();
+    let response = app
+        .client
+        .post(app.url("/login"))
+        .form(&[
+            ("csrf", csrf.as_str()),
+            ("email", user.email.as_str()),
+            ("password", user.password.as_str()),
+        ])
+        .send()
+        .await
+        .unwrap();
+    let after = session_cookie(&response).expect("a new session cookie at sign-in");
+    assert_ne!(before, after);
+}
+
+async fn changing_the_password_keeps_this_session_and_ends_the_others(engine: Engine) {
+    let app = TestApp::spawn(engine).await;
+    let user = app.farm_with_member("owner").await;
+    // A second browser, signed in too.
+    let other = TestApp::spawn_on(app.db.clone(), |_| {}).await;
+    assert_eq!(
+        other.sign_in(&user.email, &user.password).await.status(),
+        303
+    );
+    assert_eq!(app.sign_in(&user.email, &user.password).await.status(), 303);
+
+    let page = app.get("/account/password").await.text().await.unwrap();
+    let csrf = form_value(&page, "csrf").unwrap();
+    let post = |current: &str, new: &str, confirm: &str| {
+        app.client.post(app.url("/account/password")).form(&[
+            ("csrf", csrf.clone()),
+            ("current_password", current.to_owned()),
+            ("new_password", new.to_owned()),
+            ("confirm_password", confirm.to_owned()),
+        ])
+    };
+    // Refusals first: wrong current password, mismatch, too short.
+    assert_eq!(
+        post(
+            "wrong current password",
+            "another long password",
+            "another long password"
+        )
+        .send()
+        .await
+        .unwrap()
+        .status(),
+        400
+    );
+    assert_eq!(
+        post(
+            &user.password,
+            "another long password",
+            "different long password"
+        )
+        .send()
+        .await
+        .unwrap()
+        .status(),
+        400
+    );
+    assert_eq!(
+        post(&user.password, "short", "short")
+            .send()
+            .await
+            .unwrap()
+            .status(),
+        400
+    );
+
+    let changed = post(
+        &user.password,
+        "another long password",
+        "another long password",
+    )
+    .send()
+    .await
+    .unwrap();
+    assert_eq!(changed.status(), 303);
+    assert_eq!(app.get("/").await.status(), 200, "this session stays");
+    assert_eq!(other.get("/").await.status(), 303, "the other session died");
+    // (On the other replica: this one's throttle has counted five attempts.)
+    assert_eq!(
+        other.sign_in(&user.email, &user.password).await.status(),
+        401,
+        "old password no longer works"
+    );
+    assert_eq!(
+        other
+            .sign_in(&user.email, "another long password")
+            .await
+            .status(),
+        303
+    );
+}
+
+async fn signing_out_needs_the_csrf_token(engine: Engine) {
+    let app = TestApp::spawn(engine).await;
+    let user = app.farm_with_member("owner").await;
+    assert_eq!(app.sign_in(&user.email, &user.password).await.status(), 303);
+    let refused = app
+        .client
+        .post(app.url("/logout"))
+        .form(&[("csrf", "")])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(refused.status(), 403);
+    assert_eq!(app.get("/").await.status(), 200);
+
+    let page = app.get("/").await.text().await.unwrap();
+    let csrf = form_value(&page, "csrf").unwrap();
+    let out = app
+        .client
+        .post(app.url("/logout"))
+        .form(&[("csrf", csrf.as_str())])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(out.status(), 303);
+    assert_eq!(app.get("/").await.status(), 303);
+}

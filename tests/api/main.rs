@@ -1,0 +1,14 @@
+//! Coop's integration suite: one binary, black-box over real HTTP.
+//!
+//! Every test runs the real application on port 0 against a fresh database,
+//! on SQLite always and on PostgreSQL when one is reachable (required when
+//! `COOP_TEST_REQUIRE_POSTGRES=1`, as CI sets it). Fixtures are made with the
+//! real `coop admin` command, as an operator would.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod helpers;
+
+mod cli;
+mod config;
+mod health;
+mod login;
