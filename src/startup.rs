@@ -18,6 +18,7 @@ use crate::clock::Clock;
 use crate::config::{Config, Issuer};
 use crate::identity::Passwords;
 use crate::identity::throttle::{LoginThrottle, ThrottlePolicy};
+use crate::oauth::keys::Keys;
 use crate::state::AppState;
 use crate::storage::sessions::SessionBackend;
 use crate::storage::{Store, StoreError};
@@ -36,6 +37,9 @@ pub enum StartupError {
     #[error("{0}")]
     Other(String),
 }
+
+/// The longest access-token lifetime the configuration accepts.
+pub const MAX_ACCESS_TOKEN_TTL: time::Duration = time::Duration::days(1);
 
 pub struct Application {
     listener: TcpListener,
@@ -66,6 +70,11 @@ impl Application {
         let store = Store::connect(&config.database_url).await?;
         let sessions = SessionBackend::for_store(&store).await?;
         let passwords = Passwords::new(config.password_hash_concurrency)?;
+        // A retired key stays published for the longest lifetime any replica
+        // may give a token, so a rotation never cuts a live token short.
+        let keys = Keys::load_or_create(store.clone(), MAX_ACCESS_TOKEN_TTL, clock.now())
+            .await
+            .map_err(|e| StartupError::Other(format!("signing keys: {e}")))?;
 
         let state = AppState {
             config: Arc::new(config),
@@ -73,6 +82,7 @@ impl Application {
             store,
             clock,
             passwords,
+            keys,
             login_throttle: Arc::new(LoginThrottle::new(ThrottlePolicy::default())),
         };
         Ok(Self {
@@ -152,11 +162,17 @@ fn session_layer(
 fn spawn_housekeeping(state: &AppState, sessions: SessionBackend) {
     use tower_sessions::session_store::ExpiredDeletion;
     let throttle = state.login_throttle.clone();
+    let keys = state.keys.clone();
+    let clock = state.clock.clone();
     tokio::spawn(async move {
         let mut tick = tokio::time::interval(Duration::from_secs(60));
         loop {
             tick.tick().await;
             throttle.prune();
+            // Another process may have rotated the signing key.
+            if let Err(err) = keys.reload(clock.now()).await {
+                tracing::warn!(error = %err, "could not reload signing keys");
+            }
             if let Err(err) = sessions.delete_expired().await {
                 tracing::warn!(error = %err, "could not delete expired sessions");
             }

@@ -5,6 +5,7 @@ use std::sync::Arc;
 use crate::clock::Clock;
 use crate::config::{Config, Issuer};
 use crate::identity::Passwords;
+use crate::oauth::keys::Keys;
 use crate::storage::Store;
 
 #[derive(Clone, Debug)]
@@ -16,5 +17,7 @@ pub struct AppState {
     pub store: Store,
     pub clock: Clock,
     pub passwords: Passwords,
+    /// The signing keys, shared with every replica through the store.
+    pub keys: Keys,
     pub login_throttle: Arc<crate::identity::throttle::LoginThrottle>,
 }

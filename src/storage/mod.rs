@@ -14,6 +14,7 @@
 
 pub mod audit;
 pub mod farms;
+pub mod keys;
 pub mod sessions;
 pub mod users;
 

@@ -1,0 +1,284 @@
+//! JWT access tokens (RFC 9068 shape): minted at `/token`, verified on every
+//! `/mcp` call before the store look-up.
+//!
+//! Verification accepts exactly one algorithm (ES256), looks the `kid` up
+//! only in Coop's own key table, ignores header URLs (`jku`, `x5u`), and
+//! requires `iss`, `aud`, `sub` and `exp`. The signature proves Coop made
+//! the token; whether it is still good (grant active, epoch unchanged, user
+//! and farm in order) is the store's answer, asked by the caller.
+
+use jsonwebtoken::{Algorithm, Header, Validation};
+use serde::{Deserialize, Serialize};
+use time::OffsetDateTime;
+use uuid::Uuid;
+
+use super::keys::{KeyError, Keys};
+use crate::domain::{GrantId, ScopeSet, UserId};
+
+/// The claims of a Coop access token.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq)]
+pub struct AccessClaims {
+    pub iss: String,
+    /// The user id.
+    pub sub: String,
+    /// The resource the token is for: `<issuer>/mcp`.
+    pub aud: String,
+    pub client_id: String,
+    /// Space-separated granted scopes.
+    pub scope: String,
+    pub iat: i64,
+    pub exp: i64,
+    pub jti: String,
+    /// The grant (connected app) the token was issued under.
+    pub grant_id: String,
+    /// The user's credential epoch when the token was issued.
+    pub epoch: i64,
+}
+
+impl AccessClaims {
+    pub fn user_id(&self) -> Option<UserId> {
+        Uuid::parse_str(&self.sub).ok().map(UserId)
+    }
+
+    pub fn grant_id(&self) -> Option<GrantId> {
+        Uuid::parse_str(&self.grant_id).ok().map(GrantId)
+    }
+
+    pub fn scopes(&self) -> ScopeSet {
+        ScopeSet::from_stored(&self.scope)
+    }
+}
+
+/// What goes into a new access token.
+pub struct NewAccessToken<'a> {
+    pub issuer: &'a str,
+    pub audience: &'a str,
+    pub user: UserId,
+    pub client_id: &'a str,
+    pub scope: &'a ScopeSet,
+    pub grant: GrantId,
+    pub epoch: i64,
+    pub lifetime: time::Duration,
+}
+
+/// Signs a new access token; returns it with its claims.
+pub async fn mint(
+    keys: &Keys,
+    new: &NewAccessToken<'_>,
+    now: OffsetDateTime,
+) -> Result<(String, AccessClaims), KeyError> {
+    let (kid, key) = keys.signing_key().await?;
+    let claims = AccessClaims {
+        iss: new.issuer.to_owned(),
+        sub: new.user.to_string(),
+        aud: new.audience.to_owned(),
+        client_id: new.client_id.to_owned(),
+        scope: new.scope.to_wire(),
+        iat: now.unix_timestamp(),
+        exp: (now + new.lifetime).unix_timestamp(),
+        jti: Uuid::new_v4().to_string(),
+        grant_id: new.grant.to_string(),
+        epoch: new.epoch,
+    };
+    let mut header = Header::new(Algorithm::ES256);
+    header.typ = Some("at+jwt".to_owned());
+    header.kid = Some(kid);
+    let token = jsonwebtoken::encode(&header, &claims, &key)
+        .map_err(|e| KeyError::Corrupt("signing".to_owned(), e.to_string()))?;
+    Ok((token, claims))
+}
+
+/// Why a presented token is not acceptable. Every variant is answered the
+/// same way on the wire (401 `invalid_token`); the variant is for the log.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum TokenRejection {
+    #[error("not a JWT")]
+    Malformed,
+    #[error("algorithm or type not accepted")]
+    WrongAlgorithm,
+    #[error("unknown key id")]
+    UnknownKey,
+    #[error("bad signature")]
+    BadSignature,
+    #[error("expired")]
+    Expired,
+    #[error("wrong issuer")]
+    WrongIssuer,
+    #[error("no audience or another audience")]
+    WrongAudience,
+    #[error("claims missing or malformed")]
+    BadClaims,
+}
+
+/// Checks the token's form, signature, `iss`, `aud` and `exp` against `now`.
+pub async fn verify(
+    keys: &Keys,
+    token: &str,
+    issuer: &str,
+    audience: &str,
+    now: OffsetDateTime,
+) -> Result<AccessClaims, TokenRejection> {
+    let header = jsonwebtoken::decode_header(token).map_err(|_| TokenRejection::Malformed)?;
+    if header.alg != Algorithm::ES256 || header.typ.as_deref() != Some("at+jwt") {
+        return Err(TokenRejection::WrongAlgorithm);
+    }
+    let kid = header.kid.ok_or(TokenRejection::UnknownKey)?;
+    let key = keys
+        .decoding_key(&kid, now)
+        .await
+        .ok_or(TokenRejection::UnknownKey)?;
+
+    let mut validation = Validation::new(Algorithm::ES256);
+    validation.set_required_spec_claims(&["exp", "iss", "aud", "sub"]);
+    validation.set_issuer(&[issuer]);
+    validation.set_audience(&[audience]);
+    // `exp` is checked below against the injected clock, not the system's.
+    validation.validate_exp = false;
+    validation.leeway = 0;
+
+    let data = jsonwebtoken::decode::<AccessClaims>(token, &key, &validation).map_err(|err| {
+        use jsonwebtoken::errors::ErrorKind;
+        match err.kind() {
+            ErrorKind::InvalidSignature => TokenRejection::BadSignature,
+            ErrorKind::InvalidIssuer => TokenRejection::WrongIssuer,
+            ErrorKind::InvalidAudience => TokenRejection::WrongAudience,
+            ErrorKind::MissingRequiredClaim(claim) if claim == "aud" => {
+                TokenRejection::WrongAudience
+            }
+            ErrorKind::InvalidAlgorithm => TokenRejection::WrongAlgorithm,
+            _ => TokenRejection::BadClaims,
+        }
+    })?;
+    if data.claims.exp <= now.unix_timestamp() {
+        return Err(TokenRejection::Expired);
+    }
+    Ok(data.claims)
+}
+
+#[cfg(test)]
+mod tests {
+    use base64::Engine;
+    use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+
+    use super::*;
+    use crate::config::DatabaseUrl;
+    use crate::domain::Scope;
+    use crate::storage::Store;
+
+    const ISSUER: &str = "https://coop.example";
+    const RESOURCE: &str = "https://coop.example/mcp";
+
+    async fn keys() -> (Keys, tempfile::TempDir) {
+        let dir = tempfile::tempdir().unwrap();
+        let url = DatabaseUrl::Sqlite(format!("sqlite://{}", dir.path().join("k.db").display()));
+        let store = Store::connect(&url).await.unwrap();
+        let now = OffsetDateTime::now_utc();
+        (
+            Keys::load_or_create(store, time::Duration::hours(24), now)
+                .await
+                .unwrap(),
+            dir,
+        )
+    }
+
+    fn new_token<'a>(scope: &'a ScopeSet, audience: &'a str) -> NewAccessToken<'a> {
+        NewAccessToken {
+            issuer: ISSUER,
+            audience,
+            user: UserId::new(),
+            client_id: "client-1",
+            scope,
+            grant: GrantId::new(),
+            epoch: 3,
+            lifetime: time::Duration::minutes(15),
+        }
+    }
+
+    #[tokio::test]
+    async fn a_minted_token_verifies_with_its_claims() {
+        let (keys, _dir) = keys().await;
+        let now = OffsetDateTime::now_utc();
+        let scope = ScopeSet::from_scopes([Scope::FarmRead]);
+        let (token, claims) = mint(&keys, &new_token(&scope, RESOURCE), now)
+            .await
+            .unwrap();
+        let header = jsonwebtoken::decode_header(&token).unwrap();
+        assert_eq!(header.typ.as_deref(), Some("at+jwt"));
+        let verified = verify(&keys, &token, ISSUER, RESOURCE, now).await.unwrap();
+        assert_eq!(verified, claims);
+        assert_eq!(verified.epoch, 3);
+        assert_eq!(verified.scopes(), scope);
+    }
+
+    #[tokio::test]
+    async fn expiry_issuer_and_audience_are_enforced() {
+        let (keys, _dir) = keys().await;
+        let now = OffsetDateTime::now_utc();
+        let scope = ScopeSet::from_scopes([Scope::FarmRead]);
+        let (token, _) = mint(&keys, &new_token(&scope, RESOURCE), now)
+            .await
+            .unwrap();
+        let later = now + time::Duration::minutes(15);
+        assert_eq!(
+            verify(&keys, &token, ISSUER, RESOURCE, later).await,
+            Err(TokenRejection::Expired)
+        );
+        assert_eq!(
+            verify(&keys, &token, "https://other.example", RESOURCE, now).await,
+            Err(TokenRejection::WrongIssuer)
+        );
+        assert_eq!(
+            verify(&keys, &token, ISSUER, "https://coop.example/other", now).await,
+            Err(TokenRejection::WrongAudience)
+        );
+    }
+
+    #[tokio::test]
+    async fn forged_and_altered_tokens_are_refused() {
+        let (keys, _dir) = keys().await;
+        let now = OffsetDateTime::now_utc();
+        let scope = ScopeSet::from_scopes([Scope::FarmRead]);
+        let (token, _) = mint(&keys, &new_token(&scope, RESOURCE), now)
+            .await
+            .unwrap();
+        let parts: Vec<&str> = token.split('.').collect();
+
+        // Claims altered (scope widened): the signature no longer matches.
+        let mut claims: serde_json::Value =
+            serde_json::from_slice(&URL_SAFE_NO_PAD.decode(parts[1]).unwrap()).unwrap();
+        claims["scope"] = "farm:read daily-entries:write".into();
+        let altered = format!(
+            "{}.{}.{}",
+            parts[0],
+            URL_SAFE_NO_PAD.encode(claims.to_string()),
+            parts[2]
+        );
+        assert_eq!(
+            verify(&keys, &altered, ISSUER, RESOURCE, now).await,
+            Err(TokenRejection::BadSignature)
+        );
+
+        // alg: none, and HS256 "signed" with anything.
+        for alg in ["none", "HS256"] {
+            let header =
+                URL_SAFE_NO_PAD.encode(format!(r#"{{"alg":"{alg}","typ":"at+jwt","kid":"x"}}"#));
+            let forged = format!("{header}.{}.", parts[1]);
+            let result = verify(&keys, &forged, ISSUER, RESOURCE, now).await;
+            assert!(
+                matches!(
+                    result,
+                    Err(TokenRejection::Malformed | TokenRejection::WrongAlgorithm)
+                ),
+                "alg {alg}: {result:?}"
+            );
+        }
+
+        // A kid Coop never issued.
+        let header = URL_SAFE_NO_PAD.encode(r#"{"alg":"ES256","typ":"at+jwt","kid":"foreign"}"#);
+        let foreign = format!("{header}.{}.{}", parts[1], parts[2]);
+        assert_eq!(
+            verify(&keys, &foreign, ISSUER, RESOURCE, now).await,
+            Err(TokenRejection::UnknownKey)
+        );
+    }
+}

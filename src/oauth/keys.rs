@@ -1,0 +1,218 @@
+//! ES256 signing keys: made at first start, rotated by `coop keys rotate`,
+//! published at `/jwks.json`.
+//!
+//! Keys live in the database so every replica signs and verifies with the
+//! same set. Each process keeps the set in memory and reloads it when it
+//! meets an unknown `kid` (another process rotated) at most once every few
+//! seconds, and on a timer, so a rotation reaches every replica without a
+//! restart. A retired key stays published, and keeps verifying, until every
+//! token it could have signed has expired.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use aws_lc_rs::rand::SystemRandom;
+use aws_lc_rs::signature::{ECDSA_P256_SHA256_FIXED_SIGNING, EcdsaKeyPair};
+use jsonwebtoken::jwk::{Jwk, JwkSet, KeyAlgorithm, PublicKeyUse};
+use jsonwebtoken::{Algorithm, DecodingKey, EncodingKey};
+use time::OffsetDateTime;
+use tokio::sync::RwLock;
+
+use crate::storage::keys::{self as stored, KeyRow};
+use crate::storage::{Store, StoreError};
+
+#[derive(Debug, thiserror::Error)]
+pub enum KeyError {
+    #[error("key generation failed")]
+    Generate,
+    #[error("stored key {0} is unusable: {1}")]
+    Corrupt(String, String),
+    #[error("no active signing key")]
+    NoActiveKey,
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+/// One key as a process holds it.
+struct LoadedKey {
+    kid: String,
+    decoding: DecodingKey,
+    jwk: Jwk,
+}
+
+struct Loaded {
+    signing: Option<(String, EncodingKey)>,
+    verifying: Vec<LoadedKey>,
+    loaded_at: std::time::Instant,
+}
+
+/// The key set shared by every handler of one process.
+#[derive(Clone)]
+pub struct Keys {
+    store: Store,
+    /// How long a retired key stays published: the longest access-token
+    /// lifetime any replica may be configured with.
+    retired_key_grace: time::Duration,
+    inner: Arc<RwLock<Loaded>>,
+}
+
+impl std::fmt::Debug for Keys {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Keys")
+    }
+}
+
+/// A new ES256 key as a storable row.
+pub fn generate() -> Result<KeyRow, KeyError> {
+    let pkcs8 =
+        EcdsaKeyPair::generate_pkcs8(&ECDSA_P256_SHA256_FIXED_SIGNING, &SystemRandom::new())
+            .map_err(|_| KeyError::Generate)?;
+    let der = pkcs8.as_ref().to_vec();
+    let kid = crate::secrets::random_token(12);
+    let encoding = EncodingKey::from_ec_der(&der);
+    let mut jwk =
+        Jwk::from_encoding_key(&encoding, Algorithm::ES256).map_err(|_| KeyError::Generate)?;
+    jwk.common.key_id = Some(kid.clone());
+    jwk.common.public_key_use = Some(PublicKeyUse::Signature);
+    jwk.common.key_algorithm = Some(KeyAlgorithm::ES256);
+    let public_jwk = serde_json::to_string(&jwk).map_err(|_| KeyError::Generate)?;
+    Ok(KeyRow {
+        kid,
+        algorithm: "ES256".to_owned(),
+        private_pkcs8: der,
+        public_jwk,
+        created_at: 0,
+        active: true,
+        retired_at: None,
+    })
+}
+
+fn load_row(row: &KeyRow) -> Result<LoadedKey, KeyError> {
+    let corrupt = |why: String| KeyError::Corrupt(row.kid.clone(), why);
+    if row.algorithm != "ES256" {
+        return Err(corrupt(format!("unknown algorithm {}", row.algorithm)));
+    }
+    let jwk: Jwk = serde_json::from_str(&row.public_jwk).map_err(|e| corrupt(e.to_string()))?;
+    let decoding = DecodingKey::from_jwk(&jwk).map_err(|e| corrupt(e.to_string()))?;
+    Ok(LoadedKey {
+        kid: row.kid.clone(),
+        decoding,
+        jwk,
+    })
+}
+
+/// Minimum time between two reloads caused by unknown `kid`s, so a flood of
+/// forged tokens cannot turn into a flood of queries.
+const RELOAD_BACKOFF: Duration = Duration::from_secs(5);
+
+impl Keys {
+    /// Loads the key set, creating the first key on an empty database.
+    pub async fn load_or_create(
+        store: Store,
+        retired_key_grace: time::Duration,
+        now: OffsetDateTime,
+    ) -> Result<Self, KeyError> {
+        let keys = Self {
+            store,
+            retired_key_grace,
+            inner: Arc::new(RwLock::new(Loaded {
+                signing: None,
+                verifying: Vec::new(),
+                loaded_at: std::time::Instant::now(),
+            })),
+        };
+        keys.reload(now).await?;
+        if keys.inner.read().await.signing.is_none() {
+            stored::insert_first(&keys.store, &generate()?, now).await?;
+            keys.reload(now).await?;
+        }
+        Ok(keys)
+    }
+
+    /// Reads the usable keys from the store.
+    pub async fn reload(&self, now: OffsetDateTime) -> Result<(), KeyError> {
+        let rows = stored::usable(&self.store, now - self.retired_key_grace).await?;
+        let mut signing = None;
+        let mut verifying = Vec::with_capacity(rows.len());
+        for row in &rows {
+            let loaded = match load_row(row) {
+                Ok(loaded) => loaded,
+                Err(err) => {
+                    tracing::error!(error = %err, "skipping an unusable signing key");
+                    continue;
+                }
+            };
+            if row.active {
+                signing = Some((
+                    row.kid.clone(),
+                    EncodingKey::from_ec_der(&row.private_pkcs8),
+                ));
+            }
+            verifying.push(loaded);
+        }
+        let mut inner = self.inner.write().await;
+        inner.signing = signing;
+        inner.verifying = verifying;
+        inner.loaded_at = std::time::Instant::now();
+        Ok(())
+    }
+
+    /// The `kid` and key that sign new tokens.
+    pub async fn signing_key(&self) -> Result<(String, EncodingKey), KeyError> {
+        self.inner
+            .read()
+            .await
+            .signing
+            .clone()
+            .ok_or(KeyError::NoActiveKey)
+    }
+
+    /// The verification key for `kid`, looked up only among Coop's own keys.
+    /// An unknown `kid` triggers one reload (rate limited), since another
+    /// replica may have rotated.
+    pub async fn decoding_key(&self, kid: &str, now: OffsetDateTime) -> Option<DecodingKey> {
+        if let Some(key) = self.find(kid).await {
+            return Some(key);
+        }
+        let stale = self.inner.read().await.loaded_at.elapsed() >= RELOAD_BACKOFF;
+        if stale {
+            if let Err(err) = self.reload(now).await {
+                tracing::warn!(error = %err, "could not reload signing keys");
+            }
+            return self.find(kid).await;
+        }
+        None
+    }
+
+    async fn find(&self, kid: &str) -> Option<DecodingKey> {
+        self.inner
+            .read()
+            .await
+            .verifying
+            .iter()
+            .find(|k| k.kid == kid)
+            .map(|k| k.decoding.clone())
+    }
+
+    /// The public keys for `/jwks.json`.
+    pub async fn jwks(&self) -> JwkSet {
+        JwkSet {
+            keys: self
+                .inner
+                .read()
+                .await
+                .verifying
+                .iter()
+                .map(|k| k.jwk.clone())
+                .collect(),
+        }
+    }
+
+    /// `coop keys rotate`: a new active key; the old one is retired and
+    /// stays published for the grace period.
+    pub async fn rotate(store: &Store, now: OffsetDateTime) -> Result<String, KeyError> {
+        let new = generate()?;
+        stored::rotate_to(store, &new, now).await?;
+        Ok(new.kid)
+    }
+}
