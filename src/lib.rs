@@ -41,6 +41,7 @@ pub mod config;
 pub mod domain;
 pub mod http;
 pub mod identity;
+pub mod mcp;
 pub mod oauth;
 pub mod secrets;
 pub mod startup;
