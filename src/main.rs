@@ -153,7 +153,8 @@ enum FlockCommand {
         /// YYYY-MM-DD
         #[arg(long)]
         placed: String,
-        #[arg(long)]
+        // Negative numbers reach the check, which explains the refusal.
+        #[arg(long, allow_negative_numbers = true)]
         head_count: String,
     },
 }
@@ -183,7 +184,10 @@ fn serve_config(database: &DatabaseArgs, args: &ServeArgs) -> Result<Config, con
 }
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(err) => return usage_error(&err),
+    };
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -198,6 +202,38 @@ fn main() -> ExitCode {
         Ok(()) => ExitCode::SUCCESS,
         Err(message) => {
             eprintln!("error: {message}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// Help and version print as clap writes them. A usage mistake (an unknown
+/// flag, a missing argument, `on|off` misspelt) is a refusal like any other:
+/// one line on stderr and exit code 1, so scripts need to handle one shape.
+fn usage_error(err: &clap::Error) -> ExitCode {
+    use clap::error::ErrorKind;
+    match err.kind() {
+        ErrorKind::DisplayHelp | ErrorKind::DisplayVersion => {
+            let _ = err.print();
+            ExitCode::SUCCESS
+        }
+        ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
+            let _ = err.print();
+            ExitCode::FAILURE
+        }
+        _ => {
+            let text = err.render().to_string();
+            let line = text
+                .lines()
+                .map(str::trim)
+                .filter(|l| {
+                    !l.is_empty()
+                        && !l.starts_with("Usage:")
+                        && !l.starts_with("For more information")
+                })
+                .collect::<Vec<_>>()
+                .join(" ");
+            eprintln!("{line} (see coop --help)");
             ExitCode::FAILURE
         }
     }

@@ -16,6 +16,7 @@ use tower_sessions::{Expiry, SessionManagerLayer};
 
 use crate::clock::Clock;
 use crate::config::{Config, Issuer};
+use crate::http::metrics::Metrics;
 use crate::identity::Passwords;
 use crate::identity::throttle::{LoginThrottle, ThrottlePolicy};
 use crate::oauth::keys::Keys;
@@ -84,6 +85,7 @@ impl Application {
             passwords,
             keys,
             login_throttle: Arc::new(LoginThrottle::new(ThrottlePolicy::default())),
+            metrics: Metrics::new().map_err(|e| StartupError::Other(format!("metrics: {e}")))?,
         };
         Ok(Self {
             listener,
@@ -126,13 +128,19 @@ impl Application {
             ..
         } = self;
         spawn_housekeeping(&state, sessions.clone());
+        let upkeep = state.metrics.spawn_upkeep();
         let app = crate::http::router(state.clone(), session_layer(&state, sessions));
-        axum::serve(
+        let served = axum::serve(
             listener,
             app.into_make_service_with_connect_info::<SocketAddr>(),
         )
         .with_graceful_shutdown(stop)
-        .await
+        .await;
+        upkeep.abort();
+        // Every request has been answered; closing the pool lets SQLite
+        // checkpoint its write-ahead log so the file is whole on its own.
+        state.store.close().await;
+        served
     }
 }
 

@@ -15,6 +15,7 @@
 pub mod audit;
 pub mod farms;
 pub mod keys;
+pub mod seed;
 pub mod sessions;
 pub mod users;
 

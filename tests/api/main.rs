@@ -12,3 +12,5 @@ mod cli;
 mod config;
 mod health;
 mod login;
+mod metrics;
+mod serve;
