@@ -5,6 +5,7 @@ use std::sync::Arc;
 use crate::clock::Clock;
 use crate::config::{Config, Issuer};
 use crate::identity::Passwords;
+use crate::oauth::cimd::CimdFetcher;
 use crate::oauth::keys::Keys;
 use crate::storage::Store;
 
@@ -20,4 +21,6 @@ pub struct AppState {
     /// The signing keys, shared with every replica through the store.
     pub keys: Keys,
     pub login_throttle: Arc<crate::identity::throttle::LoginThrottle>,
+    /// Client ID Metadata Documents, fetched with the SSRF guard and cached.
+    pub cimd: CimdFetcher,
 }
