@@ -58,6 +58,14 @@ struct ServeArgs {
     /// Fill an empty database with a demo farm and print how to sign in.
     #[arg(long)]
     demo: bool,
+    /// TESTS AND DEVELOPMENT ONLY: also trust this CA certificate (PEM) when
+    /// fetching client metadata documents.
+    #[arg(long, env = "COOP_CIMD_TEST_EXTRA_CA", value_name = "PATH")]
+    cimd_test_extra_ca: Option<String>,
+    /// TESTS AND DEVELOPMENT ONLY: allow client metadata documents served
+    /// from loopback addresses (never private ranges).
+    #[arg(long, env = "COOP_CIMD_TEST_ALLOW_LOOPBACK")]
+    cimd_test_allow_loopback: bool,
 }
 
 #[derive(Subcommand)]
@@ -180,6 +188,10 @@ fn serve_config(database: &DatabaseArgs, args: &ServeArgs) -> Result<Config, con
                     args.mcp_rate_limit
                 ),
             })?;
+    config.cimd_test = config::CimdTestSettings::parse(
+        args.cimd_test_extra_ca.as_deref(),
+        args.cimd_test_allow_loopback,
+    )?;
     Ok(config)
 }
 

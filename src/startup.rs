@@ -19,6 +19,7 @@ use crate::config::{Config, Issuer};
 use crate::http::metrics::Metrics;
 use crate::identity::Passwords;
 use crate::identity::throttle::{LoginThrottle, ThrottlePolicy};
+use crate::oauth::cimd::CimdFetcher;
 use crate::oauth::keys::Keys;
 use crate::state::AppState;
 use crate::storage::sessions::SessionBackend;
@@ -68,6 +69,9 @@ impl Application {
             .clone()
             .unwrap_or_else(|| Issuer::from_bound_address(address));
 
+        // Before the database: a refused setting must leave nothing behind.
+        let cimd = build_cimd_fetcher(&config)?;
+
         let store = Store::connect(&config.database_url).await?;
         let sessions = SessionBackend::for_store(&store).await?;
         let passwords = Passwords::new(config.password_hash_concurrency)?;
@@ -86,6 +90,7 @@ impl Application {
             keys,
             login_throttle: Arc::new(LoginThrottle::new(ThrottlePolicy::default())),
             metrics: Metrics::new().map_err(|e| StartupError::Other(format!("metrics: {e}")))?,
+            cimd,
         };
         Ok(Self {
             listener,
@@ -142,6 +147,21 @@ impl Application {
         state.store.close().await;
         served
     }
+}
+
+/// The metadata-document fetcher, with a loud warning when the test-only
+/// settings relax it.
+fn build_cimd_fetcher(config: &Config) -> Result<CimdFetcher, StartupError> {
+    let settings = &config.cimd_test;
+    if settings.is_on() {
+        tracing::warn!(
+            extra_ca = ?settings.extra_ca_pem,
+            allow_loopback = settings.allow_loopback,
+            "CIMD TEST SETTINGS ARE ON: client metadata documents may be fetched \
+             with an extra trusted CA and/or from loopback hosts. Never use this in production."
+        );
+    }
+    CimdFetcher::new(settings.clone()).map_err(|e| StartupError::Other(e.to_string()))
 }
 
 /// Session cookies: HttpOnly and SameSite=Lax always (Lax, so the top-level

@@ -6,6 +6,7 @@ use crate::clock::Clock;
 use crate::config::{Config, Issuer};
 use crate::http::metrics::Metrics;
 use crate::identity::Passwords;
+use crate::oauth::cimd::CimdFetcher;
 use crate::oauth::keys::Keys;
 use crate::storage::Store;
 
@@ -23,4 +24,6 @@ pub struct AppState {
     pub login_throttle: Arc<crate::identity::throttle::LoginThrottle>,
     /// This server's own metrics registry (see [`crate::http::metrics`]).
     pub metrics: Metrics,
+    /// Client ID Metadata Documents, fetched with the SSRF guard and cached.
+    pub cimd: CimdFetcher,
 }
