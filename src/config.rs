@@ -119,11 +119,15 @@ pub enum DatabaseUrl {
     Postgres(String),
 }
 
+/// How errors name the database setting, here and when the database cannot
+/// be opened.
+pub const DATABASE_URL_SETTING: &str = "--database-url / COOP_DATABASE_URL";
+
 impl DatabaseUrl {
     pub const DEFAULT: &'static str = "sqlite://coop.db";
 
     pub fn parse(raw: &str) -> Result<Self, ConfigError> {
-        const SETTING: &str = "--database-url / COOP_DATABASE_URL";
+        const SETTING: &str = DATABASE_URL_SETTING;
         let raw = raw.trim();
         if raw.starts_with("sqlite:") {
             Ok(Self::Sqlite(raw.to_owned()))

@@ -50,10 +50,20 @@ struct ServeArgs {
     #[arg(long, env = "COOP_ISSUER")]
     issuer: Option<String>,
     /// Access-token lifetime in seconds (60–86400).
-    #[arg(long, env = "COOP_ACCESS_TOKEN_TTL", default_value = "900")]
+    #[arg(
+        long,
+        env = "COOP_ACCESS_TOKEN_TTL",
+        default_value = "900",
+        allow_negative_numbers = true
+    )]
     access_token_ttl: String,
     /// Requests per minute per grant on /mcp; 0 turns the limit off.
-    #[arg(long, env = "COOP_MCP_RATE_LIMIT", default_value = "300")]
+    #[arg(
+        long,
+        env = "COOP_MCP_RATE_LIMIT",
+        default_value = "300",
+        allow_negative_numbers = true
+    )]
     mcp_rate_limit: String,
     /// Fill an empty database with a demo farm and print how to sign in.
     #[arg(long)]
@@ -256,7 +266,12 @@ async fn run(cli: Cli) -> Result<(), String> {
         Command::Serve(args) => serve(&cli.database, args).await,
         Command::Admin(command) => {
             let url = DatabaseUrl::parse(&cli.database.database_url).map_err(|e| e.to_string())?;
-            let store = Store::connect(&url).await.map_err(|e| e.to_string())?;
+            let store = Store::connect(&url).await.map_err(|e| {
+                format!(
+                    "{}: cannot open the database: {e}",
+                    config::DATABASE_URL_SETTING
+                )
+            })?;
             let result = run_admin(&store, command).await;
             store.close().await;
             result.map_err(|e| match e {

@@ -27,10 +27,17 @@ use crate::storage::{Store, StoreError};
 
 #[derive(Debug, thiserror::Error)]
 pub enum StartupError {
-    #[error("cannot bind {addr}: {source}")]
+    #[error("--bind / COOP_BIND: cannot bind {addr}: {source}")]
     Bind {
         addr: SocketAddr,
         source: std::io::Error,
+    },
+    /// The database could not be opened or migrated: named like a setting,
+    /// since the URL is what the operator fixes.
+    #[error("{setting}: cannot open the database: {source}", setting = crate::config::DATABASE_URL_SETTING)]
+    Database {
+        #[source]
+        source: StoreError,
     },
     #[error("database: {0}")]
     Store(#[from] StoreError),
@@ -72,7 +79,9 @@ impl Application {
         // Before the database: a refused setting must leave nothing behind.
         let cimd = build_cimd_fetcher(&config)?;
 
-        let store = Store::connect(&config.database_url).await?;
+        let store = Store::connect(&config.database_url)
+            .await
+            .map_err(|source| StartupError::Database { source })?;
         let sessions = SessionBackend::for_store(&store).await?;
         let passwords = Passwords::new(config.password_hash_concurrency)?;
         // A retired key stays published for the longest lifetime any replica
