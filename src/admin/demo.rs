@@ -224,6 +224,9 @@ fn plan(today: Date, accounts: &[(Role, Email, String)]) -> FarmSeed {
             }),
         })
         .collect();
+    // MEMBERS holds every role, so each look-up finds its member; were one
+    // missing, the made-up id would fail the foreign key and the whole demo
+    // would roll back rather than be half-written.
     let recorder = |role: Role| {
         members
             .iter()
