@@ -36,9 +36,19 @@ struct DatabaseArgs {
 enum Command {
     /// Run the server.
     Serve(ServeArgs),
-    /// Operator actions on farms, users, houses and flocks.
+    /// Operator actions on farms, users, houses, flocks and clients.
     #[command(subcommand)]
     Admin(AdminCommand),
+    /// Signing keys.
+    #[command(subcommand)]
+    Keys(KeysCommand),
+}
+
+#[derive(Subcommand)]
+enum KeysCommand {
+    /// Make a new active signing key; the old public key stays in /jwks.json
+    /// until every token it signed has expired. Prints the new key id.
+    Rotate,
 }
 
 #[derive(Args)]
@@ -70,6 +80,24 @@ enum AdminCommand {
     House(HouseCommand),
     #[command(subcommand)]
     Flock(FlockCommand),
+    #[command(subcommand)]
+    Client(ClientCommand),
+}
+
+#[derive(Subcommand)]
+enum ClientCommand {
+    /// Pre-register an OAuth client; prints its client_id (and, with
+    /// --confidential, its secret: shown this once, stored only hashed).
+    Add {
+        #[arg(long)]
+        name: String,
+        /// An exact redirect URI (https, or http on 127.0.0.1, [::1] or localhost); repeatable.
+        #[arg(long = "redirect-uri", required = true)]
+        redirect_uris: Vec<String>,
+        /// A confidential client, authenticating with client_secret_basic or client_secret_post.
+        #[arg(long)]
+        confidential: bool,
+    },
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -206,6 +234,15 @@ fn main() -> ExitCode {
 async fn run(cli: Cli) -> Result<(), String> {
     match cli.command {
         Command::Serve(args) => serve(&cli.database, args).await,
+        Command::Keys(KeysCommand::Rotate) => {
+            let url = DatabaseUrl::parse(&cli.database.database_url).map_err(|e| e.to_string())?;
+            let store = Store::connect(&url).await.map_err(|e| e.to_string())?;
+            let result = coop::oauth::keys::Keys::rotate(&store, Clock::system().now()).await;
+            store.close().await;
+            let kid = result.map_err(|e| e.to_string())?;
+            println!("{kid}");
+            Ok(())
+        }
         Command::Admin(command) => {
             let url = DatabaseUrl::parse(&cli.database.database_url).map_err(|e| e.to_string())?;
             let store = Store::connect(&url).await.map_err(|e| e.to_string())?;
@@ -344,6 +381,31 @@ async fn run_admin(store: &Store, command: AdminCommand) -> Result<(), AdminErro
             };
             admin::add_flock(store, &input, now).await?;
             println!("flock {name} added to {house} on {farm}");
+        }
+        AdminCommand::Client(ClientCommand::Add {
+            name,
+            redirect_uris,
+            confidential,
+        }) => {
+            let registered = coop::oauth::registration::register_preregistered(
+                store,
+                &name,
+                &redirect_uris,
+                confidential,
+                now,
+            )
+            .await
+            .map_err(|e| match e {
+                coop::oauth::error::OAuthError::ServerError(detail) => {
+                    AdminError::Refused(format!("database: {detail}"))
+                }
+                refused => AdminError::Refused(refused.to_string()),
+            })?;
+            println!("client_id: {}", registered.client_id);
+            if let Some(secret) = registered.client_secret {
+                println!("client_secret: {secret}");
+                eprintln!("The secret is shown this once; Coop keeps only its hash.");
+            }
         }
     }
     Ok(())

@@ -8,6 +8,7 @@
 
 pub mod error;
 pub mod health;
+pub mod oauth;
 pub mod pages;
 pub mod security_headers;
 pub mod session;
@@ -28,6 +29,7 @@ const REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
 /// The whole application, ready to serve.
 pub fn router(state: AppState, sessions: SessionManagerLayer<SessionBackend>) -> Router {
     let browser = pages::router()
+        .merge(oauth::browser_router())
         .layer(axum::middleware::from_fn_with_state(
             state.clone(),
             pages::same_origin_posts,
@@ -43,6 +45,7 @@ pub fn router(state: AppState, sessions: SessionManagerLayer<SessionBackend>) ->
 
     Router::new()
         .merge(health::router())
+        .merge(oauth::api_router(&state.config))
         .merge(browser)
         .merge(static_files)
         .with_state(state)
