@@ -7,11 +7,14 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod helpers;
+mod tls_host;
 
+mod cimd;
 mod cli;
 mod config;
 mod health;
 mod login;
+mod metrics;
 mod oauth_authorize;
 mod oauth_cli;
 mod oauth_client;
@@ -19,3 +22,4 @@ mod oauth_metadata;
 mod oauth_register;
 mod oauth_revoke;
 mod oauth_token;
+mod serve;

@@ -193,3 +193,17 @@ async fn a_rotated_key_stays_published_until_its_tokens_expired(engine: Engine) 
     tokio::time::sleep(std::time::Duration::from_millis(1100)).await;
     assert_eq!(kids(&app).await, vec![new_kid]);
 }
+
+#[tokio::test]
+async fn the_rate_limit_settings_are_checked_at_start() {
+    for flag in ["--token-rate-limit", "--register-rate-limit"] {
+        let (code, _, err) = crate::helpers::run_cli(
+            "sqlite::memory:",
+            &["serve", "--bind", "127.0.0.1:0", flag, "lots"],
+            None,
+        )
+        .await;
+        assert_ne!(code, 0);
+        assert!(err.contains(flag) && err.contains("whole number"), "{err}");
+    }
+}
