@@ -192,6 +192,10 @@ pub struct Config {
     pub access_token_ttl: Duration,
     /// Requests per minute per grant on `/mcp`; 0 turns the limit off.
     pub mcp_rate_limit: u32,
+    /// Token requests per minute per client address; 0 turns it off.
+    pub token_rate_limit: u32,
+    /// Client registrations per hour per client address; 0 turns it off.
+    pub register_rate_limit: u32,
     pub cimd_test: CimdTestSettings,
     /// Concurrent password hashes; defaults to the number of cores.
     pub password_hash_concurrency: usize,
@@ -206,6 +210,8 @@ impl Config {
             database_url,
             access_token_ttl: Duration::from_secs(15 * 60),
             mcp_rate_limit: 300,
+            token_rate_limit: 300,
+            register_rate_limit: 20,
             cimd_test: CimdTestSettings::default(),
             password_hash_concurrency: std::thread::available_parallelism()
                 .map(|n| n.get())

@@ -36,9 +36,19 @@ struct DatabaseArgs {
 enum Command {
     /// Run the server.
     Serve(ServeArgs),
-    /// Operator actions on farms, users, houses and flocks.
+    /// Operator actions on farms, users, houses, flocks and clients.
     #[command(subcommand)]
     Admin(AdminCommand),
+    /// Signing keys.
+    #[command(subcommand)]
+    Keys(KeysCommand),
+}
+
+#[derive(Subcommand)]
+enum KeysCommand {
+    /// Make a new active signing key; the old public key stays in /jwks.json
+    /// until every token it signed has expired. Prints the new key id.
+    Rotate,
 }
 
 #[derive(Args)]
@@ -65,6 +75,22 @@ struct ServeArgs {
         allow_negative_numbers = true
     )]
     mcp_rate_limit: String,
+    /// Token requests per minute per client address; 0 turns the limit off.
+    #[arg(
+        long,
+        env = "COOP_TOKEN_RATE_LIMIT",
+        default_value = "300",
+        allow_negative_numbers = true
+    )]
+    token_rate_limit: String,
+    /// Client registrations per hour per client address; 0 turns the limit off.
+    #[arg(
+        long,
+        env = "COOP_REGISTER_RATE_LIMIT",
+        default_value = "20",
+        allow_negative_numbers = true
+    )]
+    register_rate_limit: String,
     /// Fill an empty database with a demo farm and print how to sign in.
     #[arg(long)]
     demo: bool,
@@ -88,6 +114,24 @@ enum AdminCommand {
     House(HouseCommand),
     #[command(subcommand)]
     Flock(FlockCommand),
+    #[command(subcommand)]
+    Client(ClientCommand),
+}
+
+#[derive(Subcommand)]
+enum ClientCommand {
+    /// Pre-register an OAuth client; prints its client_id (and, with
+    /// --confidential, its secret: shown this once, stored only hashed).
+    Add {
+        #[arg(long)]
+        name: String,
+        /// An exact redirect URI (https, or http on 127.0.0.1, [::1] or localhost); repeatable.
+        #[arg(long = "redirect-uri", required = true)]
+        redirect_uris: Vec<String>,
+        /// A confidential client, authenticating with client_secret_basic or client_secret_post.
+        #[arg(long)]
+        confidential: bool,
+    },
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -198,11 +242,29 @@ fn serve_config(database: &DatabaseArgs, args: &ServeArgs) -> Result<Config, con
                     args.mcp_rate_limit
                 ),
             })?;
+    config.token_rate_limit = parse_count(
+        "--token-rate-limit / COOP_TOKEN_RATE_LIMIT",
+        &args.token_rate_limit,
+        "requests per minute",
+    )?;
+    config.register_rate_limit = parse_count(
+        "--register-rate-limit / COOP_REGISTER_RATE_LIMIT",
+        &args.register_rate_limit,
+        "registrations per hour",
+    )?;
     config.cimd_test = config::CimdTestSettings::parse(
         args.cimd_test_extra_ca.as_deref(),
         args.cimd_test_allow_loopback,
     )?;
     Ok(config)
+}
+
+/// A whole number for a rate setting, naming the setting on failure.
+fn parse_count(setting: &'static str, raw: &str, unit: &str) -> Result<u32, config::ConfigError> {
+    raw.trim().parse().map_err(|_| config::ConfigError {
+        setting,
+        reason: format!("{raw:?} is not a whole number of {unit}"),
+    })
 }
 
 fn main() -> ExitCode {
@@ -264,6 +326,15 @@ fn usage_error(err: &clap::Error) -> ExitCode {
 async fn run(cli: Cli) -> Result<(), String> {
     match cli.command {
         Command::Serve(args) => serve(&cli.database, args).await,
+        Command::Keys(KeysCommand::Rotate) => {
+            let url = DatabaseUrl::parse(&cli.database.database_url).map_err(|e| e.to_string())?;
+            let store = Store::connect(&url).await.map_err(|e| e.to_string())?;
+            let result = coop::oauth::keys::Keys::rotate(&store, Clock::system().now()).await;
+            store.close().await;
+            let kid = result.map_err(|e| e.to_string())?;
+            println!("{kid}");
+            Ok(())
+        }
         Command::Admin(command) => {
             let url = DatabaseUrl::parse(&cli.database.database_url).map_err(|e| e.to_string())?;
             let store = Store::connect(&url).await.map_err(|e| {
@@ -407,6 +478,31 @@ async fn run_admin(store: &Store, command: AdminCommand) -> Result<(), AdminErro
             };
             admin::add_flock(store, &input, now).await?;
             println!("flock {name} added to {house} on {farm}");
+        }
+        AdminCommand::Client(ClientCommand::Add {
+            name,
+            redirect_uris,
+            confidential,
+        }) => {
+            let registered = coop::oauth::registration::register_preregistered(
+                store,
+                &name,
+                &redirect_uris,
+                confidential,
+                now,
+            )
+            .await
+            .map_err(|e| match e {
+                coop::oauth::error::OAuthError::ServerError(detail) => {
+                    AdminError::Refused(format!("database: {detail}"))
+                }
+                refused => AdminError::Refused(refused.to_string()),
+            })?;
+            println!("client_id: {}", registered.client_id);
+            if let Some(secret) = registered.client_secret {
+                println!("client_secret: {secret}");
+                eprintln!("The secret is shown this once; Coop keeps only its hash.");
+            }
         }
     }
     Ok(())

@@ -201,6 +201,7 @@ fn spawn_housekeeping(state: &AppState, sessions: SessionBackend) {
     let throttle = state.login_throttle.clone();
     let keys = state.keys.clone();
     let clock = state.clock.clone();
+    let store = state.store.clone();
     tokio::spawn(async move {
         let mut tick = tokio::time::interval(Duration::from_secs(60));
         loop {
@@ -212,6 +213,10 @@ fn spawn_housekeeping(state: &AppState, sessions: SessionBackend) {
             }
             if let Err(err) = sessions.delete_expired().await {
                 tracing::warn!(error = %err, "could not delete expired sessions");
+            }
+            match crate::oauth::housekeeping::sweep(&store, clock.now()).await {
+                Ok(swept) => tracing::debug!(?swept, "OAuth housekeeping"),
+                Err(err) => tracing::warn!(error = %err, "OAuth housekeeping failed"),
             }
         }
     });

@@ -9,6 +9,7 @@
 pub mod error;
 pub mod health;
 pub mod metrics;
+pub mod oauth;
 pub mod pages;
 pub mod security_headers;
 pub mod session;
@@ -30,6 +31,7 @@ const REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
 /// The whole application, ready to serve.
 pub fn router(state: AppState, sessions: SessionManagerLayer<SessionBackend>) -> Router {
     let browser = pages::router()
+        .merge(oauth::browser_router())
         .layer(axum::middleware::from_fn_with_state(
             state.clone(),
             pages::same_origin_posts,
@@ -45,6 +47,7 @@ pub fn router(state: AppState, sessions: SessionManagerLayer<SessionBackend>) ->
 
     Router::new()
         .merge(health::router())
+        .merge(oauth::api_router(&state.config))
         .merge(metrics::router())
         .merge(browser)
         .merge(static_files)

@@ -75,6 +75,16 @@ pub async fn adopt_epoch(
     Ok(())
 }
 
+/// Records that the password was just entered again (the step-up before
+/// consent): a new session id, and a fresh time of password entry.
+pub async fn password_confirmed(session: &Session, now: OffsetDateTime) -> Result<(), PageError> {
+    session.cycle_id().await?;
+    session
+        .insert(AUTHENTICATED_AT, now.unix_timestamp())
+        .await?;
+    Ok(())
+}
+
 pub async fn sign_out(session: &Session) -> Result<(), PageError> {
     session.flush().await?;
     Ok(())

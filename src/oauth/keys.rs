@@ -157,6 +157,18 @@ impl Keys {
         Ok(())
     }
 
+    /// Reloads when this process last read the key set more than `age` ago.
+    pub async fn reload_if_older_than(
+        &self,
+        age: Duration,
+        now: OffsetDateTime,
+    ) -> Result<(), KeyError> {
+        if self.inner.read().await.loaded_at.elapsed() >= age {
+            self.reload(now).await?;
+        }
+        Ok(())
+    }
+
     /// The `kid` and key that sign new tokens.
     pub async fn signing_key(&self) -> Result<(String, EncodingKey), KeyError> {
         self.inner

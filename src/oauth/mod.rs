@@ -1,8 +1,56 @@
 //! The authorization server's protocol, with no HTTP types.
 //!
 //! Functions here take plain inputs and the current time and return results
-//! or typed errors; `http::oauth` maps them to endpoints.
+//! or typed errors; `http::oauth` maps them to endpoints, one file each.
+//!
+//! ## The code flow, step by step
+//!
+//! ```text
+//!  client            browser                   Coop
+//!    | metadata, /register (or CIMD, or pre-registered)  metadata, registration
+//!    |--- /authorize?client_id&redirect_uri&code_challenge&resource&scope&state -->
+//!    |                  |   checks 1–6 in order                authorize::check_*
+//!    |                  |   sign-in (return_to) / password again   consent::next_step
+//!    |                  |   consent screen: per-scope boxes, Approve / Deny
+//!    |                  |   POST consent → grant + code          consent::approve
+//!    |<-- redirect_uri?code&state&iss ------|
+//!    |--- POST /token grant_type=authorization_code&code&code_verifier ------>
+//!    |                                      check all, sign, then spend   token::exchange
+//!    |<-- access_token (JWT, 15 min), refresh_token, expires_in, scope ---
+//!    |--- POST /token grant_type=refresh_token (rotated every use) --------->
+//!    |--- POST /revoke (refresh token ends the grant) ---------------------->   revocation
+//! ```
+//!
+//! - [`authorize`]: the authorization request's six ordered checks.
+//! - [`consent`]: skip / step-up / ask, approving (grant + code), denying.
+//! - [`token`]: the two grants, "check everything, then spend", reuse
+//!   detection that revokes the grant.
+//! - [`client_auth`]: `none`, `client_secret_basic`, `client_secret_post`.
+//! - [`registration`]: RFC 7591 and the command line's pre-registration.
+//! - [`revocation`]: RFC 7009.
+//! - [`clients`], [`client`], [`redirect_uri`]: knowing a client and where
+//!   it may be sent. [`cimd`]: Client ID Metadata Documents.
+//! - [`pkce`], [`resource`], [`scopes`], [`params`]: the small rules.
+//! - [`access_token`], [`keys`]: JWTs and the keys that sign them.
+//! - [`metadata`]: RFC 8414. [`housekeeping`]: bounded tables.
+//! - [`error`]: RFC error codes; storage failures become `server_error`.
 
 pub mod access_token;
+pub mod authorize;
 pub mod cimd;
+pub mod client;
+pub mod client_auth;
+pub mod clients;
+pub mod consent;
+pub mod error;
+pub mod housekeeping;
 pub mod keys;
+pub mod metadata;
+pub mod params;
+pub mod pkce;
+pub mod redirect_uri;
+pub mod registration;
+pub mod resource;
+pub mod revocation;
+pub mod scopes;
+pub mod token;

@@ -18,6 +18,10 @@ pub enum AuditKind {
     ConsentDenied,
     Disconnect,
     TokenReuseDetected,
+    /// A grant ended through `/revoke` (its refresh token was revoked).
+    GrantRevoked,
+    /// One access token revoked through `/revoke`; its grant lives on.
+    AccessTokenRevoked,
     ToolWrite,
     AdminAction,
 }
@@ -33,6 +37,8 @@ impl AuditKind {
             Self::ConsentDenied => "consent_denied",
             Self::Disconnect => "disconnect",
             Self::TokenReuseDetected => "token_reuse_detected",
+            Self::GrantRevoked => "grant_revoked",
+            Self::AccessTokenRevoked => "access_token_revoked",
             Self::ToolWrite => "tool_write",
             Self::AdminAction => "admin_action",
         }

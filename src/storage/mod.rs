@@ -13,8 +13,13 @@
 //! call context is the only caller that can supply it for tool reads.
 
 pub mod audit;
+pub mod clients;
+pub mod codes;
 pub mod farms;
+pub mod grants;
 pub mod keys;
+pub mod refresh_tokens;
+pub mod revocations;
 pub mod seed;
 pub mod sessions;
 pub mod users;

@@ -1,0 +1,91 @@
+//! `GET /authorize`: the authorization request.
+//!
+//! The checks of [`crate::oauth::authorize`] run first, in their order, so
+//! a bad request is refused the same way whether or not anyone is signed
+//! in: an unknown client or an unregistered redirect URI gets a page (never
+//! a redirect), anything later a redirect carrying `error`, `state` and
+//! `iss`. Then: not signed in → `/login?return_to=` this very request; signed
+//! in → the request waits in the session under its own id and
+//! [`super::consent::proceed`] decides between refusing, issuing a code at
+//! once, asking for the password again, and the consent screen.
+
+use axum::extract::{RawQuery, State};
+use axum::response::{IntoResponse, Redirect, Response};
+
+use super::consent;
+use super::error::{page_refusal, refusal_redirect};
+use super::pending;
+use crate::http::error::PageError;
+use crate::http::session::{CHANGE_PASSWORD_PATH, SignedIn};
+use crate::oauth::authorize::{self, AuthorizeParams};
+use crate::oauth::clients;
+use crate::state::AppState;
+
+pub async fn authorize(
+    State(state): State<AppState>,
+    user: Option<SignedIn>,
+    RawQuery(query): RawQuery,
+) -> Result<Response, PageError> {
+    let query = query.unwrap_or_default();
+    let params = AuthorizeParams::parse(query.as_bytes());
+    let now = state.clock.now();
+
+    // 1. The client.
+    let client_id = match authorize::client_id(&params) {
+        Ok(id) => id,
+        Err(refusal) => return Ok(page_refusal(&refusal)),
+    };
+    let found = clients::find_stored(&state.store, client_id, now).await?;
+    let client = match authorize::check_client(found) {
+        Ok(client) => client,
+        Err(refusal) => return Ok(page_refusal(&refusal)),
+    };
+    // 2. The redirect URI.
+    let redirect_uri = match authorize::check_redirect_uri(&params, &client) {
+        Ok(uri) => uri,
+        Err(refusal) => return Ok(page_refusal(&refusal)),
+    };
+    // 3–6, each refusal sent back to the client.
+    let client_state = match authorize::state(&params) {
+        Ok(s) => s,
+        Err(refusal) => {
+            return Ok(refusal_redirect(
+                &redirect_uri,
+                &refusal,
+                None,
+                &state.issuer,
+            ));
+        }
+    };
+    let request = match authorize::check_after_redirect(
+        &params,
+        &state.issuer,
+        &client,
+        redirect_uri.clone(),
+        client_state.clone(),
+    ) {
+        Ok(request) => request,
+        Err(refusal) => {
+            return Ok(refusal_redirect(
+                &redirect_uri,
+                &refusal,
+                client_state.as_deref(),
+                &state.issuer,
+            ));
+        }
+    };
+
+    let Some(user) = user else {
+        let here = format!("/authorize?{query}");
+        let login = format!(
+            "/login?{}",
+            serde_urlencoded::to_string([("return_to", here.as_str())]).unwrap_or_default()
+        );
+        return Ok(Redirect::to(&login).into_response());
+    };
+    if user.account.must_change_password {
+        return Ok(Redirect::to(CHANGE_PASSWORD_PATH).into_response());
+    }
+    let id = pending::put(&user.session, user.account.id, &request, now).await?;
+    consent::proceed(&state, &user, &id, &request, None).await
+}

@@ -1,0 +1,104 @@
+//! The authorization server's endpoints, one file each.
+//!
+//! | endpoint | file | protocol |
+//! |---|---|---|
+//! | `GET /.well-known/oauth-authorization-server`, `…/openid-configuration` | [`metadata`] | [`crate::oauth::metadata`] |
+//! | `GET /jwks.json` | [`jwks`] | [`crate::oauth::keys`] |
+//! | `POST /register` | [`register`] | [`crate::oauth::registration`] |
+//! | `GET /authorize` | [`authorize`] | [`crate::oauth::authorize`] |
+//! | `GET`, `POST /authorize/consent`, `POST /authorize/confirm` | [`consent`] | [`crate::oauth::consent`] |
+//! | `POST /token` | [`token`] | [`crate::oauth::token`] |
+//! | `POST /revoke` | [`revoke`] | [`crate::oauth::revocation`] |
+//!
+//! Two routers: [`api_router`] for the JSON endpoints that clients call
+//! directly (no cookies, CORS open to any origin since nothing there rests
+//! on ambient credentials, small body caps, per-address rate limits on
+//! `/token` and `/register`), and [`browser_router`] for the pages, which
+//! the caller puts behind the session layer and the same-origin POST check.
+//! [`error`] is the one place an OAuth error becomes a response.
+
+pub mod authorize;
+pub mod client_credentials;
+pub mod consent;
+pub mod cors;
+pub mod error;
+pub mod jwks;
+pub mod metadata;
+pub mod pending;
+pub mod rate_limit;
+pub mod register;
+pub mod revoke;
+pub mod token;
+
+use std::time::Duration;
+
+use axum::Router;
+use axum::extract::DefaultBodyLimit;
+use axum::http::{HeaderValue, header};
+use axum::routing::{get, post};
+use tower_http::set_header::SetResponseHeaderLayer;
+
+use crate::config::Config;
+use crate::state::AppState;
+use rate_limit::AddressLimit;
+
+/// Token, revocation and consent forms are a few hundred bytes.
+const FORM_LIMIT: usize = 8 * 1024;
+/// A registration with ten long redirect URIs fits comfortably.
+const REGISTRATION_LIMIT: usize = 16 * 1024;
+
+/// The JSON endpoints clients call directly.
+pub fn api_router(config: &Config) -> Router<AppState> {
+    let token_limit = AddressLimit::new(config.token_rate_limit, Duration::from_secs(60));
+    let register_limit = AddressLimit::new(config.register_rate_limit, Duration::from_secs(3600));
+    Router::new()
+        .route(
+            "/.well-known/oauth-authorization-server",
+            get(metadata::show),
+        )
+        .route("/.well-known/openid-configuration", get(metadata::show))
+        .route("/jwks.json", get(jwks::show))
+        .route(
+            "/register",
+            post(register::register)
+                .layer(DefaultBodyLimit::max(REGISTRATION_LIMIT))
+                .layer(axum::middleware::from_fn_with_state(
+                    register_limit,
+                    rate_limit::limit,
+                )),
+        )
+        .route(
+            "/token",
+            post(token::token)
+                .layer(DefaultBodyLimit::max(FORM_LIMIT))
+                .layer(axum::middleware::from_fn_with_state(
+                    token_limit,
+                    rate_limit::limit,
+                )),
+        )
+        .route(
+            "/revoke",
+            post(revoke::revoke).layer(DefaultBodyLimit::max(FORM_LIMIT)),
+        )
+        .layer(axum::middleware::from_fn(cors::allow_any_origin))
+}
+
+/// The browser pages of the authorization flow.
+pub fn browser_router() -> Router<AppState> {
+    Router::new()
+        .route("/authorize", get(authorize::authorize))
+        .route(
+            "/authorize/consent",
+            get(consent::show)
+                .post(consent::answer)
+                .layer(DefaultBodyLimit::max(FORM_LIMIT)),
+        )
+        .route(
+            "/authorize/confirm",
+            post(consent::confirm_password).layer(DefaultBodyLimit::max(FORM_LIMIT)),
+        )
+        .layer(SetResponseHeaderLayer::overriding(
+            header::CACHE_CONTROL,
+            HeaderValue::from_static("no-store"),
+        ))
+}

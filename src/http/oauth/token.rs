@@ -1,0 +1,49 @@
+//! `POST /token`: the `authorization_code` and `refresh_token` grants.
+//!
+//! Client authentication first (`none`, `client_secret_basic` with the id
+//! possibly only in the header, or `client_secret_post`), then the grant
+//! ([`crate::oauth::token`]: check everything, then spend). Parameters must
+//! not repeat. Every answer has `Cache-Control: no-store`; errors are RFC
+//! 6749 JSON (see [`super::error`]). Rate limited per client address.
+
+use axum::Json;
+use axum::body::Bytes;
+use axum::extract::State;
+use axum::http::HeaderMap;
+use axum::response::{IntoResponse, Response};
+
+use super::client_credentials;
+use super::error::no_store;
+use crate::oauth::client_auth;
+use crate::oauth::error::OAuthError;
+use crate::oauth::params::Params;
+use crate::oauth::token::{self, TokenContext};
+use crate::state::AppState;
+
+pub async fn token(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Result<Response, OAuthError> {
+    let now = state.clock.now();
+    let form = Params::parse(&body);
+    let presented = client_auth::presented(client_credentials::basic(&headers), &form)?;
+    let client = client_auth::authenticate(&state.store, &presented, now).await?;
+    let request = token::parse(&form)?;
+    let ctx = context(&state);
+    let issued = token::exchange(&ctx, &client, request, now).await?;
+    let mut response = Json(issued).into_response();
+    no_store(response.headers_mut());
+    Ok(response)
+}
+
+/// What the protocol's token functions need from the running server.
+pub fn context(state: &AppState) -> TokenContext<'_> {
+    TokenContext {
+        store: &state.store,
+        keys: &state.keys,
+        issuer: &state.issuer,
+        access_ttl: time::Duration::try_from(state.config.access_token_ttl)
+            .unwrap_or(time::Duration::minutes(15)),
+    }
+}

@@ -1,0 +1,397 @@
+//! The authorization request's checks, in the order they run.
+//!
+//! | # | check                      | refusal                                    |
+//! |---|----------------------------|--------------------------------------------|
+//! | 1 | [`check_client`]           | error page (no trusted redirect yet)       |
+//! | 2 | [`check_redirect_uri`]     | error page (never redirect to an unknown URI, threat 1) |
+//! | 3 | [`check_response_type`]    | redirect `unsupported_response_type` / `invalid_request` |
+//! | 4 | [`check_pkce`]             | redirect `invalid_request` (S256 only, threat 2) |
+//! | 5 | [`check_resource`]         | redirect `invalid_target`                  |
+//! | 6 | [`check_scope`]            | redirect `invalid_scope`                   |
+//!
+//! Once step 2 has passed, every refusal is a redirect to the client's URI
+//! carrying `error`, `state` (when sent) and `iss` (RFC 9207, threat 4). A
+//! parameter sent twice is refused (RFC 6749 §3.1): as a page when it is
+//! `client_id` or `redirect_uri`, as `invalid_request` otherwise.
+//!
+//! Client resolution (store, metadata document) is asynchronous and lives in
+//! [`crate::oauth::clients`]; [`check_client`] judges its answer, so the
+//! order above is the order the HTTP handler calls these functions in.
+
+use serde::{Deserialize, Serialize};
+
+use crate::config::Issuer;
+use crate::domain::ScopeSet;
+use crate::oauth::client::Client;
+use crate::oauth::params::Params;
+use crate::oauth::pkce::CodeChallenge;
+use crate::oauth::resource::{self, Resource};
+use crate::oauth::scopes;
+
+/// The query of an authorization request.
+pub type AuthorizeParams = Params;
+
+/// A refusal that must not redirect: shown to the person as a page.
+#[derive(Debug, PartialEq, Eq, thiserror::Error)]
+pub enum PageRefusal {
+    #[error("the request names no client (client_id is missing)")]
+    MissingClientId,
+    #[error("the parameter {0} is repeated")]
+    Repeated(&'static str),
+    #[error("the application asking for access is not known to Coop")]
+    UnknownClient,
+    #[error("the application's description could not be used: {0}")]
+    ClientDocument(String),
+    #[error(
+        "the application did not say where to return you, and it has several addresses registered"
+    )]
+    MissingRedirectUri,
+    #[error("the return address the application gave is not one it registered")]
+    RedirectUriMismatch,
+}
+
+/// A refusal sent back to the client's (validated) redirect URI.
+#[derive(Debug, PartialEq, Eq)]
+pub struct RedirectRefusal {
+    pub error: &'static str,
+    pub description: String,
+}
+
+impl RedirectRefusal {
+    pub fn new(error: &'static str, description: impl Into<String>) -> Self {
+        Self {
+            error,
+            description: description.into(),
+        }
+    }
+}
+
+/// A request that passed every check: what the consent page shows and the
+/// code will be bound to. Serialisable, so it can wait in the browser
+/// session while the person signs in or confirms their password.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AuthorizationRequest {
+    pub client_id: String,
+    /// Exactly as the client sent it (or the sole registered one); the code
+    /// is bound to this string.
+    pub redirect_uri: String,
+    pub state: Option<String>,
+    pub code_challenge: String,
+    pub resource: String,
+    /// Space-separated, as [`ScopeSet::to_wire`] writes it.
+    pub scope: String,
+}
+
+impl AuthorizationRequest {
+    pub fn scopes(&self) -> ScopeSet {
+        ScopeSet::from_stored(&self.scope)
+    }
+}
+
+/// Step 1a: the request names exactly one client.
+pub fn client_id(params: &AuthorizeParams) -> Result<&str, PageRefusal> {
+    params
+        .single("client_id")
+        .map_err(PageRefusal::Repeated)?
+        .ok_or(PageRefusal::MissingClientId)
+}
+
+/// Step 1b: the client is known (registered, self-registered and not
+/// expired, or described by a usable metadata document).
+pub fn check_client(found: Option<Client>) -> Result<Client, PageRefusal> {
+    found.ok_or(PageRefusal::UnknownClient)
+}
+
+/// Step 2: the redirect URI is one the client registered (exactly, or a
+/// loopback URI differing only in port). Absent: the sole registered URI.
+pub fn check_redirect_uri(
+    params: &AuthorizeParams,
+    client: &Client,
+) -> Result<String, PageRefusal> {
+    match params
+        .single("redirect_uri")
+        .map_err(PageRefusal::Repeated)?
+    {
+        Some(requested) if client.allows_redirect(requested) => Ok(requested.to_owned()),
+        Some(_) => Err(PageRefusal::RedirectUriMismatch),
+        None => client
+            .sole_redirect_uri()
+            .map(str::to_owned)
+            .ok_or(PageRefusal::MissingRedirectUri),
+    }
+}
+
+/// The `state` to echo; a repeated `state` cannot be echoed faithfully.
+pub fn state(params: &AuthorizeParams) -> Result<Option<String>, RedirectRefusal> {
+    params
+        .single("state")
+        .map(|s| s.map(str::to_owned))
+        .map_err(|_| RedirectRefusal::new("invalid_request", "state is repeated"))
+}
+
+/// Step 3: `response_type=code`, the only flow Coop runs.
+pub fn check_response_type(params: &AuthorizeParams) -> Result<(), RedirectRefusal> {
+    match params.single("response_type") {
+        Ok(Some("code")) => Ok(()),
+        Ok(Some(_)) => Err(RedirectRefusal::new(
+            "unsupported_response_type",
+            "only response_type=code is supported",
+        )),
+        Ok(None) => Err(RedirectRefusal::new(
+            "invalid_request",
+            "response_type is required",
+        )),
+        Err(name) => Err(repeated(name)),
+    }
+}
+
+/// Step 4: a PKCE challenge with method `S256`; `plain` or none refused.
+pub fn check_pkce(params: &AuthorizeParams) -> Result<CodeChallenge, RedirectRefusal> {
+    let challenge = params.single("code_challenge").map_err(repeated)?;
+    let method = params.single("code_challenge_method").map_err(repeated)?;
+    CodeChallenge::parse(challenge, method)
+        .map_err(|why| RedirectRefusal::new("invalid_request", why.to_string()))
+}
+
+/// Step 5: the resource is Coop's MCP endpoint (or absent).
+pub fn check_resource(
+    params: &AuthorizeParams,
+    issuer: &Issuer,
+) -> Result<Resource, RedirectRefusal> {
+    resource::resolve(issuer, &params.all("resource"))
+        .map_err(|why| RedirectRefusal::new("invalid_target", why.to_string()))
+}
+
+/// Step 6: the scopes are Coop's (absent: `farm:read`).
+pub fn check_scope(params: &AuthorizeParams) -> Result<ScopeSet, RedirectRefusal> {
+    let raw = params.single("scope").map_err(repeated)?;
+    scopes::requested(raw).map_err(|why| RedirectRefusal::new("invalid_scope", why.to_string()))
+}
+
+fn repeated(name: &'static str) -> RedirectRefusal {
+    RedirectRefusal::new("invalid_request", format!("{name} is repeated"))
+}
+
+/// Steps 3–6 for a client whose redirect URI is already trusted.
+pub fn check_after_redirect(
+    params: &AuthorizeParams,
+    issuer: &Issuer,
+    client: &Client,
+    redirect_uri: String,
+    state: Option<String>,
+) -> Result<AuthorizationRequest, RedirectRefusal> {
+    check_response_type(params)?;
+    let challenge = check_pkce(params)?;
+    let resource = check_resource(params, issuer)?;
+    let scope = check_scope(params)?;
+    Ok(AuthorizationRequest {
+        client_id: client.client_id.clone(),
+        redirect_uri,
+        state,
+        code_challenge: challenge.as_str().to_owned(),
+        resource: resource.as_str().to_owned(),
+        scope: scope.to_wire(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::oauth::client::{AuthMethod, ClientKind};
+
+    const CHALLENGE: &str = "E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM";
+
+    fn issuer() -> Issuer {
+        Issuer::parse("https://coop.example").unwrap()
+    }
+
+    fn client(uris: &[&str]) -> Client {
+        Client {
+            client_id: "c1".into(),
+            kind: ClientKind::Dynamic,
+            name: "Test".into(),
+            redirect_uris: uris.iter().map(|u| (*u).to_owned()).collect(),
+            auth_method: AuthMethod::None,
+            secret_hash: None,
+            may_refresh: true,
+        }
+    }
+
+    fn params(query: &str) -> AuthorizeParams {
+        AuthorizeParams::parse(query.as_bytes())
+    }
+
+    fn good() -> String {
+        format!(
+            "client_id=c1&redirect_uri=https%3A%2F%2Fapp.example%2Fcb&response_type=code\
+             &code_challenge={CHALLENGE}&code_challenge_method=S256&state=xyz"
+        )
+    }
+
+    #[test]
+    fn step_1_the_client_id_is_present_once_and_known() {
+        assert_eq!(client_id(&params(&good())), Ok("c1"));
+        assert_eq!(
+            client_id(&params("client_id=")),
+            Err(PageRefusal::MissingClientId)
+        );
+        assert_eq!(
+            client_id(&params("response_type=code")),
+            Err(PageRefusal::MissingClientId)
+        );
+        assert_eq!(
+            client_id(&params("client_id=a&client_id=b")),
+            Err(PageRefusal::Repeated("client_id"))
+        );
+        assert_eq!(check_client(None).unwrap_err(), PageRefusal::UnknownClient);
+    }
+
+    #[test]
+    fn step_2_the_redirect_uri_matches_a_registered_one() {
+        let c = client(&["https://app.example/cb", "http://127.0.0.1/cb"]);
+        assert_eq!(
+            check_redirect_uri(&params(&good()), &c).unwrap(),
+            "https://app.example/cb"
+        );
+        assert_eq!(
+            check_redirect_uri(
+                &params("redirect_uri=http%3A%2F%2F127.0.0.1%3A5555%2Fcb"),
+                &c
+            )
+            .unwrap(),
+            "http://127.0.0.1:5555/cb"
+        );
+        assert_eq!(
+            check_redirect_uri(&params("redirect_uri=https%3A%2F%2Fevil.example%2Fcb"), &c),
+            Err(PageRefusal::RedirectUriMismatch)
+        );
+        assert_eq!(
+            check_redirect_uri(&params(""), &c),
+            Err(PageRefusal::MissingRedirectUri)
+        );
+        assert_eq!(
+            check_redirect_uri(&params(""), &client(&["https://app.example/cb"])).unwrap(),
+            "https://app.example/cb"
+        );
+        assert_eq!(
+            check_redirect_uri(
+                &params("redirect_uri=https%3A%2F%2Fapp.example%2Fcb&redirect_uri=x"),
+                &c
+            ),
+            Err(PageRefusal::Repeated("redirect_uri"))
+        );
+    }
+
+    #[test]
+    fn step_3_only_the_code_flow_is_served() {
+        assert_eq!(check_response_type(&params("response_type=code")), Ok(()));
+        assert_eq!(
+            check_response_type(&params("response_type=token"))
+                .unwrap_err()
+                .error,
+            "unsupported_response_type"
+        );
+        assert_eq!(
+            check_response_type(&params("")).unwrap_err().error,
+            "invalid_request"
+        );
+        assert_eq!(
+            check_response_type(&params("response_type=code&response_type=code"))
+                .unwrap_err()
+                .error,
+            "invalid_request"
+        );
+    }
+
+    #[test]
+    fn step_4_pkce_s256_is_required() {
+        let ok = format!("code_challenge={CHALLENGE}&code_challenge_method=S256");
+        assert!(check_pkce(&params(&ok)).is_ok());
+        for bad in [
+            String::new(),
+            format!("code_challenge={CHALLENGE}"),
+            format!("code_challenge={CHALLENGE}&code_challenge_method=plain"),
+            "code_challenge=short&code_challenge_method=S256".to_owned(),
+            "code_challenge_method=S256".to_owned(),
+        ] {
+            assert_eq!(
+                check_pkce(&params(&bad)).unwrap_err().error,
+                "invalid_request",
+                "{bad}"
+            );
+        }
+    }
+
+    #[test]
+    fn step_5_the_resource_is_the_mcp_endpoint() {
+        assert_eq!(
+            check_resource(&params(""), &issuer()).unwrap().as_str(),
+            "https://coop.example/mcp"
+        );
+        assert!(
+            check_resource(
+                &params("resource=https%3A%2F%2Fcoop.example%2Fmcp%2F"),
+                &issuer()
+            )
+            .is_ok()
+        );
+        assert_eq!(
+            check_resource(
+                &params("resource=https%3A%2F%2Fother.example%2Fmcp"),
+                &issuer()
+            )
+            .unwrap_err()
+            .error,
+            "invalid_target"
+        );
+    }
+
+    #[test]
+    fn step_6_scopes_are_coops_own() {
+        assert_eq!(check_scope(&params("")).unwrap().to_wire(), "farm:read");
+        assert_eq!(
+            check_scope(&params("scope=farm%3Aread+offline_access"))
+                .unwrap()
+                .to_wire(),
+            "farm:read"
+        );
+        assert_eq!(
+            check_scope(&params("scope=admin")).unwrap_err().error,
+            "invalid_scope"
+        );
+    }
+
+    #[test]
+    fn the_checks_run_in_order() {
+        let c = client(&["https://app.example/cb"]);
+        // Bad response type AND bad resource: the response type is reported.
+        let p = params("response_type=token&resource=https%3A%2F%2Fother.example&scope=admin");
+        let err = check_after_redirect(&p, &issuer(), &c, "https://app.example/cb".into(), None)
+            .unwrap_err();
+        assert_eq!(err.error, "unsupported_response_type");
+        // PKCE before resource before scope.
+        let p = params("response_type=code&resource=https%3A%2F%2Fother.example&scope=admin");
+        let err = check_after_redirect(&p, &issuer(), &c, "https://app.example/cb".into(), None)
+            .unwrap_err();
+        assert_eq!(err.error, "invalid_request");
+        let p = params(&format!(
+            "response_type=code&code_challenge={CHALLENGE}&code_challenge_method=S256\
+             &resource=https%3A%2F%2Fother.example&scope=admin"
+        ));
+        let err = check_after_redirect(&p, &issuer(), &c, "https://app.example/cb".into(), None)
+            .unwrap_err();
+        assert_eq!(err.error, "invalid_target");
+
+        let ok = check_after_redirect(
+            &params(&good()),
+            &issuer(),
+            &c,
+            "https://app.example/cb".into(),
+            Some("xyz".into()),
+        )
+        .unwrap();
+        assert_eq!(ok.resource, "https://coop.example/mcp");
+        assert_eq!(ok.scope, "farm:read");
+        assert_eq!(ok.state.as_deref(), Some("xyz"));
+    }
+}

@@ -1,0 +1,150 @@
+//! Client authentication at `/token` and `/revoke` (RFC 6749 §2.3).
+//!
+//! A public client (`none`) names itself with `client_id` and proves
+//! nothing else: PKCE and refresh-token rotation protect it. A confidential
+//! client sends its secret either in the HTTP Basic header
+//! (`client_secret_basic`, where `client_id` may appear only in the header)
+//! or in the body (`client_secret_post`). Using two methods at once, or a
+//! body `client_id` that disagrees with the header, is refused. Secrets are
+//! compared as SHA-256 hashes in constant time (threat 29).
+
+use time::OffsetDateTime;
+
+use crate::oauth::client::Client;
+use crate::oauth::clients;
+use crate::oauth::error::OAuthError;
+use crate::oauth::params::Params;
+use crate::secrets;
+use crate::storage::Store;
+
+/// What the request presented.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Presented {
+    pub client_id: String,
+    pub secret: Option<String>,
+    /// Whether the credentials came in the Basic header.
+    pub basic: bool,
+}
+
+/// Collects the client's credentials from the Basic header (already
+/// decoded; `Err` if it was malformed) and the body.
+pub fn presented(
+    basic: Option<Result<(String, String), ()>>,
+    form: &Params,
+) -> Result<Presented, OAuthError> {
+    let repeated = |name| OAuthError::invalid_request(format!("{name} is repeated"));
+    let form_id = form.single("client_id").map_err(repeated)?;
+    let form_secret = form.single("client_secret").map_err(repeated)?;
+    match basic {
+        Some(Err(())) => Err(OAuthError::invalid_client(
+            "malformed Basic authorization header",
+            true,
+        )),
+        Some(Ok((id, secret))) => {
+            if form_secret.is_some() {
+                return Err(OAuthError::invalid_request(
+                    "use one client authentication method, not two",
+                ));
+            }
+            if form_id.is_some_and(|form_id| form_id != id) {
+                return Err(OAuthError::invalid_request(
+                    "client_id in the body differs from the Authorization header",
+                ));
+            }
+            Ok(Presented {
+                client_id: id,
+                secret: Some(secret),
+                basic: true,
+            })
+        }
+        None => {
+            let id = form_id.ok_or_else(|| {
+                OAuthError::invalid_client("no client_id and no client authentication", false)
+            })?;
+            Ok(Presented {
+                client_id: id.to_owned(),
+                secret: form_secret.map(str::to_owned),
+                basic: false,
+            })
+        }
+    }
+}
+
+/// Authenticates the presented credentials against the stored client.
+pub async fn authenticate(
+    store: &Store,
+    presented: &Presented,
+    now: OffsetDateTime,
+) -> Result<Client, OAuthError> {
+    let refuse = |why: &str| OAuthError::invalid_client(why, presented.basic);
+    let client = clients::find_stored(store, &presented.client_id, now)
+        .await?
+        .ok_or_else(|| refuse("unknown client"))?;
+    match (&client.secret_hash, &presented.secret) {
+        (Some(expected), Some(secret))
+            if client.auth_method.is_confidential()
+                && secrets::constant_time_eq(expected, &secrets::hash_secret(secret)) =>
+        {
+            Ok(client)
+        }
+        (Some(_), _) => Err(refuse("wrong or missing client secret")),
+        (None, None) if !client.auth_method.is_confidential() => Ok(client),
+        (None, _) => Err(refuse("a public client has no secret to send")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn form(body: &str) -> Params {
+        Params::parse(body.as_bytes())
+    }
+
+    #[test]
+    fn credentials_come_from_the_header_or_the_body_never_both() {
+        let basic = Some(Ok(("id".to_owned(), "s3cret".to_owned())));
+        assert_eq!(
+            presented(basic.clone(), &form("grant_type=x")).unwrap(),
+            Presented {
+                client_id: "id".into(),
+                secret: Some("s3cret".into()),
+                basic: true
+            }
+        );
+        assert!(presented(basic.clone(), &form("client_id=id")).is_ok());
+        assert_eq!(
+            presented(basic.clone(), &form("client_id=other"))
+                .unwrap_err()
+                .code(),
+            "invalid_request"
+        );
+        assert_eq!(
+            presented(basic, &form("client_secret=s3cret"))
+                .unwrap_err()
+                .code(),
+            "invalid_request"
+        );
+        assert_eq!(
+            presented(None, &form("client_id=id&client_secret=s"))
+                .unwrap()
+                .secret
+                .as_deref(),
+            Some("s")
+        );
+        assert_eq!(
+            presented(None, &form("grant_type=x")).unwrap_err(),
+            OAuthError::invalid_client("no client_id and no client authentication", false)
+        );
+        assert_eq!(
+            presented(Some(Err(())), &form("")).unwrap_err().code(),
+            "invalid_client"
+        );
+        assert_eq!(
+            presented(None, &form("client_id=a&client_id=b"))
+                .unwrap_err()
+                .code(),
+            "invalid_request"
+        );
+    }
+}

@@ -1,0 +1,112 @@
+//! Errors of the token, registration and revocation endpoints, in the
+//! vocabulary of RFC 6749 §5.2, RFC 7591 §3.2.2 and RFC 8707.
+//!
+//! Each variant is one wire `error` code. The `String` a variant carries is
+//! for the operator's log only: the HTTP layer (`http::oauth::error`) sends
+//! a fixed, generic description per code, so nothing internal (which check
+//! failed on a code, a database message) reaches the client. Storage and key
+//! failures convert to [`OAuthError::ServerError`] through `From`, which is
+//! what makes "a storage failure is a 500, never `invalid_grant`" hold by
+//! construction: no code path can turn a `StoreError` into a grant error
+//! without naming it.
+
+use std::time::Duration;
+
+use crate::oauth::keys::KeyError;
+use crate::storage::StoreError;
+
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum OAuthError {
+    /// A parameter is missing, repeated or malformed; the text is safe to
+    /// show (it names the parameter, never a secret).
+    #[error("invalid_request: {0}")]
+    InvalidRequest(String),
+    /// Client authentication failed. `basic` records whether the client
+    /// tried HTTP Basic, which earns a `WWW-Authenticate: Basic` challenge.
+    #[error("invalid_client: {reason}")]
+    InvalidClient { reason: String, basic: bool },
+    #[error("invalid_grant: {0}")]
+    InvalidGrant(String),
+    #[error("unauthorized_client: {0}")]
+    UnauthorizedClient(String),
+    #[error("unsupported_grant_type")]
+    UnsupportedGrantType,
+    #[error("invalid_scope: {0}")]
+    InvalidScope(String),
+    #[error("invalid_target: {0}")]
+    InvalidTarget(String),
+    /// Registration (RFC 7591): a redirect URI Coop will not accept.
+    #[error("invalid_redirect_uri: {0}")]
+    InvalidRedirectUri(String),
+    /// Registration (RFC 7591): any other refused field.
+    #[error("invalid_client_metadata: {0}")]
+    InvalidClientMetadata(String),
+    /// A per-address rate limit; retry after the duration.
+    #[error("rate limited for {0:?}")]
+    TooManyRequests(Duration),
+    /// Anything that is Coop's fault. Always a 500 with a generic body.
+    #[error("server_error: {0}")]
+    ServerError(String),
+}
+
+impl OAuthError {
+    /// The RFC `error` code.
+    pub fn code(&self) -> &'static str {
+        match self {
+            Self::InvalidRequest(_) => "invalid_request",
+            Self::InvalidClient { .. } => "invalid_client",
+            Self::InvalidGrant(_) => "invalid_grant",
+            Self::UnauthorizedClient(_) => "unauthorized_client",
+            Self::UnsupportedGrantType => "unsupported_grant_type",
+            Self::InvalidScope(_) => "invalid_scope",
+            Self::InvalidTarget(_) => "invalid_target",
+            Self::InvalidRedirectUri(_) => "invalid_redirect_uri",
+            Self::InvalidClientMetadata(_) => "invalid_client_metadata",
+            Self::TooManyRequests(_) => "temporarily_unavailable",
+            Self::ServerError(_) => "server_error",
+        }
+    }
+
+    pub fn invalid_request(why: impl Into<String>) -> Self {
+        Self::InvalidRequest(why.into())
+    }
+
+    pub fn invalid_grant(why: impl Into<String>) -> Self {
+        Self::InvalidGrant(why.into())
+    }
+
+    pub fn invalid_client(why: impl Into<String>, basic: bool) -> Self {
+        Self::InvalidClient {
+            reason: why.into(),
+            basic,
+        }
+    }
+}
+
+impl From<StoreError> for OAuthError {
+    fn from(err: StoreError) -> Self {
+        Self::ServerError(format!("store: {err}"))
+    }
+}
+
+impl From<KeyError> for OAuthError {
+    fn from(err: KeyError) -> Self {
+        Self::ServerError(format!("signing keys: {err}"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_storage_failure_is_a_server_error_whatever_its_kind() {
+        for err in [
+            StoreError::NotFound,
+            StoreError::Conflict("x".into()),
+            StoreError::Backend(sqlx::Error::PoolTimedOut),
+        ] {
+            assert_eq!(OAuthError::from(err).code(), "server_error");
+        }
+    }
+}

@@ -1,0 +1,173 @@
+//! Redirect URIs: which ones a client may register, and when a requested one
+//! matches a registered one.
+//!
+//! Matching is exact string equality (threat 1: open redirect), with the
+//! one exception RFC 8252 §7.3 requires for native apps: an `http` loopback
+//! URI (`127.0.0.1`, `[::1]`, `localhost`) matches a registered one that
+//! differs only in its port, because the app picks a free port at run time.
+//! Host, path and query must still be identical, and `localhost` does not
+//! match `127.0.0.1`.
+
+use url::{Host, Url};
+
+/// The longest redirect URI Coop accepts, in bytes.
+pub const MAX_LEN: usize = 2000;
+
+/// Why a URI cannot be registered.
+#[derive(Debug, PartialEq, Eq, thiserror::Error)]
+pub enum RedirectUriRefusal {
+    #[error("not an absolute URI")]
+    NotAbsolute,
+    #[error("longer than {MAX_LEN} bytes")]
+    TooLong,
+    #[error("must not contain a fragment")]
+    Fragment,
+    #[error("must not contain a user name or password")]
+    Credentials,
+    #[error("must be https, or http on a loopback host (127.0.0.1, [::1], localhost)")]
+    Scheme,
+}
+
+/// Checks a URI a client asks to register: https, or http on loopback.
+pub fn check_registrable(raw: &str) -> Result<(), RedirectUriRefusal> {
+    if raw.len() > MAX_LEN {
+        return Err(RedirectUriRefusal::TooLong);
+    }
+    let url = Url::parse(raw).map_err(|_| RedirectUriRefusal::NotAbsolute)?;
+    if url.fragment().is_some() || raw.contains('#') {
+        return Err(RedirectUriRefusal::Fragment);
+    }
+    if !url.username().is_empty() || url.password().is_some() {
+        return Err(RedirectUriRefusal::Credentials);
+    }
+    match url.scheme() {
+        "https" if url.host().is_some() => Ok(()),
+        "http" if is_loopback(&url) => Ok(()),
+        _ => Err(RedirectUriRefusal::Scheme),
+    }
+}
+
+/// Whether `url` is an http URI on a loopback host.
+pub fn is_loopback(url: &Url) -> bool {
+    url.scheme() == "http"
+        && match url.host() {
+            Some(Host::Ipv4(ip)) => ip == std::net::Ipv4Addr::LOCALHOST,
+            Some(Host::Ipv6(ip)) => ip == std::net::Ipv6Addr::LOCALHOST,
+            Some(Host::Domain(name)) => name.eq_ignore_ascii_case("localhost"),
+            None => false,
+        }
+}
+
+/// Whether the raw URI is an http loopback URI (for the consent warning).
+pub fn is_loopback_uri(raw: &str) -> bool {
+    Url::parse(raw).is_ok_and(|url| is_loopback(&url))
+}
+
+/// Whether `requested` may be used for a client that registered
+/// `registered`: identical, or both loopback and different only in port.
+pub fn matches(registered: &str, requested: &str) -> bool {
+    if registered == requested {
+        return true;
+    }
+    let (Ok(reg), Ok(req)) = (Url::parse(registered), Url::parse(requested)) else {
+        return false;
+    };
+    is_loopback(&reg)
+        && is_loopback(&req)
+        && reg.host() == req.host()
+        && reg.path() == req.path()
+        && reg.query() == req.query()
+        && reg.fragment().is_none()
+        && req.fragment().is_none()
+        && req.username().is_empty()
+        && req.password().is_none()
+}
+
+/// The host a person is shown on the consent page.
+pub fn host_of(raw: &str) -> String {
+    Url::parse(raw)
+        .ok()
+        .and_then(|url| url.host_str().map(str::to_owned))
+        .unwrap_or_else(|| raw.to_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn https_and_loopback_http_can_be_registered() {
+        for ok in [
+            "https://app.example/callback",
+            "https://app.example/cb?x=1",
+            "http://127.0.0.1/callback",
+            "http://127.0.0.1:8765/callback",
+            "http://[::1]:1234/cb",
+            "http://localhost:3000/cb",
+        ] {
+            assert_eq!(check_registrable(ok), Ok(()), "{ok}");
+        }
+        let cases = [
+            ("http://app.example/cb", RedirectUriRefusal::Scheme),
+            ("http://10.0.0.1/cb", RedirectUriRefusal::Scheme),
+            ("myapp://callback", RedirectUriRefusal::Scheme),
+            ("javascript:alert(1)", RedirectUriRefusal::Scheme),
+            ("https://app.example/cb#frag", RedirectUriRefusal::Fragment),
+            (
+                "https://u:p@app.example/cb",
+                RedirectUriRefusal::Credentials,
+            ),
+            ("/relative", RedirectUriRefusal::NotAbsolute),
+        ];
+        for (bad, why) in cases {
+            assert_eq!(check_registrable(bad), Err(why), "{bad}");
+        }
+        let long = format!("https://app.example/{}", "a".repeat(MAX_LEN));
+        assert_eq!(check_registrable(&long), Err(RedirectUriRefusal::TooLong));
+    }
+
+    #[test]
+    fn matching_is_exact_except_for_loopback_ports() {
+        let reg = "https://app.example/callback";
+        assert!(matches(reg, reg));
+        for other in [
+            "https://app.example/callback/",
+            "https://app.example/Callback",
+            "https://app.example:8443/callback",
+            "https://app.example/callback?x=1",
+            "https://evil.example/callback",
+            "https://app.example.evil.example/callback",
+        ] {
+            assert!(!matches(reg, other), "{other}");
+        }
+        assert!(matches(
+            "http://127.0.0.1/callback",
+            "http://127.0.0.1:53121/callback"
+        ));
+        assert!(matches(
+            "http://127.0.0.1:1000/callback",
+            "http://127.0.0.1:2000/callback"
+        ));
+        assert!(matches("http://[::1]:1/cb", "http://[::1]:2/cb"));
+        assert!(matches("http://localhost:1/cb", "http://localhost:2/cb"));
+        for other in [
+            "http://localhost:2/callback",
+            "http://127.0.0.1:2/other",
+            "http://127.0.0.1:2/callback?x=1",
+            "http://127.0.0.2:2/callback",
+            "https://127.0.0.1:2/callback",
+            "http://u@127.0.0.1:2/callback",
+        ] {
+            assert!(!matches("http://127.0.0.1:1/callback", other), "{other}");
+        }
+    }
+
+    #[test]
+    fn loopback_hosts_are_recognised() {
+        assert!(is_loopback_uri("http://localhost:8080/cb"));
+        assert!(is_loopback_uri("http://[::1]/cb"));
+        assert!(!is_loopback_uri("https://127.0.0.1/cb"));
+        assert!(!is_loopback_uri("http://192.168.1.1/cb"));
+        assert_eq!(host_of("https://app.example:8443/cb"), "app.example");
+    }
+}

@@ -1,0 +1,444 @@
+//! Client registration: Dynamic Client Registration (RFC 7591) at
+//! `/register`, and pre-registration from the command line.
+//!
+//! What `/register` accepts (threat 14, and MCP's "what real clients need"):
+//! - `redirect_uris`: 1 to [`MAX_REDIRECT_URIS`], each https or http on a
+//!   loopback host, no fragment, at most 2000 bytes;
+//! - `token_endpoint_auth_method`: `none` (the default: a client gets a
+//!   secret only when it asks for one), `client_secret_basic` or
+//!   `client_secret_post`; the secret is shown once and stored hashed;
+//! - `grant_types` ⊆ {`authorization_code`, `refresh_token`} and including
+//!   the first (default: both); `response_types` = [`code`];
+//! - `client_name` (at most [`MAX_NAME_CHARS`] printable characters; it is
+//!   shown on the consent page marked "unverified"), `application_type`
+//!   (`web` or `native`), `software_id`, `software_version`.
+//!
+//! Any other field is ignored and not echoed. The response echoes exactly
+//! what was registered and contains no `null`. The body size and the rate
+//! per client address are limited by the HTTP layer.
+
+use serde_json::{Map, Value};
+use time::OffsetDateTime;
+
+use crate::oauth::client::AuthMethod;
+use crate::oauth::error::OAuthError;
+use crate::oauth::redirect_uri;
+use crate::secrets;
+use crate::storage::Store;
+use crate::storage::clients::{self, NewClient};
+
+pub const MAX_REDIRECT_URIS: usize = 10;
+pub const MAX_NAME_CHARS: usize = 100;
+/// Short free-text fields (`software_id`, `software_version`).
+pub const MAX_TEXT_CHARS: usize = 200;
+
+/// The name shown for a client that registered without one.
+pub const UNNAMED: &str = "Unnamed app";
+
+/// A registration that passed every check.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Registration {
+    pub client_name: Option<String>,
+    pub redirect_uris: Vec<String>,
+    pub auth_method: AuthMethod,
+    pub grant_types: Vec<&'static str>,
+    /// The other registered fields, echoed as sent.
+    pub extra: Map<String, Value>,
+}
+
+fn metadata_error(why: impl Into<String>) -> OAuthError {
+    OAuthError::InvalidClientMetadata(why.into())
+}
+
+/// Checks a registration request body.
+pub fn validate(body: &Value) -> Result<Registration, OAuthError> {
+    let Some(fields) = body.as_object() else {
+        return Err(metadata_error("the body must be a JSON object"));
+    };
+
+    let redirect_uris = match fields.get("redirect_uris") {
+        Some(Value::Array(uris)) if !uris.is_empty() => uris,
+        Some(Value::Array(_)) | None => {
+            return Err(OAuthError::InvalidRedirectUri(
+                "redirect_uris must list at least one URI".into(),
+            ));
+        }
+        Some(_) => {
+            return Err(OAuthError::InvalidRedirectUri(
+                "redirect_uris must be an array of strings".into(),
+            ));
+        }
+    };
+    if redirect_uris.len() > MAX_REDIRECT_URIS {
+        return Err(OAuthError::InvalidRedirectUri(format!(
+            "at most {MAX_REDIRECT_URIS} redirect URIs"
+        )));
+    }
+    let mut uris: Vec<String> = Vec::with_capacity(redirect_uris.len());
+    for uri in redirect_uris {
+        let Some(uri) = uri.as_str() else {
+            return Err(OAuthError::InvalidRedirectUri(
+                "redirect_uris must be an array of strings".into(),
+            ));
+        };
+        redirect_uri::check_registrable(uri)
+            .map_err(|why| OAuthError::InvalidRedirectUri(format!("{uri:.80}: {why}")))?;
+        if !uris.iter().any(|u| u == uri) {
+            uris.push(uri.to_owned());
+        }
+    }
+
+    let auth_method = match fields.get("token_endpoint_auth_method") {
+        None => AuthMethod::None,
+        Some(Value::String(raw)) => AuthMethod::parse(raw).ok_or_else(|| {
+            metadata_error(
+                "token_endpoint_auth_method must be none, client_secret_basic or client_secret_post",
+            )
+        })?,
+        Some(_) => return Err(metadata_error("token_endpoint_auth_method must be a string")),
+    };
+
+    let grant_types = match fields.get("grant_types") {
+        None => vec!["authorization_code", "refresh_token"],
+        Some(value) => {
+            let listed = string_list(value, "grant_types", 4)?;
+            let mut types = Vec::new();
+            for grant in listed {
+                let known = match grant {
+                    "authorization_code" => "authorization_code",
+                    "refresh_token" => "refresh_token",
+                    other => {
+                        return Err(metadata_error(format!(
+                            "grant type {other:.40} is not supported"
+                        )));
+                    }
+                };
+                if !types.contains(&known) {
+                    types.push(known);
+                }
+            }
+            if !types.contains(&"authorization_code") {
+                return Err(metadata_error(
+                    "grant_types must include authorization_code",
+                ));
+            }
+            types
+        }
+    };
+
+    if let Some(value) = fields.get("response_types")
+        && string_list(value, "response_types", 4)?
+            .iter()
+            .any(|t| *t != "code")
+    {
+        return Err(metadata_error("response_types must be [\"code\"]"));
+    }
+
+    let client_name = match fields.get("client_name") {
+        None => None,
+        Some(Value::String(name)) => Some(text(name, "client_name", MAX_NAME_CHARS)?),
+        Some(_) => return Err(metadata_error("client_name must be a string")),
+    };
+
+    let mut extra = Map::new();
+    for key in ["software_id", "software_version"] {
+        match fields.get(key) {
+            None => {}
+            Some(Value::String(value)) => {
+                extra.insert(
+                    key.to_owned(),
+                    Value::String(text(value, key, MAX_TEXT_CHARS)?),
+                );
+            }
+            Some(_) => return Err(metadata_error(format!("{key} must be a string"))),
+        }
+    }
+    match fields.get("application_type") {
+        None => {}
+        Some(Value::String(t)) if t == "web" || t == "native" => {
+            extra.insert("application_type".into(), Value::String(t.clone()));
+        }
+        Some(_) => return Err(metadata_error("application_type must be web or native")),
+    }
+
+    Ok(Registration {
+        client_name,
+        redirect_uris: uris,
+        auth_method,
+        grant_types,
+        extra,
+    })
+}
+
+fn string_list<'a>(value: &'a Value, field: &str, max: usize) -> Result<Vec<&'a str>, OAuthError> {
+    let Some(items) = value.as_array() else {
+        return Err(metadata_error(format!(
+            "{field} must be an array of strings"
+        )));
+    };
+    if items.len() > max {
+        return Err(metadata_error(format!("{field} lists too many values")));
+    }
+    items
+        .iter()
+        .map(|v| {
+            v.as_str()
+                .ok_or_else(|| metadata_error(format!("{field} must be an array of strings")))
+        })
+        .collect()
+}
+
+/// A short printable text: trimmed, no control characters, bounded.
+fn text(raw: &str, field: &str, max: usize) -> Result<String, OAuthError> {
+    let trimmed = raw.trim();
+    if trimmed.is_empty() || trimmed.chars().count() > max || trimmed.chars().any(char::is_control)
+    {
+        return Err(metadata_error(format!(
+            "{field} must be 1 to {max} printable characters"
+        )));
+    }
+    Ok(trimmed.to_owned())
+}
+
+/// What a registration returns: the new id, the secret (shown this once),
+/// and the registered metadata to echo.
+#[derive(Debug)]
+pub struct Registered {
+    pub client_id: String,
+    pub client_secret: Option<String>,
+    pub issued_at: i64,
+    /// The registered fields, as the response echoes them.
+    pub metadata: Map<String, Value>,
+}
+
+impl Registered {
+    /// The RFC 7591 §3.2.1 response body.
+    pub fn response(&self) -> Value {
+        let mut body = Map::new();
+        body.insert("client_id".into(), Value::String(self.client_id.clone()));
+        body.insert("client_id_issued_at".into(), Value::from(self.issued_at));
+        if let Some(secret) = &self.client_secret {
+            body.insert("client_secret".into(), Value::String(secret.clone()));
+            // 0: the secret does not expire.
+            body.insert("client_secret_expires_at".into(), Value::from(0));
+        }
+        body.extend(self.metadata.clone());
+        Value::Object(body)
+    }
+}
+
+/// Stores a self-registered client.
+pub async fn register(
+    store: &Store,
+    registration: &Registration,
+    now: OffsetDateTime,
+) -> Result<Registered, OAuthError> {
+    let mut metadata = registration.extra.clone();
+    metadata.insert(
+        "redirect_uris".into(),
+        Value::from(registration.redirect_uris.clone()),
+    );
+    metadata.insert(
+        "token_endpoint_auth_method".into(),
+        Value::from(registration.auth_method.as_str()),
+    );
+    metadata.insert(
+        "grant_types".into(),
+        Value::from(registration.grant_types.clone()),
+    );
+    metadata.insert("response_types".into(), Value::from(vec!["code"]));
+    if let Some(name) = &registration.client_name {
+        metadata.insert("client_name".into(), Value::String(name.clone()));
+    }
+    store_client(
+        store,
+        "dynamic",
+        registration.client_name.as_deref().unwrap_or(UNNAMED),
+        &registration.redirect_uris,
+        registration.auth_method,
+        metadata,
+        now,
+    )
+    .await
+}
+
+/// `coop admin client add`: a client the operator vouches for. Confidential
+/// clients authenticate with `client_secret_basic` (or `_post`).
+pub async fn register_preregistered(
+    store: &Store,
+    name: &str,
+    redirect_uris: &[String],
+    confidential: bool,
+    now: OffsetDateTime,
+) -> Result<Registered, OAuthError> {
+    let name = text(name, "name", MAX_NAME_CHARS)?;
+    if redirect_uris.is_empty() {
+        return Err(OAuthError::InvalidRedirectUri(
+            "at least one --redirect-uri is required".into(),
+        ));
+    }
+    for uri in redirect_uris {
+        redirect_uri::check_registrable(uri)
+            .map_err(|why| OAuthError::InvalidRedirectUri(format!("{uri}: {why}")))?;
+    }
+    let method = if confidential {
+        AuthMethod::ClientSecretBasic
+    } else {
+        AuthMethod::None
+    };
+    let mut metadata = Map::new();
+    metadata.insert("client_name".into(), Value::String(name.clone()));
+    metadata.insert("redirect_uris".into(), Value::from(redirect_uris.to_vec()));
+    metadata.insert(
+        "token_endpoint_auth_method".into(),
+        Value::from(method.as_str()),
+    );
+    store_client(
+        store,
+        "registered",
+        &name,
+        redirect_uris,
+        method,
+        metadata,
+        now,
+    )
+    .await
+}
+
+async fn store_client(
+    store: &Store,
+    kind: &str,
+    name: &str,
+    redirect_uris: &[String],
+    method: AuthMethod,
+    metadata: Map<String, Value>,
+    now: OffsetDateTime,
+) -> Result<Registered, OAuthError> {
+    let client_id = secrets::random_token(16);
+    let secret = method.is_confidential().then(|| secrets::random_token(32));
+    let secret_hash = secret.as_deref().map(secrets::hash_secret);
+    let stored = Value::Object(metadata.clone());
+    clients::insert(
+        store,
+        &NewClient {
+            client_id: &client_id,
+            kind,
+            client_name: name,
+            redirect_uris,
+            auth_method: method.as_str(),
+            secret_hash: secret_hash.as_deref(),
+            metadata: &stored,
+        },
+        now,
+    )
+    .await?;
+    Ok(Registered {
+        client_id,
+        client_secret: secret,
+        issued_at: now.unix_timestamp(),
+        metadata,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn a_public_client_is_the_default_and_unknown_fields_are_dropped() {
+        let r = validate(&json!({
+            "redirect_uris": ["http://127.0.0.1:3000/cb", "http://127.0.0.1:3000/cb"],
+            "client_name": "  Claude  ",
+            "logo_uri": "https://evil.example/logo.png",
+            "scope": "farm:read",
+            "application_type": "native",
+            "whatever": {"nested": true}
+        }))
+        .unwrap();
+        assert_eq!(r.auth_method, AuthMethod::None);
+        assert_eq!(r.redirect_uris, vec!["http://127.0.0.1:3000/cb".to_owned()]);
+        assert_eq!(r.client_name.as_deref(), Some("Claude"));
+        assert_eq!(r.grant_types, vec!["authorization_code", "refresh_token"]);
+        assert_eq!(r.extra.len(), 1);
+        assert_eq!(r.extra["application_type"], "native");
+    }
+
+    #[test]
+    fn refused_registrations_name_the_field() {
+        let cases = [
+            (json!([]), "invalid_client_metadata"),
+            (json!({}), "invalid_redirect_uri"),
+            (json!({"redirect_uris": []}), "invalid_redirect_uri"),
+            (
+                json!({"redirect_uris": "https://a.example/cb"}),
+                "invalid_redirect_uri",
+            ),
+            (json!({"redirect_uris": [1]}), "invalid_redirect_uri"),
+            (
+                json!({"redirect_uris": ["http://a.example/cb"]}),
+                "invalid_redirect_uri",
+            ),
+            (
+                json!({"redirect_uris": ["myapp://cb"]}),
+                "invalid_redirect_uri",
+            ),
+            (
+                json!({"redirect_uris": (0..11).map(|i| format!("https://a.example/cb{i}")).collect::<Vec<_>>()}),
+                "invalid_redirect_uri",
+            ),
+            (
+                json!({"redirect_uris": ["https://a.example/cb"], "token_endpoint_auth_method": "private_key_jwt"}),
+                "invalid_client_metadata",
+            ),
+            (
+                json!({"redirect_uris": ["https://a.example/cb"], "grant_types": ["implicit"]}),
+                "invalid_client_metadata",
+            ),
+            (
+                json!({"redirect_uris": ["https://a.example/cb"], "grant_types": ["refresh_token"]}),
+                "invalid_client_metadata",
+            ),
+            (
+                json!({"redirect_uris": ["https://a.example/cb"], "response_types": ["token"]}),
+                "invalid_client_metadata",
+            ),
+            (
+                json!({"redirect_uris": ["https://a.example/cb"], "client_name": "x".repeat(101)}),
+                "invalid_client_metadata",
+            ),
+            (
+                json!({"redirect_uris": ["https://a.example/cb"], "client_name": "a\u{0007}b"}),
+                "invalid_client_metadata",
+            ),
+            (
+                json!({"redirect_uris": ["https://a.example/cb"], "application_type": "desktop"}),
+                "invalid_client_metadata",
+            ),
+            (
+                json!({"redirect_uris": ["https://a.example/cb"], "software_id": "s".repeat(201)}),
+                "invalid_client_metadata",
+            ),
+        ];
+        for (body, code) in cases {
+            assert_eq!(validate(&body).unwrap_err().code(), code, "{body}");
+        }
+    }
+
+    #[test]
+    fn the_response_echoes_what_was_registered_without_nulls() {
+        let registered = Registered {
+            client_id: "id".into(),
+            client_secret: Some("s".into()),
+            issued_at: 5,
+            metadata: json!({"redirect_uris": ["https://a.example/cb"]})
+                .as_object()
+                .unwrap()
+                .clone(),
+        };
+        let body = registered.response();
+        assert_eq!(body["client_secret_expires_at"], 0);
+        assert_eq!(body["redirect_uris"][0], "https://a.example/cb");
+        assert!(!body.to_string().contains("null"));
+    }
+}

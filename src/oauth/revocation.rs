@@ -1,0 +1,125 @@
+//! Token revocation (RFC 7009).
+//!
+//! - A **refresh token** ends its grant: the connected app is disconnected,
+//!   and every token the grant issued dies on its next use (each check reads
+//!   the grant).
+//! - An **access token** is recorded by its `jti` until it expires, and only
+//!   it dies: its grant, and the refresh token the client holds, live on.
+//!   A client that wants to disconnect revokes its refresh token; a client
+//!   that only throws one access token away (a sign-out of one window, a
+//!   token it suspects leaked) does not lose the connection. The `/mcp`
+//!   check reads both the grant and `revoked_access_tokens`, so either kind
+//!   of revocation takes effect on the very next call.
+//! - An unknown, expired or malformed token is not an error (RFC 7009 §2.2:
+//!   the answer is 200 either way), so revocation reveals nothing.
+//! - A token issued to another client is refused `invalid_request` and left
+//!   alone (§2.1: the server checks the token was issued to the caller).
+
+use time::OffsetDateTime;
+
+use crate::oauth::access_token;
+use crate::oauth::client::Client;
+use crate::oauth::error::OAuthError;
+use crate::oauth::token::TokenContext;
+use crate::secrets;
+use crate::storage::audit::{self, AuditEvent, AuditKind};
+use crate::storage::{grants, refresh_tokens, revocations};
+
+/// What a revocation did (for the log and the tests of this module).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Revoked {
+    Grant,
+    AccessToken,
+    Nothing,
+}
+
+/// Revokes `token` for `client`. `hint` only chooses which kind is tried
+/// first (RFC 7009 §2.1); both are always tried.
+pub async fn revoke(
+    ctx: &TokenContext<'_>,
+    client: &Client,
+    token: &str,
+    hint: Option<&str>,
+    now: OffsetDateTime,
+) -> Result<Revoked, OAuthError> {
+    if hint == Some("access_token") {
+        if let Some(done) = revoke_access_token(ctx, client, token, now).await? {
+            return Ok(done);
+        }
+        return Ok(revoke_refresh_token(ctx, client, token, now)
+            .await?
+            .unwrap_or(Revoked::Nothing));
+    }
+    if let Some(done) = revoke_refresh_token(ctx, client, token, now).await? {
+        return Ok(done);
+    }
+    Ok(revoke_access_token(ctx, client, token, now)
+        .await?
+        .unwrap_or(Revoked::Nothing))
+}
+
+fn foreign() -> OAuthError {
+    OAuthError::invalid_request("the token was not issued to this client")
+}
+
+async fn revoke_refresh_token(
+    ctx: &TokenContext<'_>,
+    client: &Client,
+    token: &str,
+    now: OffsetDateTime,
+) -> Result<Option<Revoked>, OAuthError> {
+    let Some(row) = refresh_tokens::find(ctx.store, &secrets::hash_secret(token)).await? else {
+        return Ok(None);
+    };
+    if row.grant.grant_client_id != client.client_id {
+        return Err(foreign());
+    }
+    if grants::revoke(
+        ctx.store,
+        row.grant.id(),
+        "refresh token revoked by the client",
+        now,
+    )
+    .await?
+    {
+        let mut event = AuditEvent::new(AuditKind::GrantRevoked);
+        event.farm = Some(row.grant.farm());
+        event.user = Some(row.grant.user());
+        event.client_id = Some(&client.client_id);
+        event.grant = Some(row.grant.id());
+        event.detail = serde_json::json!({ "via": "revocation_endpoint" });
+        audit::record(ctx.store, &event, now).await?;
+    }
+    Ok(Some(Revoked::Grant))
+}
+
+async fn revoke_access_token(
+    ctx: &TokenContext<'_>,
+    client: &Client,
+    token: &str,
+    now: OffsetDateTime,
+) -> Result<Option<Revoked>, OAuthError> {
+    let audience = ctx.issuer.mcp_resource();
+    let Ok(claims) =
+        access_token::verify(ctx.keys, token, ctx.issuer.as_str(), &audience, now).await
+    else {
+        return Ok(None);
+    };
+    if claims.client_id != client.client_id {
+        return Err(foreign());
+    }
+    let Some(grant) = claims.grant_id() else {
+        return Ok(None);
+    };
+    revocations::revoke_access_token(ctx.store, &claims.jti, grant, claims.exp).await?;
+    let mut event = AuditEvent::new(AuditKind::AccessTokenRevoked);
+    event.user = claims.user_id();
+    if let Some(status) = grants::status(ctx.store, grant).await? {
+        event.farm = Some(status.farm());
+    }
+    event.client_id = Some(&client.client_id);
+    event.grant = Some(grant);
+    event.detail = serde_json::json!({ "jti": claims.jti, "via": "revocation_endpoint" });
+    audit::record(ctx.store, &event, now).await?;
+    Ok(Some(Revoked::AccessToken))
+}

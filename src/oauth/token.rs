@@ -1,0 +1,519 @@
+//! The token endpoint's grants: `authorization_code` and `refresh_token`.
+//!
+//! Both follow one rule: **check everything, then spend**. A code or
+//! refresh token is read with its grant, every check runs (client binding,
+//! expiry, redirect URI, PKCE, resource, grant still usable), the access
+//! token is signed, and only then is the code or token spent, by one
+//! conditional update in the transaction that also stores the next refresh
+//! token. So a refused request consumes nothing (the client may correct
+//! its `resource` and retry), and two racing requests cannot both win.
+//!
+//! Presenting a spent code or a spent refresh token is reuse: the whole
+//! grant is revoked, which ends everything the code or token issued
+//! (threats 3 and 7), and the audit log records it. A storage failure
+//! anywhere is `server_error` (see [`OAuthError`]), never `invalid_grant`.
+
+use serde::Serialize;
+use time::OffsetDateTime;
+
+use crate::config::Issuer;
+use crate::domain::{Scope, ScopeSet};
+use crate::oauth::access_token::{self, NewAccessToken};
+use crate::oauth::client::Client;
+use crate::oauth::error::OAuthError;
+use crate::oauth::keys::Keys;
+use crate::oauth::params::Params;
+use crate::oauth::pkce::CodeChallenge;
+use crate::oauth::resource;
+use crate::oauth::scopes::OFFLINE_ACCESS;
+use crate::secrets;
+use crate::storage::audit::{self, AuditEvent, AuditKind};
+use crate::storage::grants::{self, GrantStatus};
+use crate::storage::refresh_tokens::{self, NewRefreshToken};
+use crate::storage::{Store, clients, codes};
+
+/// How long a refresh token lives; each rotation starts a new period.
+pub const REFRESH_TTL: time::Duration = time::Duration::days(30);
+
+/// What the grants need from the running server.
+pub struct TokenContext<'a> {
+    pub store: &'a Store,
+    pub keys: &'a Keys,
+    pub issuer: &'a Issuer,
+    pub access_ttl: time::Duration,
+}
+
+/// A token request, by `grant_type`.
+#[derive(Debug, PartialEq, Eq)]
+pub enum GrantRequest {
+    AuthorizationCode {
+        code: String,
+        code_verifier: String,
+        redirect_uri: Option<String>,
+        resource: Vec<String>,
+    },
+    RefreshToken {
+        refresh_token: String,
+        resource: Vec<String>,
+        scope: Option<String>,
+    },
+}
+
+/// Reads the grant request from the form; the client was authenticated
+/// first, so an anonymous caller learns nothing about grant types.
+pub fn parse(form: &Params) -> Result<GrantRequest, OAuthError> {
+    let one = |name: &'static str| {
+        form.single(name)
+            .map(|v| v.map(str::to_owned))
+            .map_err(|n| OAuthError::invalid_request(format!("{n} is repeated")))
+    };
+    let required = |name: &'static str| {
+        one(name)?.ok_or_else(|| OAuthError::invalid_request(format!("{name} is required")))
+    };
+    let resource = form
+        .all("resource")
+        .into_iter()
+        .map(str::to_owned)
+        .collect();
+    match required("grant_type")?.as_str() {
+        "authorization_code" => Ok(GrantRequest::AuthorizationCode {
+            code: required("code")?,
+            code_verifier: required("code_verifier")?,
+            redirect_uri: one("redirect_uri")?,
+            resource,
+        }),
+        "refresh_token" => Ok(GrantRequest::RefreshToken {
+            refresh_token: required("refresh_token")?,
+            resource,
+            scope: one("scope")?,
+        }),
+        _ => Err(OAuthError::UnsupportedGrantType),
+    }
+}
+
+/// A successful token response (RFC 6749 §5.1); never a `null` in it.
+#[derive(Debug, Serialize)]
+pub struct TokenResponse {
+    pub access_token: String,
+    pub token_type: &'static str,
+    pub expires_in: i64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub refresh_token: Option<String>,
+    pub scope: String,
+}
+
+/// Runs the grant for an authenticated client.
+pub async fn exchange(
+    ctx: &TokenContext<'_>,
+    client: &Client,
+    request: GrantRequest,
+    now: OffsetDateTime,
+) -> Result<TokenResponse, OAuthError> {
+    match request {
+        GrantRequest::AuthorizationCode {
+            code,
+            code_verifier,
+            redirect_uri,
+            resource,
+        } => {
+            exchange_code(
+                ctx,
+                client,
+                &code,
+                &code_verifier,
+                redirect_uri.as_deref(),
+                &resource,
+                now,
+            )
+            .await
+        }
+        GrantRequest::RefreshToken {
+            refresh_token,
+            resource,
+            scope,
+        } => {
+            exchange_refresh(
+                ctx,
+                client,
+                &refresh_token,
+                &resource,
+                scope.as_deref(),
+                now,
+            )
+            .await
+        }
+    }
+}
+
+async fn exchange_code(
+    ctx: &TokenContext<'_>,
+    client: &Client,
+    code: &str,
+    verifier: &str,
+    redirect_uri: Option<&str>,
+    resource: &[String],
+    now: OffsetDateTime,
+) -> Result<TokenResponse, OAuthError> {
+    let code_hash = secrets::hash_secret(code);
+    let row = codes::find(ctx.store, &code_hash)
+        .await?
+        .ok_or_else(|| OAuthError::invalid_grant("unknown code"))?;
+    if row.client_id != client.client_id {
+        return Err(OAuthError::invalid_grant("code issued to another client"));
+    }
+    if row.expires_at <= now.unix_timestamp() {
+        return Err(OAuthError::invalid_grant("code expired"));
+    }
+    if redirect_uri.is_some_and(|uri| uri != row.redirect_uri) {
+        return Err(OAuthError::invalid_grant(
+            "redirect_uri differs from the authorization request's",
+        ));
+    }
+    if !CodeChallenge::from_stored(row.code_challenge.clone()).is_satisfied_by(verifier) {
+        tracing::warn!(client_id = %client.client_id, "PKCE verifier does not match: possible code interception");
+        return Err(OAuthError::invalid_grant("PKCE verifier does not match"));
+    }
+    check_resource(ctx.issuer, resource, &row.resource)?;
+    if row.consumed_at.is_some() {
+        return Err(reuse_detected(ctx, &row.grant, "authorization_code", now).await);
+    }
+    check_grant_usable(&row.grant, row.credential_epoch)?;
+    let scope = ScopeSet::from_stored(&row.scope)
+        .intersection(&ScopeSet::from_stored(&row.grant.grant_scope));
+    if scope.is_empty() {
+        return Err(OAuthError::invalid_grant("no approved scope is left"));
+    }
+
+    let (access_token, _) = mint(ctx, client, &row.grant, &scope, now).await?;
+    let refresh = client.may_refresh.then(|| secrets::random_token(32));
+    let refresh_hash = refresh.as_deref().map(secrets::hash_secret);
+    let scope_wire = scope.to_wire();
+    let next = refresh_hash.as_deref().map(|hash| NewRefreshToken {
+        token_hash: hash,
+        grant: row.grant.id(),
+        scope: &scope_wire,
+        expires_at: now + REFRESH_TTL,
+    });
+    if !codes::redeem(ctx.store, &code_hash, next.as_ref(), now).await? {
+        // Another request spent the code between our read and our update.
+        return Err(reuse_detected(ctx, &row.grant, "authorization_code", now).await);
+    }
+    clients::mark_used(ctx.store, &client.client_id, now).await?;
+    Ok(TokenResponse {
+        access_token,
+        token_type: "Bearer",
+        expires_in: ctx.access_ttl.whole_seconds(),
+        refresh_token: refresh,
+        scope: scope_wire,
+    })
+}
+
+async fn exchange_refresh(
+    ctx: &TokenContext<'_>,
+    client: &Client,
+    token: &str,
+    resource: &[String],
+    asked_scope: Option<&str>,
+    now: OffsetDateTime,
+) -> Result<TokenResponse, OAuthError> {
+    if !client.may_refresh {
+        return Err(OAuthError::UnauthorizedClient(
+            "the client registered without the refresh_token grant".into(),
+        ));
+    }
+    let token_hash = secrets::hash_secret(token);
+    let row = refresh_tokens::find(ctx.store, &token_hash)
+        .await?
+        .ok_or_else(|| OAuthError::invalid_grant("unknown refresh token"))?;
+    if row.grant.grant_client_id != client.client_id {
+        return Err(OAuthError::invalid_grant(
+            "refresh token issued to another client",
+        ));
+    }
+    if row.expires_at <= now.unix_timestamp() {
+        return Err(OAuthError::invalid_grant("refresh token expired"));
+    }
+    if row.used_at.is_some() {
+        return Err(reuse_detected(ctx, &row.grant, "refresh_token", now).await);
+    }
+    check_resource(ctx.issuer, resource, &row.grant.grant_resource)?;
+    check_grant_usable(&row.grant, row.grant.grant_epoch)?;
+    let allowed = ScopeSet::from_stored(&row.scope)
+        .intersection(&ScopeSet::from_stored(&row.grant.grant_scope));
+    let scope = narrowed_scope(&allowed, asked_scope)?;
+    if scope.is_empty() {
+        return Err(OAuthError::invalid_grant("no approved scope is left"));
+    }
+
+    let (access_token, _) = mint(ctx, client, &row.grant, &scope, now).await?;
+    let refresh = secrets::random_token(32);
+    let refresh_hash = secrets::hash_secret(&refresh);
+    // RFC 6749 §6: the new refresh token keeps the old one's scope, even
+    // when this access token was narrowed.
+    let allowed_wire = allowed.to_wire();
+    let next = NewRefreshToken {
+        token_hash: &refresh_hash,
+        grant: row.grant.id(),
+        scope: &allowed_wire,
+        expires_at: now + REFRESH_TTL,
+    };
+    if !refresh_tokens::rotate(ctx.store, &token_hash, &next, now).await? {
+        // Spent by a racing request between our read and our update.
+        return Err(reuse_detected(ctx, &row.grant, "refresh_token", now).await);
+    }
+    Ok(TokenResponse {
+        access_token,
+        token_type: "Bearer",
+        expires_in: ctx.access_ttl.whole_seconds(),
+        refresh_token: Some(refresh),
+        scope: scope.to_wire(),
+    })
+}
+
+/// The token request's `resource`, when sent, must name the resource the
+/// code or grant was issued for (RFC 8707 §2.2).
+fn check_resource(issuer: &Issuer, sent: &[String], bound: &str) -> Result<(), OAuthError> {
+    if sent.is_empty() {
+        return Ok(());
+    }
+    let sent: Vec<&str> = sent.iter().map(String::as_str).collect();
+    match resource::resolve(issuer, &sent) {
+        Ok(resolved) if resolved.as_str() == bound => Ok(()),
+        Ok(_) => Err(OAuthError::InvalidTarget(format!(
+            "the grant is for {bound}"
+        ))),
+        Err(why) => Err(OAuthError::InvalidTarget(why.to_string())),
+    }
+}
+
+/// Whether the grant behind a code or refresh token may still issue: not
+/// revoked, the person's credential epoch unchanged since `epoch`, the
+/// person enabled, the farm neither suspended nor with connected apps off.
+fn check_grant_usable(grant: &GrantStatus, epoch: i64) -> Result<(), OAuthError> {
+    let refusal = if grant.grant_revoked_at.is_some() {
+        "the grant was revoked"
+    } else if grant.user_epoch != epoch || grant.grant_epoch != epoch {
+        "the person's credentials changed since consent"
+    } else if grant.user_disabled {
+        "the person is disabled"
+    } else if grant.farm_suspended {
+        "the farm is suspended"
+    } else if !grant.farm_apps_enabled {
+        "connected apps are off for the farm"
+    } else {
+        return Ok(());
+    };
+    Err(OAuthError::invalid_grant(refusal))
+}
+
+/// A refresh request may ask for fewer scopes than the token carries,
+/// never more (RFC 6749 §6); `offline_access` is ignored as everywhere.
+fn narrowed_scope(allowed: &ScopeSet, asked: Option<&str>) -> Result<ScopeSet, OAuthError> {
+    let Some(asked) = asked else {
+        return Ok(allowed.clone());
+    };
+    let mut scopes = Vec::new();
+    for word in asked
+        .split(' ')
+        .filter(|w| !w.is_empty() && *w != OFFLINE_ACCESS)
+    {
+        scopes.push(
+            Scope::parse(word)
+                .ok_or_else(|| OAuthError::InvalidScope(format!("unknown scope {word:?}")))?,
+        );
+    }
+    let asked = ScopeSet::from_scopes(scopes);
+    if asked.is_empty() {
+        return Ok(allowed.clone());
+    }
+    if !asked.is_subset(allowed) {
+        return Err(OAuthError::InvalidScope(
+            "a refresh cannot add scopes that were not granted".into(),
+        ));
+    }
+    Ok(asked)
+}
+
+async fn mint(
+    ctx: &TokenContext<'_>,
+    client: &Client,
+    grant: &GrantStatus,
+    scope: &ScopeSet,
+    now: OffsetDateTime,
+) -> Result<(String, access_token::AccessClaims), OAuthError> {
+    Ok(access_token::mint(
+        ctx.keys,
+        &NewAccessToken {
+            issuer: ctx.issuer.as_str(),
+            audience: &grant.grant_resource,
+            user: grant.user(),
+            client_id: &client.client_id,
+            scope,
+            grant: grant.id(),
+            epoch: grant.user_epoch,
+            lifetime: ctx.access_ttl,
+        },
+        now,
+    )
+    .await?)
+}
+
+/// A spent code or refresh token was presented again: someone else holds a
+/// copy. The grant is revoked (ending every token it issued) and the event
+/// audited. Returns the error to send: `invalid_grant`, or `server_error`
+/// if the revocation itself could not be stored.
+async fn reuse_detected(
+    ctx: &TokenContext<'_>,
+    grant: &GrantStatus,
+    what: &'static str,
+    now: OffsetDateTime,
+) -> OAuthError {
+    tracing::warn!(grant = %grant.grant_id, client_id = %grant.grant_client_id, what, "reuse detected: revoking the grant");
+    let revoked = match grants::revoke(ctx.store, grant.id(), &format!("{what} reused"), now).await
+    {
+        Ok(revoked) => revoked,
+        Err(err) => return err.into(),
+    };
+    let mut event = AuditEvent::new(AuditKind::TokenReuseDetected);
+    event.farm = Some(grant.farm());
+    event.user = Some(grant.user());
+    event.client_id = Some(&grant.grant_client_id);
+    event.grant = Some(grant.id());
+    event.detail = serde_json::json!({ "presented": what, "grant_revoked": revoked });
+    if let Err(err) = audit::record(ctx.store, &event, now).await {
+        return err.into();
+    }
+    OAuthError::invalid_grant(format!("{what} was already used"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn form(body: &str) -> Params {
+        Params::parse(body.as_bytes())
+    }
+
+    #[test]
+    fn grant_requests_parse_by_grant_type() {
+        assert_eq!(
+            parse(&form(
+                "grant_type=authorization_code&code=c&code_verifier=v&resource=r"
+            ))
+            .unwrap(),
+            GrantRequest::AuthorizationCode {
+                code: "c".into(),
+                code_verifier: "v".into(),
+                redirect_uri: None,
+                resource: vec!["r".into()],
+            }
+        );
+        assert_eq!(
+            parse(&form(
+                "grant_type=refresh_token&refresh_token=t&scope=farm%3Aread"
+            ))
+            .unwrap(),
+            GrantRequest::RefreshToken {
+                refresh_token: "t".into(),
+                resource: vec![],
+                scope: Some("farm:read".into()),
+            }
+        );
+        for (body, code) in [
+            ("", "invalid_request"),
+            ("grant_type=password&username=a", "unsupported_grant_type"),
+            ("grant_type=client_credentials", "unsupported_grant_type"),
+            (
+                "grant_type=authorization_code&code_verifier=v",
+                "invalid_request",
+            ),
+            ("grant_type=authorization_code&code=c", "invalid_request"),
+            (
+                "grant_type=authorization_code&code=c&code=d&code_verifier=v",
+                "invalid_request",
+            ),
+            ("grant_type=refresh_token", "invalid_request"),
+            (
+                "grant_type=refresh_token&grant_type=refresh_token&refresh_token=t",
+                "invalid_request",
+            ),
+        ] {
+            assert_eq!(parse(&form(body)).unwrap_err().code(), code, "{body}");
+        }
+    }
+
+    #[test]
+    fn a_refresh_may_narrow_but_never_widen() {
+        let both = ScopeSet::from_stored("farm:read daily-entries:write");
+        let read = ScopeSet::from_stored("farm:read");
+        assert_eq!(narrowed_scope(&both, None).unwrap(), both);
+        assert_eq!(narrowed_scope(&both, Some("farm:read")).unwrap(), read);
+        assert_eq!(narrowed_scope(&read, Some("offline_access")).unwrap(), read);
+        assert_eq!(
+            narrowed_scope(&read, Some("farm:read daily-entries:write"))
+                .unwrap_err()
+                .code(),
+            "invalid_scope"
+        );
+        assert_eq!(
+            narrowed_scope(&read, Some("admin")).unwrap_err().code(),
+            "invalid_scope"
+        );
+    }
+
+    #[test]
+    fn the_token_requests_resource_must_match_the_grants() {
+        let issuer = Issuer::parse("https://coop.example").unwrap();
+        let bound = "https://coop.example/mcp";
+        assert!(check_resource(&issuer, &[], bound).is_ok());
+        assert!(check_resource(&issuer, &["https://coop.example/mcp/".into()], bound).is_ok());
+        assert_eq!(
+            check_resource(&issuer, &["https://other.example/mcp".into()], bound)
+                .unwrap_err()
+                .code(),
+            "invalid_target"
+        );
+        assert_eq!(
+            check_resource(&issuer, &[bound.into(), bound.into()], bound)
+                .unwrap_err()
+                .code(),
+            "invalid_target"
+        );
+    }
+
+    #[test]
+    fn a_grant_issues_only_while_everything_behind_it_holds() {
+        let ok = GrantStatus {
+            grant_id: uuid::Uuid::nil(),
+            grant_farm_id: uuid::Uuid::nil(),
+            grant_user_id: uuid::Uuid::nil(),
+            grant_client_id: "c".into(),
+            grant_scope: "farm:read".into(),
+            grant_resource: "r".into(),
+            grant_epoch: 1,
+            grant_revoked_at: None,
+            user_epoch: 1,
+            user_disabled: false,
+            farm_suspended: false,
+            farm_apps_enabled: true,
+        };
+        assert!(check_grant_usable(&ok, 1).is_ok());
+        assert!(check_grant_usable(&ok, 0).is_err());
+        let cases: [fn(&mut GrantStatus); 5] = [
+            |g| g.grant_revoked_at = Some(1),
+            |g| g.user_epoch = 2,
+            |g| g.user_disabled = true,
+            |g| g.farm_suspended = true,
+            |g| g.farm_apps_enabled = false,
+        ];
+        for (i, change) in cases.iter().enumerate() {
+            let mut g = ok.clone();
+            change(&mut g);
+            assert_eq!(
+                check_grant_usable(&g, 1).unwrap_err().code(),
+                "invalid_grant",
+                "case {i}"
+            );
+        }
+    }
+}

@@ -1,0 +1,228 @@
+//! Grants: one active per (user, client), the unit of "connected app".
+//!
+//! A grant is created (or its scopes replaced) at consent, and ended by
+//! revocation, by reuse detection, or by disconnecting. Codes and refresh
+//! tokens name their grant; every check that issues a token reads the grant
+//! with its user and farm in the same query ([`GrantStatus`]), so a
+//! revocation, a moved credential epoch or a suspended farm is seen at once
+//! on every replica.
+
+use time::OffsetDateTime;
+use uuid::Uuid;
+
+use super::{Store, StoreError, StoreResult, unix};
+use crate::domain::{FarmId, GrantId, UserId};
+use crate::on_pool;
+
+/// A grant with what decides whether it may still issue tokens.
+#[derive(Clone, Debug, sqlx::FromRow)]
+pub struct GrantStatus {
+    pub grant_id: Uuid,
+    pub grant_farm_id: Uuid,
+    pub grant_user_id: Uuid,
+    pub grant_client_id: String,
+    pub grant_scope: String,
+    pub grant_resource: String,
+    /// The user's credential epoch when the grant was consented to.
+    pub grant_epoch: i64,
+    pub grant_revoked_at: Option<i64>,
+    /// The user's credential epoch now.
+    pub user_epoch: i64,
+    pub user_disabled: bool,
+    pub farm_suspended: bool,
+    pub farm_apps_enabled: bool,
+}
+
+impl GrantStatus {
+    pub fn id(&self) -> GrantId {
+        GrantId(self.grant_id)
+    }
+
+    pub fn user(&self) -> UserId {
+        UserId(self.grant_user_id)
+    }
+
+    pub fn farm(&self) -> FarmId {
+        FarmId(self.grant_farm_id)
+    }
+}
+
+/// The columns of [`GrantStatus`], for a query that joins `grants g`,
+/// `users u` and `farms f` (see [`GRANT_STATUS_JOIN`]).
+pub const GRANT_STATUS_COLUMNS: &str = "g.id as grant_id, g.farm_id as grant_farm_id,
+    g.user_id as grant_user_id, g.client_id as grant_client_id, g.scope as grant_scope,
+    g.resource as grant_resource, g.credential_epoch as grant_epoch,
+    g.revoked_at as grant_revoked_at, u.credential_epoch as user_epoch,
+    u.disabled as user_disabled, f.suspended as farm_suspended,
+    f.connected_apps_enabled as farm_apps_enabled";
+
+/// Joins the user and farm of grant `g`.
+pub const GRANT_STATUS_JOIN: &str =
+    "join users u on u.id = g.user_id join farms f on f.id = g.farm_id";
+
+pub async fn status(store: &Store, grant: GrantId) -> StoreResult<Option<GrantStatus>> {
+    let sql =
+        format!("select {GRANT_STATUS_COLUMNS} from grants g {GRANT_STATUS_JOIN} where g.id = $1");
+    let row = on_pool!(store, |pool| {
+        sqlx::query_as::<_, GrantStatus>(&sql)
+            .bind(grant.0)
+            .fetch_optional(pool)
+            .await?
+    });
+    Ok(row)
+}
+
+/// The active grant of `user` to `client_id`, if any.
+pub async fn active_for(
+    store: &Store,
+    user: UserId,
+    client_id: &str,
+) -> StoreResult<Option<GrantStatus>> {
+    let sql = format!(
+        "select {GRANT_STATUS_COLUMNS} from grants g {GRANT_STATUS_JOIN}
+         where g.user_id = $1 and g.client_id = $2 and g.revoked_at is null"
+    );
+    let row = on_pool!(store, |pool| {
+        sqlx::query_as::<_, GrantStatus>(&sql)
+            .bind(user.0)
+            .bind(client_id)
+            .fetch_optional(pool)
+            .await?
+    });
+    Ok(row)
+}
+
+/// What a person approved. `scope_after` gives the grant's scopes after
+/// this consent from its scopes before (`None`: no grant of this epoch).
+pub struct Consent<'a> {
+    pub farm: FarmId,
+    pub user: UserId,
+    pub client_id: &'a str,
+    pub scope_after: &'a (dyn Fn(Option<&str>) -> String + Send + Sync),
+    pub resource: &'a str,
+    pub epoch: i64,
+}
+
+/// What recording a consent did to the (user, client) grant.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ConsentOutcome {
+    Created(GrantId),
+    /// The active grant, made under the same credential epoch, now holds
+    /// the scopes `scope_after` gave.
+    Updated(GrantId),
+    /// The active grant was made under an older credential epoch: it is
+    /// revoked (its tokens must stay dead) and a new one created.
+    Replaced {
+        old: GrantId,
+        new: GrantId,
+    },
+}
+
+impl ConsentOutcome {
+    pub fn grant(self) -> GrantId {
+        match self {
+            Self::Created(g) | Self::Updated(g) | Self::Replaced { new: g, .. } => g,
+        }
+    }
+}
+
+/// Records a consent in one transaction. Two consents racing for the same
+/// (user, client) meet the partial unique index; the loser retries once and
+/// then finds the winner's grant.
+pub async fn record_consent(
+    store: &Store,
+    consent: &Consent<'_>,
+    now: OffsetDateTime,
+) -> StoreResult<ConsentOutcome> {
+    match record_consent_once(store, consent, now).await {
+        Err(StoreError::Conflict(_)) => record_consent_once(store, consent, now).await,
+        other => other,
+    }
+}
+
+async fn record_consent_once(
+    store: &Store,
+    consent: &Consent<'_>,
+    now: OffsetDateTime,
+) -> StoreResult<ConsentOutcome> {
+    let new_id = GrantId::new();
+    let outcome = on_pool!(store, |pool| {
+        let mut tx = pool.begin().await?;
+        let existing: Option<(Uuid, i64, String)> = sqlx::query_as(
+            "select id, credential_epoch, scope from grants
+             where user_id = $1 and client_id = $2 and revoked_at is null",
+        )
+        .bind(consent.user.0)
+        .bind(consent.client_id)
+        .fetch_optional(&mut *tx)
+        .await?;
+        let outcome = match existing {
+            Some((id, epoch, scope)) if epoch == consent.epoch => {
+                sqlx::query("update grants set scope = $2 where id = $1")
+                    .bind(id)
+                    .bind((consent.scope_after)(Some(&scope)))
+                    .execute(&mut *tx)
+                    .await?;
+                ConsentOutcome::Updated(GrantId(id))
+            }
+            Some((id, _, _)) => {
+                sqlx::query(
+                    "update grants set revoked_at = $2, revoked_reason = 'credential epoch moved'
+                     where id = $1 and revoked_at is null",
+                )
+                .bind(id)
+                .bind(unix(now))
+                .execute(&mut *tx)
+                .await?;
+                ConsentOutcome::Replaced {
+                    old: GrantId(id),
+                    new: new_id,
+                }
+            }
+            None => ConsentOutcome::Created(new_id),
+        };
+        if !matches!(outcome, ConsentOutcome::Updated(_)) {
+            sqlx::query(
+                "insert into grants (id, farm_id, user_id, client_id, scope, resource,
+                     credential_epoch, created_at)
+                 values ($1, $2, $3, $4, $5, $6, $7, $8)",
+            )
+            .bind(new_id.0)
+            .bind(consent.farm.0)
+            .bind(consent.user.0)
+            .bind(consent.client_id)
+            .bind((consent.scope_after)(None))
+            .bind(consent.resource)
+            .bind(consent.epoch)
+            .bind(unix(now))
+            .execute(&mut *tx)
+            .await?;
+        }
+        tx.commit().await?;
+        outcome
+    });
+    Ok(outcome)
+}
+
+/// Ends a grant; every code, refresh token and access token it issued dies
+/// with it (each check reads the grant). Returns whether it was active.
+pub async fn revoke(
+    store: &Store,
+    grant: GrantId,
+    reason: &str,
+    now: OffsetDateTime,
+) -> StoreResult<bool> {
+    let affected = on_pool!(store, |pool| {
+        sqlx::query(
+            "update grants set revoked_at = $2, revoked_reason = $3
+             where id = $1 and revoked_at is null",
+        )
+        .bind(grant.0)
+        .bind(unix(now))
+        .bind(reason)
+        .execute(pool)
+        .await?
+        .rows_affected()
+    });
+    Ok(affected > 0)
+}

@@ -1,0 +1,54 @@
+//! Access tokens revoked on their own (RFC 7009) before they expire.
+//!
+//! An access token is a JWT checked against the store on every `/mcp` call;
+//! that check reads its grant and this table (by `jti`). A row is needed
+//! only until the token's own `exp`, after which the signature check refuses
+//! it anyway, so housekeeping deletes expired rows.
+
+use time::OffsetDateTime;
+
+use super::{Store, StoreResult, unix};
+use crate::domain::GrantId;
+use crate::on_pool;
+
+/// Records the token as revoked; revoking it twice is not an error.
+pub async fn revoke_access_token(
+    store: &Store,
+    jti: &str,
+    grant: GrantId,
+    expires_at: i64,
+) -> StoreResult<()> {
+    on_pool!(store, |pool| {
+        sqlx::query(
+            "insert into revoked_access_tokens (jti, grant_id, expires_at) values ($1, $2, $3)
+             on conflict (jti) do nothing",
+        )
+        .bind(jti)
+        .bind(grant.0)
+        .bind(expires_at)
+        .execute(pool)
+        .await?;
+    });
+    Ok(())
+}
+
+pub async fn is_access_token_revoked(store: &Store, jti: &str) -> StoreResult<bool> {
+    let found: Option<i64> = on_pool!(store, |pool| {
+        sqlx::query_scalar("select expires_at from revoked_access_tokens where jti = $1")
+            .bind(jti)
+            .fetch_optional(pool)
+            .await?
+    });
+    Ok(found.is_some())
+}
+
+pub async fn delete_expired(store: &Store, now: OffsetDateTime) -> StoreResult<u64> {
+    let deleted = on_pool!(store, |pool| {
+        sqlx::query("delete from revoked_access_tokens where expires_at < $1")
+            .bind(unix(now))
+            .execute(pool)
+            .await?
+            .rows_affected()
+    });
+    Ok(deleted)
+}

@@ -1,0 +1,823 @@
+//! `/authorize` and the consent screen: every check in its order, every
+//! refusal, sign-in, step-up, consent and its memory.
+
+use std::collections::HashMap;
+
+use serde_json::json;
+
+use crate::helpers::{Engine, TestApp, browser, form_value, location};
+use crate::oauth_client::{
+    self, Pkce, REDIRECT_URI, answer_consent, audit_count, authorize_path, callback, db_count,
+    open_consent, sign_in_browser,
+};
+use crate::on_both_engines;
+
+on_both_engines!(
+    an_unknown_or_missing_client_gets_a_page_not_a_redirect,
+    a_redirect_uri_that_was_not_registered_gets_a_page_not_a_redirect,
+    loopback_redirect_uris_match_with_any_port,
+    a_wrong_response_type_is_sent_back_with_state_and_iss,
+    pkce_s256_is_required,
+    an_unknown_resource_is_invalid_target,
+    absent_resource_and_scope_get_the_defaults,
+    an_unknown_scope_is_invalid_scope_and_offline_access_is_ignored,
+    repeated_parameters_are_refused,
+    a_signed_out_person_signs_in_and_comes_back,
+    an_old_sign_in_is_asked_for_the_password_before_consent,
+    the_consent_screen_shows_who_is_asking_for_what,
+    a_pre_registered_client_is_not_marked_unverified,
+    a_suspended_farm_or_connected_apps_off_refuse_with_a_page,
+    the_person_may_grant_read_and_refuse_write,
+    ticking_nothing_grants_nothing,
+    deny_redirects_access_denied_and_is_audited,
+    consent_is_remembered_only_for_what_was_granted,
+    consent_is_asked_again_after_the_credential_epoch_moved,
+    two_tabs_answer_their_own_requests,
+    the_consent_form_needs_its_csrf_token_and_our_origin,
+    state_is_optional_and_iss_always_present,
+);
+
+/// Signs in, registers a client and returns (browser, client_id).
+async fn setup(app: &TestApp, role: &str) -> (reqwest::Client, String, crate::helpers::TestUser) {
+    let user = app.farm_with_member(role).await;
+    let client_id = oauth_client::register_public_client(app).await;
+    let browser = sign_in_browser(app, &user).await;
+    (browser, client_id, user)
+}
+
+async fn get(browser: &reqwest::Client, app: &TestApp, path: &str) -> reqwest::Response {
+    browser.get(app.url(path)).send().await.unwrap()
+}
+
+/// Asserts an error sent back to the client: `error`, `state`, `iss`.
+fn assert_error_redirect(response: &reqwest::Response, app: &TestApp, error: &str) {
+    let params = callback(response);
+    assert_eq!(
+        params.get("error").map(String::as_str),
+        Some(error),
+        "{params:?}"
+    );
+    assert_eq!(params.get("state").map(String::as_str), Some("state-123"));
+    assert_eq!(params.get("iss"), Some(&app.issuer));
+    assert!(params.contains_key("error_description"));
+    assert!(!params.contains_key("code"));
+}
+
+async fn codes(app: &TestApp) -> i64 {
+    db_count(app, "select count(*) from authorization_codes").await
+}
+
+async fn assert_page_refusal(response: reqwest::Response, words: &str) {
+    assert_eq!(response.status(), 400);
+    assert!(response.headers().get("location").is_none());
+    let body = response.text().await.unwrap();
+    assert!(body.contains(words), "{body}");
+}
+
+async fn an_unknown_or_missing_client_gets_a_page_not_a_redirect(engine: Engine) {
+    let app = TestApp::spawn(engine).await;
+    let (browser, _, _) = setup(&app, "manager").await;
+    let pkce = Pkce::new();
+    let path = authorize_path(&app, "no-such-client", &pkce, "farm:read", &[]);
+    assert_page_refusal(get(&browser, &app, &path).await, "not known to Coop").await;
+    let path = authorize_path(&app, "x", &pkce, "farm:read", &[("client_id", None)]);
+    assert_page_refusal(get(&browser, &app, &path).await, "names no client").await;
+    // Signed out, the same page (the checks come before sign-in).
+    let path = authorize_path(&app, "no-such-client", &pkce, "farm:read", &[]);
+    assert_page_refusal(app.get(&path).await, "not known to Coop").await;
+}
+
+async fn a_redirect_uri_that_was_not_registered_gets_a_page_not_a_redirect(engine: Engine) {
+    let app = TestApp::spawn(engine).await;
+    let (browser, client_id, _) = setup(&app, "manager").await;
+    let pkce = Pkce::new();
+    for evil in [
+        "https://evil.example/callback",
+        "http://127.0.0.1:9/callback/extra",
+        "http://127.0.0.1:9/Callback",
+        "http://localhost:9/callback",
+        "http://127.0.0.1:9/callback?x=1",
+    ] {
+        let path = authorize_path(
+            &app,
+            &client_id,
+            &pkce,
+            "farm:read",
+            &[("redirect_uri", Some(evil))],
+        );
+        assert_page_refusal(get(&browser, &app, &path).await, "not one it registered").await;
+    }
+    // A client with one registered URI may leave it out.
+    let path = authorize_path(
+        &app,
+        &client_id,
+        &pkce,
+        "farm:read",
+        &[("redirect_uri", None)],
+    );
+    open_consent(&app, &browser, &path).await;
+    // With two registered, it must say which.
+    let response = oauth_client::register(
+        &app,
+        &json!({"redirect_uris": ["https://a.example/cb", "https://b.example/cb"]}),
+    )
+    .await;
+    let two: serde_json::Value = response.json().await.unwrap();
+    let path = authorize_path(
+        &app,
+        two["client_id"].as_str().unwrap(),
+        &pkce,
+        "farm:read",
+        &[("redirect_uri", None)],
+    );
+    assert_page_refusal(get(&browser, &app, &path).await, "did not say where").await;
+}
+
+async fn loopback_redirect_uris_match_with_any_port(engine: Engine) {
+    let app = TestApp::spawn(engine).await;
+    let user = app.farm_with_member("manager").await;
+    let browser = sign_in_browser(&app, &user).await;
+    let response = oauth_client::register(
+        &app,
+        &json!({"redirect_uris": [
+            "http://127.0.0.1/callback",
+            "http://[::1]:1/callback",
+            "http://localhost:2/callback"
+        ]}),
+    )
+    .await;
+    let body: serde_json::Value = response.json().await.unwrap();
+    let client_id = body["client_id"].as_str().unwrap();
+    for (requested, ok) in [
+        ("http://127.0.0.1:53682/callback", true),
+        ("http://127.0.0.1/callback", true),
+        ("http://[::1]:61000/callback", true),
+        ("http://localhost:8080/callback", true),
+        ("http://127.0.0.1:53682/other", false),
+        ("https://127.0.0.1:53682/callback", false),
+    ] {
+        let path = authorize_path(
+            &app,
+            client_id,
+            &Pkce::new(),
+            "farm:read",
+            &[("redirect_uri", Some(requested))],
+        );
+        let response = get(&browser, &app, &path).await;
+        if ok {
+            // The code goes to the port the client asked for (through the
+            // consent screen the first time, at once after that).
+            let redirected = if response.status() == 200 {
+                let html = response.text().await.unwrap();
+                answer_consent(&app, &browser, &html, "approve", &["farm:read"]).await
+            } else {
+                response
+            };
+            assert_eq!(redirected.status(), 303, "{requested}");
+            let target = location(&redirected);
+            assert!(
+                target.starts_with(&format!("{requested}?code=")),
+                "{target}"
+            );
+        } else {
+            assert_page_refusal(response, "not one it registered").await;
+        }
+    }
+}
+
+async fn a_wrong_response_type_is_sent_back_with_state_and_iss(engine: Engine) {
+    let app = TestApp::spawn(engine).await;
+    let (browser, client_id, _) = setup(&app, "manager").await;
+    let pkce = Pkce::new();
+    let path = authorize_path(
+        &app,
+        &client_id,
+        &pkce,
+        "farm:read",
+        &[("response_type", Some("token"))],
+    );
+    assert_error_redirect(
+        &get(&browser, &app, &path).await,
+        &app,
+        "unsupported_response_type",
+    );
+    let path = authorize_path(
+        &app,
+        &client_id,
+        &pkce,
+        "farm:read",
+        &[("response_type", None)],
+    );
+    assert_error_redirect(&get(&browser, &app, &path).await, &app, "invalid_request");
+    // Signed out, the same redirect: nothing is asked of the person.
+    let path = authorize_path(
+        &app,
+        &client_id,
+        &pkce,
+        "farm:read",
+        &[("response_type", Some("token"))],
+    );
+    assert_error_redirect(&app.get(&path).await, &app, "unsupported_response_type");
+    assert_eq!(codes(&app).await, 0);
+}
+
+async fn pkce_s256_is_required(engine: Engine) {
+    let app = TestApp::spawn(engine).await;
+    let (browser, client_id, _) = setup(&app, "manager").await;
+    let pkce = Pkce::new();
+    let plain = [("code_challenge_method", Some("plain"))];
+    let missing = [("code_challenge", None)];
+    let no_method = [("code_challenge_method", None)];
+    let malformed = [("code_challenge", Some("too-short"))];
+    for overrides in [&plain[..], &missing[..], &no_method[..], &malformed[..]] {
+        let path = authorize_path(&app, &client_id, &pkce, "farm:read", overrides);
+        assert_error_redirect(&get(&browser, &app, &path).await, &app, "invalid_request");
+    }
+    assert_eq!(codes(&app).await, 0);
+}
+
+async fn an_unknown_resource_is_invalid_target(engine: Engine) {
+    let app = TestApp::spawn(engine).await;
+    let (browser, client_id, _) = setup(&app, "manager").await;
+    let pkce = Pkce::new();
+    let other_path = format!("{}/other", app.issuer);
+    let trailing = format!("{}/mcp/", app.issuer);
+    for resource in [
+        "https://evil.example/mcp",
+        app.issuer.as_str(),
+        other_path.as_str(),
+    ] {
+        let path = authorize_path(
+            &app,
+            &client_id,
+            &pkce,
+            "farm:read",
+            &[("resource", Some(resource))],
+        );
+        assert_error_redirect(&get(&browser, &app, &path).await, &app, "invalid_target");
+    }
+    // The same resource with a trailing slash is the same resource.
+    let path = authorize_path(
+        &app,
+        &client_id,
+        &pkce,
+        "farm:read",
+        &[("resource", Some(&trailing))],
+    );
+    open_consent(&app, &browser, &path).await;
+}
+
+async fn absent_resource_and_scope_get_the_defaults(engine: Engine) {
+    let app = TestApp::spawn(engine).await;
+    let (browser, client_id, user) = setup(&app, "manager").await;
+    let pkce = Pkce::new();
+    let path = authorize_path(
+        &app,
+        &client_id,
+        &pkce,
+        "",
+        &[("resource", None), ("scope", None)],
+    );
+    let html = open_consent(&app, &browser, &path).await;
+    assert!(html.contains("value=\"farm:read\""));
+    assert!(!html.contains("value=\"daily-entries:write\""));
+    let code =
+        callback(&answer_consent(&app, &browser, &html, "approve", &["farm:read"]).await)["code"]
+            .clone();
+    let response = oauth_client::token_request(
+        &app,
+        &[
+            ("grant_type", "authorization_code"),
+            ("client_id", &client_id),
+            ("code", &code),
+            ("code_verifier", &pkce.verifier),
+        ],
+    )
+    .await;
+    assert_eq!(response.status(), 200);
+    let body: serde_json::Value = response.json().await.unwrap();
+    assert_eq!(body["scope"], "farm:read");
+    let claims = oauth_client::claims(body["access_token"].as_str().unwrap());
+    assert_eq!(claims["aud"], format!("{}/mcp", app.issuer));
+    assert_eq!(claims["scope"], "farm:read");
+    let _ = user;
+}
+
+async fn an_unknown_scope_is_invalid_scope_and_offline_access_is_ignored(engine: Engine) {
+    let app = TestApp::spawn(engine).await;
+    let (browser, client_id, _) = setup(&app, "manager").await;
+    let pkce = Pkce::new();
+    let path = authorize_path(&app, &client_id, &pkce, "farm:read admin:all", &[]);
+    assert_error_redirect(&get(&browser, &app, &path).await, &app, "invalid_scope");
+    let path = authorize_path(&app, &client_id, &pkce, "farm:read offline_access", &[]);
+    let html = open_consent(&app, &browser, &path).await;
+    assert!(!html.contains("offline_access"));
+    assert!(html.contains("value=\"farm:read\""));
+}
+
+async fn repeated_parameters_are_refused(engine: Engine) {
+    let app = TestApp::spawn(engine).await;
+    let (browser, client_id, _) = setup(&app, "manager").await;
+    let pkce = Pkce::new();
+    let path = authorize_path(&app, &client_id, &pkce, "farm:read", &[]);
+    let twice = format!("{path}&client_id={client_id}");
+    assert_page_refusal(get(&browser, &app, &twice).await, "repeated").await;
+    let twice = format!("{path}&redirect_uri={}", urlencode(REDIRECT_URI));
+    assert_page_refusal(get(&browser, &app, &twice).await, "repeated").await;
+    let twice = format!("{path}&scope=farm%3Aread");
+    assert_error_redirect(&get(&browser, &app, &twice).await, &app, "invalid_request");
+    let twice = format!(
+        "{path}&resource={}",
+        urlencode(&format!("{}/mcp", app.issuer))
+    );
+    assert_error_redirect(&get(&browser, &app, &twice).await, &app, "invalid_target");
+}
+
+fn urlencode(s: &str) -> String {
+    url::form_urlencoded::byte_serialize(s.as_bytes()).collect()
+}
+
+async fn a_signed_out_person_signs_in_and_comes_back(engine: Engine) {
+    let app = TestApp::spawn(engine).await;
+    let user = app.farm_with_member("worker").await;
+    let client_id = oauth_client::register_public_client(&app).await;
+    let pkce = Pkce::new();
+    let path = authorize_path(&app, &client_id, &pkce, "farm:read", &[]);
+    let browser = browser();
+    let response = get(&browser, &app, &path).await;
+    assert_eq!(response.status(), 303);
+    let login = location(&response);
+    let login_url = url::Url::parse(&format!("{}{login}", app.address)).unwrap();
+    assert_eq!(login_url.path(), "/login");
+    let return_to: HashMap<String, String> = login_url.query_pairs().into_owned().collect();
+    assert_eq!(return_to["return_to"], path);
+
+    let page = get(&browser, &app, &login).await.text().await.unwrap();
+    assert_eq!(form_value(&page, "return_to").unwrap(), path);
+    let csrf = form_value(&page, "csrf").unwrap();
+    let signed_in = browser
+        .post(app.url("/login"))
+        .form(&[
+            ("csrf", csrf.as_str()),
+            ("email", user.email.as_str()),
+            ("password", user.password.as_str()),
+            ("return_to", path.as_str()),
+        ])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(signed_in.status(), 303);
+    assert_eq!(location(&signed_in), path);
+    open_consent(&app, &browser, &path).await;
+}
+
+async fn an_old_sign_in_is_asked_for_the_password_before_consent(engine: Engine) {
+    let app = TestApp::spawn(engine).await;
+    let (browser, client_id, user) = setup(&app, "manager").await;
+    app.clock.advance(time::Duration::minutes(11));
+    let path = authorize_path(&app, &client_id, &Pkce::new(), "farm:read", &[]);
+    let response = get(&browser, &app, &path).await;
+    assert_eq!(response.status(), 200);
+    assert_eq!(response.headers()["cache-control"], "no-store");
+    let page = response.text().await.unwrap();
+    assert!(page.contains("Confirm it is you"), "{page}");
+    assert!(!page.contains("name=\"decision\""));
+    let csrf = form_value(&page, "csrf").unwrap();
+    let request = form_value(&page, "request").unwrap();
+
+    let wrong = browser
+        .post(app.url("/authorize/confirm"))
+        .form(&[
+            ("csrf", csrf.as_str()),
+            ("request", &request),
+            ("password", "not it at all"),
+        ])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(wrong.status(), 401);
+    assert!(wrong.text().await.unwrap().contains("not right"));
+    assert_eq!(codes(&app).await, 0);
+
+    let right = browser
+        .post(app.url("/authorize/confirm"))
+        .form(&[
+            ("csrf", csrf.as_str()),
+            ("request", &request),
+            ("password", &user.password),
+        ])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(right.status(), 303);
+    let next = location(&right);
+    assert!(next.starts_with("/authorize/consent?request="), "{next}");
+    let html = open_consent(&app, &browser, &next).await;
+    // The consent screen itself waits too long: asked again, no code.
+    app.clock.advance(time::Duration::minutes(11));
+    let late = answer_consent(&app, &browser, &html, "approve", &["farm:read"]).await;
+    assert_eq!(late.status(), 200);
+    assert!(late.text().await.unwrap().contains("Confirm it is you"));
+    assert_eq!(codes(&app).await, 0);
+}
+
+async fn the_consent_screen_shows_who_is_asking_for_what(engine: Engine) {
+    let app = TestApp::spawn(engine).await;
+    let (browser, client_id, _) = setup(&app, "manager").await;
+    let path = authorize_path(
+        &app,
+        &client_id,
+        &Pkce::new(),
+        "farm:read daily-entries:write",
+        &[],
+    );
+    let response = get(&browser, &app, &path).await;
+    assert_eq!(response.status(), 200);
+    assert_eq!(response.headers()["cache-control"], "no-store");
+    assert_eq!(response.headers()["x-frame-options"], "DENY");
+    assert!(
+        response.headers()["content-security-policy"]
+            .to_str()
+            .unwrap()
+            .contains("frame-ancestors 'none'")
+    );
+    let html = response.text().await.unwrap();
+    for shown in [
+        "Test Assistant",
+        "unverified",
+        "127.0.0.1",
+        "a program running on this computer",
+        &format!("{}/mcp", app.issuer),
+        "Hillside Farm",
+        "manager@hillside.example",
+        "value=\"farm:read\"",
+        "value=\"daily-entries:write\"",
+        "See your farm&#39;s records",
+        "Record or correct daily entries",
+        "value=\"approve\"",
+        "value=\"deny\"",
+    ] {
+        assert!(html.contains(shown), "consent page lacks {shown:?}: {html}");
+    }
+    assert!(form_value(&html, "csrf").is_some_and(|c| !c.is_empty()));
+    // An https redirect carries no loopback warning.
+    let response = oauth_client::register(
+        &app,
+        &json!({"client_name": "Web App", "redirect_uris": ["https://web.example/cb"]}),
+    )
+    .await;
+    let web: serde_json::Value = response.json().await.unwrap();
+    let path = authorize_path(
+        &app,
+        web["client_id"].as_str().unwrap(),
+        &Pkce::new(),
+        "farm:read",
+        &[("redirect_uri", Some("https://web.example/cb"))],
+    );
+    let html = open_consent(&app, &browser, &path).await;
+    assert!(html.contains("web.example"));
+    assert!(!html.contains("a program running on this computer"));
+}
+
+async fn a_pre_registered_client_is_not_marked_unverified(engine: Engine) {
+    let app = TestApp::spawn(engine).await;
+    let user = app.farm_with_member("owner").await;
+    let (code, out, err) = app
+        .cli(&[
+            "admin",
+            "client",
+            "add",
+            "--name",
+            "Farm Office",
+            "--redirect-uri",
+            REDIRECT_URI,
+        ])
+        .await;
+    assert_eq!(code, 0, "{err}");
+    let client_id = out.trim().strip_prefix("client_id: ").unwrap().to_owned();
+    let browser = sign_in_browser(&app, &user).await;
+    let path = authorize_path(&app, &client_id, &Pkce::new(), "farm:read", &[]);
+    let html = open_consent(&app, &browser, &path).await;
+    assert!(html.contains("Farm Office"));
+    assert!(!html.contains("unverified"), "{html}");
+}
+
+async fn a_suspended_farm_or_connected_apps_off_refuse_with_a_page(engine: Engine) {
+    let app = TestApp::spawn(engine).await;
+    let (browser, client_id, user) = setup(&app, "owner").await;
+    let path = authorize_path(&app, &client_id, &Pkce::new(), "farm:read", &[]);
+    let html = open_consent(&app, &browser, &path).await;
+
+    let (code, _, _) = app
+        .cli(&["admin", "farm", "connected-apps", &user.farm, "off"])
+        .await;
+    assert_eq!(code, 0);
+    let response = get(&browser, &app, &path).await;
+    assert_eq!(response.status(), 403);
+    assert!(response.headers().get("location").is_none());
+    assert!(
+        response
+            .text()
+            .await
+            .unwrap()
+            .contains("Connected apps are turned off")
+    );
+    // A consent screen opened before the switch cannot be approved either.
+    let late = answer_consent(&app, &browser, &html, "approve", &["farm:read"]).await;
+    assert_eq!(late.status(), 403);
+
+    let (code, _, _) = app
+        .cli(&["admin", "farm", "connected-apps", &user.farm, "on"])
+        .await;
+    assert_eq!(code, 0);
+    let (code, _, _) = app.cli(&["admin", "farm", "suspend", &user.farm]).await;
+    assert_eq!(code, 0);
+    let response = get(&browser, &app, &path).await;
+    assert_eq!(response.status(), 403);
+    assert!(response.text().await.unwrap().contains("suspended"));
+    assert_eq!(codes(&app).await, 0);
+    assert_eq!(db_count(&app, "select count(*) from grants").await, 0);
+}
+
+async fn the_person_may_grant_read_and_refuse_write(engine: Engine) {
+    let app = TestApp::spawn(engine).await;
+    let (browser, client_id, _) = setup(&app, "manager").await;
+    let pkce = Pkce::new();
+    let path = authorize_path(
+        &app,
+        &client_id,
+        &pkce,
+        "farm:read daily-entries:write",
+        &[],
+    );
+    let html = open_consent(&app, &browser, &path).await;
+    let response = answer_consent(&app, &browser, &html, "approve", &["farm:read"]).await;
+    let params = callback(&response);
+    let exchanged =
+        oauth_client::exchange_code(&app, &client_id, &params["code"], &pkce.verifier).await;
+    assert_eq!(exchanged.status(), 200);
+    let body: serde_json::Value = exchanged.json().await.unwrap();
+    assert_eq!(body["scope"], "farm:read");
+    assert_eq!(
+        oauth_client::claims(body["access_token"].as_str().unwrap())["scope"],
+        "farm:read"
+    );
+    assert_eq!(audit_count(&app, "consent").await, 1);
+}
+
+async fn ticking_nothing_grants_nothing(engine: Engine) {
+    let app = TestApp::spawn(engine).await;
+    let (browser, client_id, _) = setup(&app, "manager").await;
+    let path = authorize_path(&app, &client_id, &Pkce::new(), "farm:read", &[]);
+    let html = open_consent(&app, &browser, &path).await;
+    // A box for a scope that was not asked for counts for nothing.
+    let response = answer_consent(&app, &browser, &html, "approve", &["daily-entries:write"]).await;
+    assert_eq!(response.status(), 400);
+    let again = response.text().await.unwrap();
+    assert!(again.contains("tick at least one"), "{again}");
+    assert_eq!(codes(&app).await, 0);
+    assert_eq!(db_count(&app, "select count(*) from grants").await, 0);
+    // The same request can still be answered.
+    let response = answer_consent(&app, &browser, &again, "approve", &["farm:read"]).await;
+    assert!(callback(&response).contains_key("code"));
+}
+
+async fn deny_redirects_access_denied_and_is_audited(engine: Engine) {
+    let app = TestApp::spawn(engine).await;
+    let (browser, client_id, _) = setup(&app, "manager").await;
+    let path = authorize_path(&app, &client_id, &Pkce::new(), "farm:read", &[]);
+    let html = open_consent(&app, &browser, &path).await;
+    let response = answer_consent(&app, &browser, &html, "deny", &["farm:read"]).await;
+    assert_error_redirect(&response, &app, "access_denied");
+    assert_eq!(audit_count(&app, "consent_denied").await, 1);
+    assert_eq!(db_count(&app, "select count(*) from grants").await, 0);
+    assert_eq!(codes(&app).await, 0);
+    // The answered request is gone: submitting it again does nothing.
+    let again = answer_consent(&app, &browser, &html, "approve", &["farm:read"]).await;
+    assert_eq!(again.status(), 400);
+    assert_eq!(codes(&app).await, 0);
+}
+
+async fn consent_is_remembered_only_for_what_was_granted(engine: Engine) {
+    let app = TestApp::spawn(engine).await;
+    let user = app.farm_with_member("manager").await;
+    let tokens = oauth_client::connect(&app, &user, "farm:read").await;
+    let browser = sign_in_browser(&app, &user).await;
+
+    // The same or less: no screen, a code at once.
+    let pkce = Pkce::new();
+    let path = authorize_path(&app, &tokens.client_id, &pkce, "farm:read", &[]);
+    let response = get(&browser, &app, &path).await;
+    let params = callback(&response);
+    assert_eq!(params["state"], "state-123");
+    assert_eq!(params["iss"], app.issuer);
+    let exchanged =
+        oauth_client::exchange_code(&app, &tokens.client_id, &params["code"], &pkce.verifier).await;
+    assert_eq!(exchanged.status(), 200);
+
+    // More than was granted: the screen again.
+    let path = authorize_path(
+        &app,
+        &tokens.client_id,
+        &Pkce::new(),
+        "farm:read daily-entries:write",
+        &[],
+    );
+    open_consent(&app, &browser, &path).await;
+
+    // Another client, never approved: the screen, never a silent approval.
+    let other = oauth_client::register_public_client(&app).await;
+    let path = authorize_path(&app, &other, &Pkce::new(), "farm:read", &[]);
+    open_consent(&app, &browser, &path).await;
+
+    // A revoked grant is not remembered.
+    let revoked = oauth_client::revoke(&app, &tokens.client_id, &tokens.refresh_token).await;
+    assert_eq!(revoked.status(), 200);
+    let path = authorize_path(&app, &tokens.client_id, &Pkce::new(), "farm:read", &[]);
+    open_consent(&app, &browser, &path).await;
+    assert_eq!(audit_count(&app, "consent").await, 1);
+}
+
+async fn consent_is_asked_again_after_the_credential_epoch_moved(engine: Engine) {
+    let app = TestApp::spawn(engine).await;
+    let user = app.farm_with_member("manager").await;
+    let tokens = oauth_client::connect(&app, &user, "farm:read").await;
+    let (code, _, _) = app
+        .cli(&["admin", "user", "sign-out-everywhere", &user.email])
+        .await;
+    assert_eq!(code, 0);
+    let browser = sign_in_browser(&app, &user).await;
+    let pkce = Pkce::new();
+    let path = authorize_path(&app, &tokens.client_id, &pkce, "farm:read", &[]);
+    let html = open_consent(&app, &browser, &path).await;
+    let response = answer_consent(&app, &browser, &html, "approve", &["farm:read"]).await;
+    let params = callback(&response);
+    // A new grant: the old one, made under the old epoch, is revoked, so its
+    // refresh token stays dead even though the person approved again.
+    assert_eq!(
+        db_count(
+            &app,
+            "select count(*) from grants where revoked_at is not null"
+        )
+        .await,
+        1
+    );
+    let old = oauth_client::refresh(&app, &tokens.client_id, &tokens.refresh_token).await;
+    oauth_client::assert_oauth_error(old, 400, "invalid_grant").await;
+    let new =
+        oauth_client::exchange_code(&app, &tokens.client_id, &params["code"], &pkce.verifier).await;
+    assert_eq!(new.status(), 200);
+}
+
+async fn two_tabs_answer_their_own_requests(engine: Engine) {
+    let app = TestApp::spawn(engine).await;
+    let (browser, client_id, _) = setup(&app, "manager").await;
+    let first = Pkce::new();
+    let second = Pkce::new();
+    let path_one = authorize_path(
+        &app,
+        &client_id,
+        &first,
+        "farm:read",
+        &[("state", Some("tab-1"))],
+    );
+    let path_two = authorize_path(
+        &app,
+        &client_id,
+        &second,
+        "farm:read daily-entries:write",
+        &[("state", Some("tab-2"))],
+    );
+    let html_one = open_consent(&app, &browser, &path_one).await;
+    let html_two = open_consent(&app, &browser, &path_two).await;
+    assert_ne!(
+        form_value(&html_one, "request"),
+        form_value(&html_two, "request")
+    );
+
+    let two = callback(
+        &answer_consent(
+            &app,
+            &browser,
+            &html_two,
+            "approve",
+            &["farm:read", "daily-entries:write"],
+        )
+        .await,
+    );
+    let one = callback(&answer_consent(&app, &browser, &html_one, "approve", &["farm:read"]).await);
+    assert_eq!(two["state"], "tab-2");
+    assert_eq!(one["state"], "tab-1");
+    let response =
+        oauth_client::exchange_code(&app, &client_id, &two["code"], &second.verifier).await;
+    let body: serde_json::Value = response.json().await.unwrap();
+    assert_eq!(body["scope"], "farm:read daily-entries:write");
+    let response =
+        oauth_client::exchange_code(&app, &client_id, &one["code"], &first.verifier).await;
+    let body: serde_json::Value = response.json().await.unwrap();
+    assert_eq!(body["scope"], "farm:read");
+    // One grant per (user, client).
+    assert_eq!(
+        db_count(&app, "select count(*) from grants where revoked_at is null").await,
+        1
+    );
+}
+
+async fn the_consent_form_needs_its_csrf_token_and_our_origin(engine: Engine) {
+    let app = TestApp::spawn(engine).await;
+    let (browser, client_id, _) = setup(&app, "manager").await;
+    let path = authorize_path(&app, &client_id, &Pkce::new(), "farm:read", &[]);
+    let html = open_consent(&app, &browser, &path).await;
+    let request = form_value(&html, "request").unwrap();
+    let csrf = form_value(&html, "csrf").unwrap();
+    for forged in ["", "forged"] {
+        let response = browser
+            .post(app.url("/authorize/consent"))
+            .form(&[
+                ("csrf", forged),
+                ("request", &request),
+                ("decision", "approve"),
+                ("scope", "farm:read"),
+            ])
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), 403, "csrf {forged:?}");
+    }
+    let response = browser
+        .post(app.url("/authorize/consent"))
+        .header("origin", "https://evil.example")
+        .form(&[
+            ("csrf", csrf.as_str()),
+            ("request", &request),
+            ("decision", "approve"),
+            ("scope", "farm:read"),
+        ])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 403);
+    // Another person's browser cannot answer it either (no such request there).
+    let other_user = crate::helpers::TestUser {
+        farm: String::new(),
+        email: "viewer@other.example".into(),
+        password: "another long password".into(),
+    };
+    let farm = app.add_farm("Other Farm").await;
+    app.add_user(&farm, &other_user.email, "viewer", &other_user.password)
+        .await;
+    let other = sign_in_browser(&app, &other_user).await;
+    let other_page = other
+        .get(app.url("/login"))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    let other_csrf = form_value(&other_page, "csrf").unwrap();
+    let response = other
+        .post(app.url("/authorize/consent"))
+        .form(&[
+            ("csrf", other_csrf.as_str()),
+            ("request", &request),
+            ("decision", "approve"),
+            ("scope", "farm:read"),
+        ])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 400);
+    assert_eq!(codes(&app).await, 0);
+    // The genuine answer still works.
+    let response = answer_consent(&app, &browser, &html, "approve", &["farm:read"]).await;
+    assert!(callback(&response).contains_key("code"));
+}
+
+async fn state_is_optional_and_iss_always_present(engine: Engine) {
+    let app = TestApp::spawn(engine).await;
+    let (browser, client_id, _) = setup(&app, "manager").await;
+    let path = authorize_path(
+        &app,
+        &client_id,
+        &Pkce::new(),
+        "farm:read",
+        &[("state", None)],
+    );
+    let html = open_consent(&app, &browser, &path).await;
+    let params = callback(&answer_consent(&app, &browser, &html, "approve", &["farm:read"]).await);
+    assert!(!params.contains_key("state"));
+    assert_eq!(params["iss"], app.issuer);
+    assert!(params.contains_key("code"));
+    let path = authorize_path(
+        &app,
+        &client_id,
+        &Pkce::new(),
+        "farm:read",
+        &[("state", None), ("scope", Some("bogus"))],
+    );
+    let params = callback(&get(&browser, &app, &path).await);
+    assert!(!params.contains_key("state"));
+    assert_eq!(params["iss"], app.issuer);
+    assert_eq!(params["error"], "invalid_scope");
+}

@@ -1,0 +1,209 @@
+//! `coop admin client add` and `coop keys rotate`.
+
+use serde_json::Value;
+
+use crate::helpers::{Engine, TestApp};
+use crate::oauth_client::{self, Pkce, REDIRECT_URI, answer_consent, authorize_path, callback};
+use crate::on_both_engines;
+
+on_both_engines!(
+    a_pre_registered_public_client_connects,
+    a_pre_registered_confidential_client_gets_a_secret_once,
+    client_add_refuses_bad_input,
+    a_rotated_key_stays_published_until_its_tokens_expired,
+);
+
+fn field(out: &str, name: &str) -> Option<String> {
+    out.lines()
+        .find_map(|line| line.strip_prefix(&format!("{name}: ")))
+        .map(str::to_owned)
+}
+
+async fn a_pre_registered_public_client_connects(engine: Engine) {
+    let app = TestApp::spawn(engine).await;
+    let user = app.farm_with_member("manager").await;
+    let (code, out, err) = app
+        .cli(&[
+            "admin",
+            "client",
+            "add",
+            "--name",
+            "Farm Office",
+            "--redirect-uri",
+            "https://office.example/cb",
+            "--redirect-uri",
+            REDIRECT_URI,
+        ])
+        .await;
+    assert_eq!(code, 0, "{err}");
+    let client_id = field(&out, "client_id").unwrap();
+    assert!(field(&out, "client_secret").is_none());
+    let tokens = oauth_client::connect_client(&app, &user, &client_id, "farm:read").await;
+    assert_eq!(
+        oauth_client::claims(&tokens.access_token)["client_id"],
+        client_id.as_str()
+    );
+    // Pre-registered clients do not expire unused.
+    app.clock.advance(time::Duration::hours(48));
+    let other = app
+        .cli(&[
+            "admin",
+            "client",
+            "add",
+            "--name",
+            "Idle",
+            "--redirect-uri",
+            REDIRECT_URI,
+        ])
+        .await;
+    let idle = field(&other.1, "client_id").unwrap();
+    app.clock.advance(time::Duration::hours(48));
+    let browser = oauth_client::sign_in_browser(&app, &user).await;
+    let path = authorize_path(&app, &idle, &Pkce::new(), "farm:read", &[]);
+    oauth_client::open_consent(&app, &browser, &path).await;
+}
+
+async fn a_pre_registered_confidential_client_gets_a_secret_once(engine: Engine) {
+    let app = TestApp::spawn(engine).await;
+    let user = app.farm_with_member("manager").await;
+    let (code, out, err) = app
+        .cli(&[
+            "admin",
+            "client",
+            "add",
+            "--name",
+            "Reports",
+            "--redirect-uri",
+            REDIRECT_URI,
+            "--confidential",
+        ])
+        .await;
+    assert_eq!(code, 0, "{err}");
+    assert!(err.contains("shown this once"));
+    let client_id = field(&out, "client_id").unwrap();
+    let secret = field(&out, "client_secret").unwrap();
+
+    let browser = oauth_client::sign_in_browser(&app, &user).await;
+    let pkce = Pkce::new();
+    let path = authorize_path(&app, &client_id, &pkce, "farm:read", &[]);
+    let html = oauth_client::open_consent(&app, &browser, &path).await;
+    let code =
+        callback(&answer_consent(&app, &browser, &html, "approve", &["farm:read"]).await)["code"]
+            .clone();
+    // Without the secret: refused, and the code survives.
+    let response = oauth_client::exchange_code(&app, &client_id, &code, &pkce.verifier).await;
+    oauth_client::assert_oauth_error(response, 401, "invalid_client").await;
+    let response = reqwest::Client::new()
+        .post(app.url("/token"))
+        .basic_auth(&client_id, Some(&secret))
+        .form(&[
+            ("grant_type", "authorization_code"),
+            ("code", &code),
+            ("code_verifier", &pkce.verifier),
+        ])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+}
+
+async fn client_add_refuses_bad_input(engine: Engine) {
+    let app = TestApp::spawn(engine).await;
+    for (args, message) in [
+        (
+            vec![
+                "admin",
+                "client",
+                "add",
+                "--name",
+                "X",
+                "--redirect-uri",
+                "http://app.example/cb",
+            ],
+            "must be https",
+        ),
+        (
+            vec![
+                "admin",
+                "client",
+                "add",
+                "--name",
+                "",
+                "--redirect-uri",
+                REDIRECT_URI,
+            ],
+            "printable",
+        ),
+        (
+            vec!["admin", "client", "add", "--name", "X"],
+            "--redirect-uri",
+        ),
+    ] {
+        let (code, out, err) = app.cli(&args).await;
+        assert_ne!(code, 0, "{args:?}");
+        assert!(out.is_empty(), "{out}");
+        assert!(err.contains(message), "{args:?}: {err}");
+    }
+    assert_eq!(
+        oauth_client::db_count(&app, "select count(*) from oauth_clients").await,
+        0
+    );
+}
+
+async fn kids(app: &TestApp) -> Vec<String> {
+    let jwks: Value = app.get("/jwks.json").await.json().await.unwrap();
+    jwks["keys"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|k| k["kid"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+async fn a_rotated_key_stays_published_until_its_tokens_expired(engine: Engine) {
+    let app = TestApp::spawn(engine).await;
+    let user = app.farm_with_member("manager").await;
+    let tokens = oauth_client::connect(&app, &user, "farm:read").await;
+    let old_kid = oauth_client::jwt_header(&tokens.access_token)["kid"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+
+    let (code, out, err) = app.cli(&["keys", "rotate"]).await;
+    assert_eq!(code, 0, "{err}");
+    let new_kid = out.trim().to_owned();
+    assert_ne!(new_kid, old_kid);
+    // The key set is re-read at most once a second.
+    tokio::time::sleep(std::time::Duration::from_millis(1100)).await;
+    let published = kids(&app).await;
+    assert!(
+        published.contains(&old_kid) && published.contains(&new_kid),
+        "{published:?}"
+    );
+
+    // New tokens are signed with the new key.
+    let response = oauth_client::refresh(&app, &tokens.client_id, &tokens.refresh_token).await;
+    let body: Value = response.json().await.unwrap();
+    let access = body["access_token"].as_str().unwrap();
+    assert_eq!(oauth_client::jwt_header(access)["kid"], new_kid.as_str());
+
+    // Once every token the old key could have signed has expired, it goes.
+    app.clock
+        .advance(time::Duration::hours(24) + time::Duration::minutes(1));
+    tokio::time::sleep(std::time::Duration::from_millis(1100)).await;
+    assert_eq!(kids(&app).await, vec![new_kid]);
+}
+
+#[tokio::test]
+async fn the_rate_limit_settings_are_checked_at_start() {
+    for flag in ["--token-rate-limit", "--register-rate-limit"] {
+        let (code, _, err) = crate::helpers::run_cli(
+            "sqlite::memory:",
+            &["serve", "--bind", "127.0.0.1:0", flag, "lots"],
+            None,
+        )
+        .await;
+        assert_ne!(code, 0);
+        assert!(err.contains(flag) && err.contains("whole number"), "{err}");
+    }
+}

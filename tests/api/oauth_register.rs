@@ -1,0 +1,289 @@
+//! Dynamic Client Registration (RFC 7591) and its fences (threat 14).
+
+use serde_json::{Value, json};
+
+use crate::helpers::{Engine, TestApp};
+use crate::oauth_client::{self, Pkce, REDIRECT_URI, assert_oauth_error, db_count};
+use crate::on_both_engines;
+
+on_both_engines!(
+    a_public_client_registers_and_gets_its_fields_echoed,
+    a_confidential_client_gets_its_secret_once,
+    unknown_fields_are_ignored_and_not_echoed,
+    refused_registrations_store_nothing,
+    registration_is_rate_limited_per_address,
+    an_oversized_registration_is_refused,
+    an_unused_registration_expires_after_a_day,
+    a_used_registration_does_not_expire,
+    housekeeping_deletes_unused_registrations,
+    browsers_may_call_the_json_endpoints_cross_origin,
+);
+
+async fn clients(app: &TestApp) -> i64 {
+    db_count(app, "select count(*) from oauth_clients").await
+}
+
+async fn a_public_client_registers_and_gets_its_fields_echoed(engine: Engine) {
+    let app = TestApp::spawn(engine).await;
+    let response = oauth_client::register(
+        &app,
+        &json!({
+            "client_name": "Claude",
+            "redirect_uris": ["http://127.0.0.1:33418/callback", "https://claude.example/cb"],
+            "token_endpoint_auth_method": "none",
+            "grant_types": ["authorization_code", "refresh_token"],
+            "response_types": ["code"],
+            "application_type": "native",
+        }),
+    )
+    .await;
+    assert_eq!(response.status(), 201);
+    assert_eq!(response.headers()["cache-control"], "no-store");
+    let text = response.text().await.unwrap();
+    assert!(!text.contains("null"), "{text}");
+    let body: Value = serde_json::from_str(&text).unwrap();
+    assert!(body["client_id"].as_str().unwrap().len() >= 16);
+    assert!(body["client_id_issued_at"].as_i64().unwrap() > 1_700_000_000);
+    assert_eq!(
+        body["redirect_uris"],
+        json!([
+            "http://127.0.0.1:33418/callback",
+            "https://claude.example/cb"
+        ])
+    );
+    assert_eq!(body["client_name"], "Claude");
+    assert_eq!(body["token_endpoint_auth_method"], "none");
+    assert_eq!(
+        body["grant_types"],
+        json!(["authorization_code", "refresh_token"])
+    );
+    assert_eq!(body["response_types"], json!(["code"]));
+    assert_eq!(body["application_type"], "native");
+    assert!(body.get("client_secret").is_none());
+
+    // Omitting the auth method gives a public client too.
+    let response = oauth_client::register(&app, &json!({"redirect_uris": [REDIRECT_URI]})).await;
+    assert_eq!(response.status(), 201);
+    let body: Value = response.json().await.unwrap();
+    assert_eq!(body["token_endpoint_auth_method"], "none");
+    assert!(body.get("client_secret").is_none());
+    assert!(body.get("client_name").is_none());
+}
+
+async fn a_confidential_client_gets_its_secret_once(engine: Engine) {
+    let app = TestApp::spawn(engine).await;
+    for method in ["client_secret_basic", "client_secret_post"] {
+        let response = oauth_client::register(
+            &app,
+            &json!({
+                "client_name": "Server app",
+                "redirect_uris": ["https://app.example/cb"],
+                "token_endpoint_auth_method": method,
+            }),
+        )
+        .await;
+        assert_eq!(response.status(), 201);
+        let body: Value = response.json().await.unwrap();
+        let secret = body["client_secret"].as_str().unwrap();
+        assert!(secret.len() >= 40);
+        assert_eq!(body["client_secret_expires_at"], 0);
+        assert_eq!(body["token_endpoint_auth_method"], method);
+        // Stored only as a hash.
+        let stored = db_count(
+            &app,
+            &format!(
+                "select count(*) from oauth_clients where secret_hash = '{}'",
+                coop::secrets::hash_secret(secret)
+            ),
+        )
+        .await;
+        assert_eq!(stored, 1);
+        let clear = db_count(
+            &app,
+            &format!("select count(*) from oauth_clients where secret_hash = '{secret}' or metadata like '%{secret}%'"),
+        )
+        .await;
+        assert_eq!(clear, 0);
+    }
+}
+
+async fn unknown_fields_are_ignored_and_not_echoed(engine: Engine) {
+    let app = TestApp::spawn(engine).await;
+    let response = oauth_client::register(
+        &app,
+        &json!({
+            "redirect_uris": [REDIRECT_URI],
+            "client_name": "Inspector",
+            "logo_uri": "https://evil.example/logo.png",
+            "scope": "farm:read",
+            "contacts": ["a@b.example"],
+            "x-custom": {"deep": [1, 2, 3]},
+        }),
+    )
+    .await;
+    assert_eq!(response.status(), 201);
+    let body: Value = response.json().await.unwrap();
+    for field in ["logo_uri", "scope", "contacts", "x-custom"] {
+        assert!(body.get(field).is_none(), "{field} echoed: {body}");
+    }
+}
+
+async fn refused_registrations_store_nothing(engine: Engine) {
+    let app = TestApp::spawn(engine).await;
+    let cases = [
+        (json!({}), "invalid_redirect_uri"),
+        (json!({"redirect_uris": []}), "invalid_redirect_uri"),
+        (
+            json!({"redirect_uris": ["http://app.example/cb"]}),
+            "invalid_redirect_uri",
+        ),
+        (
+            json!({"redirect_uris": ["https://app.example/cb#x"]}),
+            "invalid_redirect_uri",
+        ),
+        (
+            json!({"redirect_uris": ["cursor://callback"]}),
+            "invalid_redirect_uri",
+        ),
+        (
+            json!({"redirect_uris": (0..11).map(|i| format!("https://app.example/{i}")).collect::<Vec<_>>()}),
+            "invalid_redirect_uri",
+        ),
+        (
+            json!({"redirect_uris": [format!("https://app.example/{}", "a".repeat(2000))]}),
+            "invalid_redirect_uri",
+        ),
+        (
+            json!({"redirect_uris": [REDIRECT_URI], "token_endpoint_auth_method": "private_key_jwt"}),
+            "invalid_client_metadata",
+        ),
+        (
+            json!({"redirect_uris": [REDIRECT_URI], "grant_types": ["client_credentials"]}),
+            "invalid_client_metadata",
+        ),
+        (
+            json!({"redirect_uris": [REDIRECT_URI], "response_types": ["token"]}),
+            "invalid_client_metadata",
+        ),
+        (
+            json!({"redirect_uris": [REDIRECT_URI], "client_name": "n".repeat(101)}),
+            "invalid_client_metadata",
+        ),
+        (json!(["not", "an", "object"]), "invalid_client_metadata"),
+    ];
+    for (body, code) in cases {
+        let response = oauth_client::register(&app, &body).await;
+        assert_oauth_error(response, 400, code).await;
+    }
+    let response = reqwest::Client::new()
+        .post(app.url("/register"))
+        .header("content-type", "application/json")
+        .body("{not json")
+        .send()
+        .await
+        .unwrap();
+    assert_oauth_error(response, 400, "invalid_client_metadata").await;
+    assert_eq!(clients(&app).await, 0);
+}
+
+async fn registration_is_rate_limited_per_address(engine: Engine) {
+    let app = TestApp::spawn_with(engine, |config| config.register_rate_limit = 3).await;
+    for _ in 0..3 {
+        oauth_client::register_public_client(&app).await;
+    }
+    let response = oauth_client::register(&app, &json!({"redirect_uris": [REDIRECT_URI]})).await;
+    let retry_after: u64 = response.headers()["retry-after"]
+        .to_str()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!((1..=3600).contains(&retry_after), "{retry_after}");
+    assert_oauth_error(response, 429, "temporarily_unavailable").await;
+    assert_eq!(clients(&app).await, 3);
+}
+
+async fn an_oversized_registration_is_refused(engine: Engine) {
+    let app = TestApp::spawn(engine).await;
+    let response = oauth_client::register(
+        &app,
+        &json!({"redirect_uris": [REDIRECT_URI], "padding": "x".repeat(20 * 1024)}),
+    )
+    .await;
+    assert_eq!(response.status(), 413);
+    assert_eq!(clients(&app).await, 0);
+}
+
+async fn an_unused_registration_expires_after_a_day(engine: Engine) {
+    let app = TestApp::spawn(engine).await;
+    let user = app.farm_with_member("manager").await;
+    let client_id = oauth_client::register_public_client(&app).await;
+    let browser = oauth_client::sign_in_browser(&app, &user).await;
+    let path = oauth_client::authorize_path(&app, &client_id, &Pkce::new(), "farm:read", &[]);
+    oauth_client::open_consent(&app, &browser, &path).await;
+
+    app.clock
+        .advance(time::Duration::hours(24) + time::Duration::minutes(1));
+    let browser = oauth_client::sign_in_browser(&app, &user).await;
+    let response = browser.get(app.url(&path)).send().await.unwrap();
+    assert_eq!(response.status(), 400);
+    assert!(response.headers().get("location").is_none());
+    assert!(response.text().await.unwrap().contains("not known to Coop"));
+}
+
+async fn a_used_registration_does_not_expire(engine: Engine) {
+    let app = TestApp::spawn(engine).await;
+    let user = app.farm_with_member("manager").await;
+    let tokens = oauth_client::connect(&app, &user, "farm:read").await;
+    app.clock.advance(time::Duration::hours(48));
+    let response = oauth_client::refresh(&app, &tokens.client_id, &tokens.refresh_token).await;
+    assert_eq!(response.status(), 200);
+}
+
+async fn housekeeping_deletes_unused_registrations(engine: Engine) {
+    let app = TestApp::spawn(engine).await;
+    let user = app.farm_with_member("manager").await;
+    oauth_client::register_public_client(&app).await;
+    oauth_client::connect(&app, &user, "farm:read").await;
+    assert_eq!(clients(&app).await, 2);
+
+    let store = coop::storage::Store::connect(&app.db.url).await.unwrap();
+    let now = app.clock.now();
+    let swept = coop::oauth::housekeeping::sweep(&store, now).await.unwrap();
+    assert_eq!(swept.clients, 0);
+    let later = now + time::Duration::hours(25);
+    let swept = coop::oauth::housekeeping::sweep(&store, later)
+        .await
+        .unwrap();
+    assert_eq!(swept.clients, 1);
+    assert_eq!(clients(&app).await, 1);
+}
+
+async fn browsers_may_call_the_json_endpoints_cross_origin(engine: Engine) {
+    let app = TestApp::spawn(engine).await;
+    let preflight = reqwest::Client::new()
+        .request(reqwest::Method::OPTIONS, app.url("/token"))
+        .header("origin", "http://localhost:6274")
+        .header("access-control-request-method", "POST")
+        .header("access-control-request-headers", "content-type")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(preflight.status(), 204);
+    assert_eq!(preflight.headers()["access-control-allow-origin"], "*");
+    assert!(
+        preflight
+            .headers()
+            .get("access-control-allow-credentials")
+            .is_none()
+    );
+    let response = reqwest::Client::new()
+        .get(app.url("/.well-known/oauth-authorization-server"))
+        .header("origin", "http://localhost:6274")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.headers()["access-control-allow-origin"], "*");
+    // The browser pages do not take part.
+    let page = app.get("/login").await;
+    assert!(page.headers().get("access-control-allow-origin").is_none());
+}
