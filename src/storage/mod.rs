@@ -13,9 +13,14 @@
 //! call context is the only caller that can supply it for tool reads.
 
 pub mod audit;
+pub mod daily_entries;
+pub mod egg_lots;
+pub mod farm_query;
 pub mod farms;
+pub mod flocks;
 pub mod keys;
 pub mod sessions;
+pub mod stock;
 pub mod users;
 
 use std::str::FromStr;
