@@ -119,11 +119,15 @@ pub enum DatabaseUrl {
     Postgres(String),
 }
 
+/// How errors name the database setting, here and when the database cannot
+/// be opened.
+pub const DATABASE_URL_SETTING: &str = "--database-url / COOP_DATABASE_URL";
+
 impl DatabaseUrl {
     pub const DEFAULT: &'static str = "sqlite://coop.db";
 
     pub fn parse(raw: &str) -> Result<Self, ConfigError> {
-        const SETTING: &str = "--database-url / COOP_DATABASE_URL";
+        const SETTING: &str = DATABASE_URL_SETTING;
         let raw = raw.trim();
         if raw.starts_with("sqlite:") {
             Ok(Self::Sqlite(raw.to_owned()))
@@ -152,6 +156,30 @@ impl DatabaseUrl {
 pub struct CimdTestSettings {
     pub extra_ca_pem: Option<PathBuf>,
     pub allow_loopback: bool,
+}
+
+impl CimdTestSettings {
+    /// Checks the settings as given: the extra CA, when named, must be a
+    /// readable PEM bundle of usable CA certificates. An empty path is unset.
+    pub fn parse(extra_ca: Option<&str>, allow_loopback: bool) -> Result<Self, ConfigError> {
+        let extra_ca_pem = extra_ca
+            .map(str::trim)
+            .filter(|path| !path.is_empty())
+            .map(PathBuf::from);
+        if let Some(path) = &extra_ca_pem {
+            crate::oauth::cimd::load_extra_ca(path)
+                .map_err(|why| ConfigError::new(crate::oauth::cimd::EXTRA_CA_SETTING, why))?;
+        }
+        Ok(Self {
+            extra_ca_pem,
+            allow_loopback,
+        })
+    }
+
+    /// Whether any test-only relaxation is in force.
+    pub fn is_on(&self) -> bool {
+        self.extra_ca_pem.is_some() || self.allow_loopback
+    }
 }
 
 /// Everything the server needs to run, checked.

@@ -50,14 +50,32 @@ struct ServeArgs {
     #[arg(long, env = "COOP_ISSUER")]
     issuer: Option<String>,
     /// Access-token lifetime in seconds (60–86400).
-    #[arg(long, env = "COOP_ACCESS_TOKEN_TTL", default_value = "900")]
+    #[arg(
+        long,
+        env = "COOP_ACCESS_TOKEN_TTL",
+        default_value = "900",
+        allow_negative_numbers = true
+    )]
     access_token_ttl: String,
     /// Requests per minute per grant on /mcp; 0 turns the limit off.
-    #[arg(long, env = "COOP_MCP_RATE_LIMIT", default_value = "300")]
+    #[arg(
+        long,
+        env = "COOP_MCP_RATE_LIMIT",
+        default_value = "300",
+        allow_negative_numbers = true
+    )]
     mcp_rate_limit: String,
     /// Fill an empty database with a demo farm and print how to sign in.
     #[arg(long)]
     demo: bool,
+    /// TESTS AND DEVELOPMENT ONLY: also trust this CA certificate (PEM) when
+    /// fetching client metadata documents.
+    #[arg(long, env = "COOP_CIMD_TEST_EXTRA_CA", value_name = "PATH")]
+    cimd_test_extra_ca: Option<String>,
+    /// TESTS AND DEVELOPMENT ONLY: allow client metadata documents served
+    /// from loopback addresses (never private ranges).
+    #[arg(long, env = "COOP_CIMD_TEST_ALLOW_LOOPBACK")]
+    cimd_test_allow_loopback: bool,
 }
 
 #[derive(Subcommand)]
@@ -153,7 +171,8 @@ enum FlockCommand {
         /// YYYY-MM-DD
         #[arg(long)]
         placed: String,
-        #[arg(long)]
+        // Negative numbers reach the check, which explains the refusal.
+        #[arg(long, allow_negative_numbers = true)]
         head_count: String,
     },
 }
@@ -179,11 +198,18 @@ fn serve_config(database: &DatabaseArgs, args: &ServeArgs) -> Result<Config, con
                     args.mcp_rate_limit
                 ),
             })?;
+    config.cimd_test = config::CimdTestSettings::parse(
+        args.cimd_test_extra_ca.as_deref(),
+        args.cimd_test_allow_loopback,
+    )?;
     Ok(config)
 }
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(err) => return usage_error(&err),
+    };
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -203,12 +229,49 @@ fn main() -> ExitCode {
     }
 }
 
+/// Help and version print as clap writes them. A usage mistake (an unknown
+/// flag, a missing argument, `on|off` misspelt) is a refusal like any other:
+/// one line on stderr and exit code 1, so scripts need to handle one shape.
+fn usage_error(err: &clap::Error) -> ExitCode {
+    use clap::error::ErrorKind;
+    match err.kind() {
+        ErrorKind::DisplayHelp | ErrorKind::DisplayVersion => {
+            let _ = err.print();
+            ExitCode::SUCCESS
+        }
+        ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
+            let _ = err.print();
+            ExitCode::FAILURE
+        }
+        _ => {
+            let text = err.render().to_string();
+            let line = text
+                .lines()
+                .map(str::trim)
+                .filter(|l| {
+                    !l.is_empty()
+                        && !l.starts_with("Usage:")
+                        && !l.starts_with("For more information")
+                })
+                .collect::<Vec<_>>()
+                .join(" ");
+            eprintln!("{line} (see coop --help)");
+            ExitCode::FAILURE
+        }
+    }
+}
+
 async fn run(cli: Cli) -> Result<(), String> {
     match cli.command {
         Command::Serve(args) => serve(&cli.database, args).await,
         Command::Admin(command) => {
             let url = DatabaseUrl::parse(&cli.database.database_url).map_err(|e| e.to_string())?;
-            let store = Store::connect(&url).await.map_err(|e| e.to_string())?;
+            let store = Store::connect(&url).await.map_err(|e| {
+                format!(
+                    "{}: cannot open the database: {e}",
+                    config::DATABASE_URL_SETTING
+                )
+            })?;
             let result = run_admin(&store, command).await;
             store.close().await;
             result.map_err(|e| match e {

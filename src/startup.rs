@@ -16,8 +16,10 @@ use tower_sessions::{Expiry, SessionManagerLayer};
 
 use crate::clock::Clock;
 use crate::config::{Config, Issuer};
+use crate::http::metrics::Metrics;
 use crate::identity::Passwords;
 use crate::identity::throttle::{LoginThrottle, ThrottlePolicy};
+use crate::oauth::cimd::CimdFetcher;
 use crate::oauth::keys::Keys;
 use crate::state::AppState;
 use crate::storage::sessions::SessionBackend;
@@ -25,10 +27,17 @@ use crate::storage::{Store, StoreError};
 
 #[derive(Debug, thiserror::Error)]
 pub enum StartupError {
-    #[error("cannot bind {addr}: {source}")]
+    #[error("--bind / COOP_BIND: cannot bind {addr}: {source}")]
     Bind {
         addr: SocketAddr,
         source: std::io::Error,
+    },
+    /// The database could not be opened or migrated: named like a setting,
+    /// since the URL is what the operator fixes.
+    #[error("{setting}: cannot open the database: {source}", setting = crate::config::DATABASE_URL_SETTING)]
+    Database {
+        #[source]
+        source: StoreError,
     },
     #[error("database: {0}")]
     Store(#[from] StoreError),
@@ -67,7 +76,12 @@ impl Application {
             .clone()
             .unwrap_or_else(|| Issuer::from_bound_address(address));
 
-        let store = Store::connect(&config.database_url).await?;
+        // Before the database: a refused setting must leave nothing behind.
+        let cimd = build_cimd_fetcher(&config)?;
+
+        let store = Store::connect(&config.database_url)
+            .await
+            .map_err(|source| StartupError::Database { source })?;
         let sessions = SessionBackend::for_store(&store).await?;
         let passwords = Passwords::new(config.password_hash_concurrency)?;
         // A retired key stays published for the longest lifetime any replica
@@ -84,6 +98,8 @@ impl Application {
             passwords,
             keys,
             login_throttle: Arc::new(LoginThrottle::new(ThrottlePolicy::default())),
+            metrics: Metrics::new().map_err(|e| StartupError::Other(format!("metrics: {e}")))?,
+            cimd,
         };
         Ok(Self {
             listener,
@@ -126,14 +142,35 @@ impl Application {
             ..
         } = self;
         spawn_housekeeping(&state, sessions.clone());
+        let upkeep = state.metrics.spawn_upkeep();
         let app = crate::http::router(state.clone(), session_layer(&state, sessions));
-        axum::serve(
+        let served = axum::serve(
             listener,
             app.into_make_service_with_connect_info::<SocketAddr>(),
         )
         .with_graceful_shutdown(stop)
-        .await
+        .await;
+        upkeep.abort();
+        // Every request has been answered; closing the pool lets SQLite
+        // checkpoint its write-ahead log so the file is whole on its own.
+        state.store.close().await;
+        served
     }
+}
+
+/// The metadata-document fetcher, with a loud warning when the test-only
+/// settings relax it.
+fn build_cimd_fetcher(config: &Config) -> Result<CimdFetcher, StartupError> {
+    let settings = &config.cimd_test;
+    if settings.is_on() {
+        tracing::warn!(
+            extra_ca = ?settings.extra_ca_pem,
+            allow_loopback = settings.allow_loopback,
+            "CIMD TEST SETTINGS ARE ON: client metadata documents may be fetched \
+             with an extra trusted CA and/or from loopback hosts. Never use this in production."
+        );
+    }
+    CimdFetcher::new(settings.clone()).map_err(|e| StartupError::Other(e.to_string()))
 }
 
 /// Session cookies: HttpOnly and SameSite=Lax always (Lax, so the top-level

@@ -4,7 +4,9 @@ use std::sync::Arc;
 
 use crate::clock::Clock;
 use crate::config::{Config, Issuer};
+use crate::http::metrics::Metrics;
 use crate::identity::Passwords;
+use crate::oauth::cimd::CimdFetcher;
 use crate::oauth::keys::Keys;
 use crate::storage::Store;
 
@@ -20,4 +22,8 @@ pub struct AppState {
     /// The signing keys, shared with every replica through the store.
     pub keys: Keys,
     pub login_throttle: Arc<crate::identity::throttle::LoginThrottle>,
+    /// This server's own metrics registry (see [`crate::http::metrics`]).
+    pub metrics: Metrics,
+    /// Client ID Metadata Documents, fetched with the SSRF guard and cached.
+    pub cimd: CimdFetcher,
 }

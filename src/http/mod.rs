@@ -8,6 +8,7 @@
 
 pub mod error;
 pub mod health;
+pub mod metrics;
 pub mod pages;
 pub mod security_headers;
 pub mod session;
@@ -17,8 +18,9 @@ use axum::http::HeaderName;
 use tower_http::request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetRequestIdLayer};
 use tower_http::services::ServeDir;
 use tower_http::set_header::SetResponseHeaderLayer;
-use tower_http::trace::TraceLayer;
+use tower_http::trace::{DefaultOnResponse, TraceLayer};
 use tower_sessions::SessionManagerLayer;
+use tracing::Level;
 
 use crate::state::AppState;
 use crate::storage::sessions::SessionBackend;
@@ -43,22 +45,39 @@ pub fn router(state: AppState, sessions: SessionManagerLayer<SessionBackend>) ->
 
     Router::new()
         .merge(health::router())
+        .merge(metrics::router())
         .merge(browser)
         .merge(static_files)
-        .with_state(state)
+        .with_state(state.clone())
         .layer(axum::middleware::from_fn(security_headers::apply))
         .layer(
-            TraceLayer::new_for_http().make_span_with(|req: &axum::http::Request<_>| {
-                // The request id ties every log line of one request together.
-                // Only method and path are logged: a query may carry a code.
-                let id = req
-                    .headers()
-                    .get(REQUEST_ID)
-                    .and_then(|v| v.to_str().ok())
-                    .unwrap_or("-");
-                tracing::info_span!("request", id, method = %req.method(), path = req.uri().path())
-            }),
+            TraceLayer::new_for_http()
+                .make_span_with(|req: &axum::http::Request<_>| {
+                    // The request id ties every log line of one request
+                    // together. Only method and path are logged: a query may
+                    // carry a code.
+                    let request_id = req
+                        .headers()
+                        .get(REQUEST_ID)
+                        .and_then(|v| v.to_str().ok())
+                        .unwrap_or("-");
+                    tracing::info_span!(
+                        "request",
+                        request_id,
+                        method = %req.method(),
+                        path = req.uri().path()
+                    )
+                })
+                // One line per answered request at the default level: its
+                // status and latency, inside the request's span.
+                .on_response(DefaultOnResponse::new().level(Level::INFO)),
         )
+        // `Router::layer` wraps each route, so the matched route is known
+        // here; outside the other layers, so the time includes their work.
+        .layer(axum::middleware::from_fn_with_state(
+            state.metrics.clone(),
+            metrics::track,
+        ))
         .layer(PropagateRequestIdLayer::new(REQUEST_ID))
         .layer(SetRequestIdLayer::new(REQUEST_ID, MakeRequestUuid))
 }

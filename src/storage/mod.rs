@@ -19,6 +19,7 @@ pub mod farm_query;
 pub mod farms;
 pub mod flocks;
 pub mod keys;
+pub mod seed;
 pub mod sessions;
 pub mod stock;
 pub mod users;
@@ -28,7 +29,7 @@ use std::time::Duration;
 
 use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
-use sqlx::{PgPool, SqlitePool};
+use sqlx::{ConnectOptions, Connection, PgPool, SqlitePool};
 
 use crate::config::DatabaseUrl;
 
@@ -122,6 +123,10 @@ impl Store {
             }
             DatabaseUrl::Postgres(raw) => {
                 let options = PgConnectOptions::from_str(raw).map_err(StoreError::Backend)?;
+                // One direct connection first: the pool would retry until its
+                // timeout and report only "pool timed out", hiding the cause
+                // (refused, unknown database, bad password) the operator needs.
+                options.connect().await?.close().await?;
                 let pool = PgPoolOptions::new()
                     .max_connections(16)
                     .acquire_timeout(Duration::from_secs(10))

@@ -55,3 +55,45 @@ async fn the_issuer_defaults_to_the_bound_address_and_drops_a_trailing_slash() {
     let derived = crate::helpers::TestApp::spawn(crate::helpers::Engine::Sqlite).await;
     assert_eq!(derived.issuer, derived.address);
 }
+
+#[tokio::test]
+async fn a_bad_rate_limit_is_refused() {
+    serve_refuses(&["--mcp-rate-limit", "-1"], "COOP_MCP_RATE_LIMIT").await;
+    serve_refuses(&["--mcp-rate-limit", "lots"], "COOP_MCP_RATE_LIMIT").await;
+}
+
+/// A database that cannot be opened is reported as a mistake in the
+/// database setting, with the cause, on one line, by `serve` and `admin`.
+#[tokio::test]
+async fn a_database_that_cannot_be_opened_names_the_setting_and_the_cause() {
+    let dir = tempfile::tempdir().unwrap();
+    let missing_dir = format!("sqlite://{}/no/such/dir/coop.db", dir.path().display());
+    let cases = [
+        (missing_dir.as_str(), "unable to open database file"),
+        // Nothing listens on port 1: the cause is the refused connection,
+        // not a pool timeout.
+        ("postgres://postgres@127.0.0.1:1/coop", "Connection refused"),
+    ];
+    for (url, cause) in cases {
+        for args in [&["serve"][..], &["admin", "farm", "add", "--name", "X"][..]] {
+            let (code, out, err) = run_cli(url, args, None).await;
+            assert_eq!(code, 1, "{url} {args:?}: {out}");
+            let line = err.trim_end();
+            assert_eq!(line.lines().count(), 1, "{line}");
+            assert!(
+                line.starts_with(
+                    "error: --database-url / COOP_DATABASE_URL: cannot open the database"
+                ),
+                "{line}"
+            );
+            assert!(line.contains(cause), "{line}");
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_port_already_taken_is_refused_naming_the_setting() {
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let address = taken.local_addr().unwrap().to_string();
+    serve_refuses(&["--bind", &address], "COOP_BIND").await;
+}

@@ -7,8 +7,12 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod helpers;
+mod tls_host;
 
+mod cimd;
 mod cli;
 mod config;
 mod health;
 mod login;
+mod metrics;
+mod serve;

@@ -1,0 +1,284 @@
+//! Writing a whole demo farm in one transaction.
+//!
+//! `coop serve --demo` hands over every row it wants (see
+//! [`crate::admin::demo`], which decides what a plausible farm looks like);
+//! this module only writes them. Everything goes in one transaction that
+//! first checks the database has no farm, so a refusal or a failure halfway
+//! leaves nothing behind, and a second `--demo` adds nothing.
+//!
+//! The daily entries are hundreds of rows, so they go in multi-row
+//! `insert … values (…), (…)` statements of [`ROWS_PER_STATEMENT`] rows: the
+//! same SQL on both engines (sqlx's `QueryBuilder` writes `$n` or `?` as the
+//! engine wants), a handful of round trips instead of one per row, and far
+//! below either engine's bound-parameter limit (SQLite 32,766; PostgreSQL
+//! 65,535).
+
+use sqlx::QueryBuilder;
+use time::{Date, OffsetDateTime};
+
+use super::{Store, StoreError, StoreResult, farms, unix};
+use crate::domain::{FarmId, FlockId, HouseId, Role, UserId};
+use crate::on_pool;
+
+/// Rows per multi-row insert: 13 columns × 100 rows = 1,300 parameters.
+const ROWS_PER_STATEMENT: usize = 100;
+
+/// A whole farm, ready to write.
+pub struct FarmSeed {
+    pub farm: FarmId,
+    pub slug: String,
+    pub name: String,
+    pub houses: Vec<HouseSeed>,
+    pub flocks: Vec<FlockSeed>,
+    pub members: Vec<MemberSeed>,
+    pub entries: Vec<EntrySeed>,
+    pub lots: Vec<LotSeed>,
+    pub stock: Vec<StockSeed>,
+}
+
+pub struct HouseSeed {
+    pub id: HouseId,
+    pub name: String,
+}
+
+pub struct FlockSeed {
+    pub id: FlockId,
+    pub house: HouseId,
+    pub name: String,
+    pub breed: String,
+    pub placed_on: Date,
+    pub head_count: i64,
+    /// `active` or `depleted` (the table's check constraint).
+    pub status: &'static str,
+}
+
+pub struct MemberSeed {
+    pub id: UserId,
+    pub email: String,
+    /// An argon2id PHC string, never the password.
+    pub password_hash: String,
+    pub role: Role,
+    /// `Some`: restricted to exactly these flocks.
+    pub flocks: Option<Vec<FlockId>>,
+}
+
+pub struct EntrySeed {
+    pub house: HouseId,
+    pub flock: FlockId,
+    pub date: Date,
+    pub eggs_collected: i64,
+    pub eggs_cracked: i64,
+    pub mortality: i64,
+    pub feed_used_g: i64,
+    pub water_used_ml: i64,
+    pub notes: String,
+    pub recorded_by: UserId,
+}
+
+pub struct LotSeed {
+    pub flock: FlockId,
+    pub lot_code: String,
+    pub laid_on: Date,
+    pub grade: &'static str,
+    pub quantity: i64,
+    /// `in_store`, `shipped` or `discarded`.
+    pub status: &'static str,
+}
+
+pub struct StockSeed {
+    /// `feed`, `medication`, `packaging` or `other`.
+    pub category: &'static str,
+    pub name: String,
+    pub quantity: i64,
+    pub unit: String,
+    pub unit_cost_minor: i64,
+    pub currency: &'static str,
+}
+
+/// Writes `seed` if, and only if, the database has no farm yet. Returns
+/// whether it wrote anything.
+///
+/// On PostgreSQL two servers started with `--demo` at once may both see an
+/// empty database; the second then trips over the farm slug's unique index,
+/// its transaction rolls back, and it reports that farms exist.
+pub async fn insert_if_empty(
+    store: &Store,
+    seed: &FarmSeed,
+    now: OffsetDateTime,
+) -> StoreResult<bool> {
+    match insert(store, seed, now).await {
+        Err(StoreError::Conflict(constraint)) => {
+            if farms::any_exist(store).await? {
+                Ok(false)
+            } else {
+                // A conflict inside the seed itself is a bug in the seed.
+                Err(StoreError::Conflict(constraint))
+            }
+        }
+        other => other,
+    }
+}
+
+async fn insert(store: &Store, seed: &FarmSeed, now: OffsetDateTime) -> StoreResult<bool> {
+    let at = unix(now);
+    on_pool!(store, |pool| {
+        let mut tx = pool.begin().await?;
+        let farms: i64 = sqlx::query_scalar("select count(*) from farms")
+            .fetch_one(&mut *tx)
+            .await?;
+        if farms > 0 {
+            tx.rollback().await?;
+            return Ok(false);
+        }
+
+        sqlx::query("insert into farms (id, slug, name, created_at) values ($1, $2, $3, $4)")
+            .bind(seed.farm.0)
+            .bind(&seed.slug)
+            .bind(&seed.name)
+            .bind(at)
+            .execute(&mut *tx)
+            .await?;
+
+        if !seed.houses.is_empty() {
+            QueryBuilder::new("insert into houses (id, farm_id, name, created_at) ")
+                .push_values(&seed.houses, |mut row, house| {
+                    row.push_bind(house.id.0)
+                        .push_bind(seed.farm.0)
+                        .push_bind(&house.name)
+                        .push_bind(at);
+                })
+                .build()
+                .execute(&mut *tx)
+                .await?;
+        }
+
+        if !seed.flocks.is_empty() {
+            QueryBuilder::new(
+                "insert into flocks
+                   (id, farm_id, house_id, name, breed, placed_on, head_count, status, created_at) ",
+            )
+            .push_values(&seed.flocks, |mut row, flock| {
+                row.push_bind(flock.id.0)
+                    .push_bind(seed.farm.0)
+                    .push_bind(flock.house.0)
+                    .push_bind(&flock.name)
+                    .push_bind(&flock.breed)
+                    .push_bind(flock.placed_on)
+                    .push_bind(flock.head_count)
+                    .push_bind(flock.status)
+                    .push_bind(at);
+            })
+            .build()
+            .execute(&mut *tx)
+            .await?;
+        }
+
+        for member in &seed.members {
+            sqlx::query(
+                "insert into users (id, email, password_hash, created_at, updated_at)
+                 values ($1, $2, $3, $4, $4)",
+            )
+            .bind(member.id.0)
+            .bind(&member.email)
+            .bind(&member.password_hash)
+            .bind(at)
+            .execute(&mut *tx)
+            .await?;
+            sqlx::query(
+                "insert into memberships (user_id, farm_id, role, flock_restricted, created_at)
+                 values ($1, $2, $3, $4, $5)",
+            )
+            .bind(member.id.0)
+            .bind(seed.farm.0)
+            .bind(member.role.as_str())
+            .bind(member.flocks.is_some())
+            .bind(at)
+            .execute(&mut *tx)
+            .await?;
+            if let Some(flocks) = member.flocks.as_ref().filter(|f| !f.is_empty()) {
+                QueryBuilder::new("insert into membership_flocks (user_id, flock_id) ")
+                    .push_values(flocks, |mut row, flock| {
+                        row.push_bind(member.id.0).push_bind(flock.0);
+                    })
+                    .build()
+                    .execute(&mut *tx)
+                    .await?;
+            }
+        }
+
+        for chunk in seed.entries.chunks(ROWS_PER_STATEMENT) {
+            QueryBuilder::new(
+                "insert into daily_entries
+                   (id, farm_id, house_id, flock_id, entry_date, eggs_collected, eggs_cracked,
+                    mortality, feed_used_g, water_used_ml, notes, version, recorded_by,
+                    created_at, updated_at) ",
+            )
+            .push_values(chunk, |mut row, entry| {
+                row.push_bind(uuid::Uuid::now_v7())
+                    .push_bind(seed.farm.0)
+                    .push_bind(entry.house.0)
+                    .push_bind(entry.flock.0)
+                    .push_bind(entry.date)
+                    .push_bind(entry.eggs_collected)
+                    .push_bind(entry.eggs_cracked)
+                    .push_bind(entry.mortality)
+                    .push_bind(entry.feed_used_g)
+                    .push_bind(entry.water_used_ml)
+                    .push_bind(&entry.notes)
+                    .push_bind(1_i64)
+                    .push_bind(entry.recorded_by.0)
+                    .push_bind(at)
+                    .push_bind(at);
+            })
+            .build()
+            .execute(&mut *tx)
+            .await?;
+        }
+
+        for chunk in seed.lots.chunks(ROWS_PER_STATEMENT) {
+            QueryBuilder::new(
+                "insert into egg_lots
+                   (id, farm_id, flock_id, lot_code, laid_on, grade, quantity, status, created_at) ",
+            )
+            .push_values(chunk, |mut row, lot| {
+                row.push_bind(uuid::Uuid::now_v7())
+                    .push_bind(seed.farm.0)
+                    .push_bind(lot.flock.0)
+                    .push_bind(&lot.lot_code)
+                    .push_bind(lot.laid_on)
+                    .push_bind(lot.grade)
+                    .push_bind(lot.quantity)
+                    .push_bind(lot.status)
+                    .push_bind(at);
+            })
+            .build()
+            .execute(&mut *tx)
+            .await?;
+        }
+
+        if !seed.stock.is_empty() {
+            QueryBuilder::new(
+                "insert into stock_items
+                   (id, farm_id, category, name, quantity, unit, unit_cost_minor, currency,
+                    updated_at) ",
+            )
+            .push_values(&seed.stock, |mut row, item| {
+                row.push_bind(uuid::Uuid::now_v7())
+                    .push_bind(seed.farm.0)
+                    .push_bind(item.category)
+                    .push_bind(&item.name)
+                    .push_bind(item.quantity)
+                    .push_bind(&item.unit)
+                    .push_bind(item.unit_cost_minor)
+                    .push_bind(item.currency)
+                    .push_bind(at);
+            })
+            .build()
+            .execute(&mut *tx)
+            .await?;
+        }
+
+        tx.commit().await?;
+    });
+    Ok(true)
+}
