@@ -6,5 +6,6 @@
 
 pub mod catalog;
 pub mod context;
+pub mod tools;
 
 pub use context::{CallContext, FlockScope};

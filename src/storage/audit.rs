@@ -68,22 +68,26 @@ impl<'a> AuditEvent<'a> {
     }
 }
 
+/// The one insert statement, shared by writes that audit inside their own
+/// transaction (a tool's write and its audit row commit or fail together).
+/// Binds: id, farm, user, client_id, grant, kind, detail (JSON text), time.
+pub(crate) const INSERT_SQL: &str =
+    "insert into audit_log (id, farm_id, user_id, client_id, grant_id, kind, detail, created_at)
+     values ($1, $2, $3, $4, $5, $6, $7, $8)";
+
 pub async fn record(store: &Store, event: &AuditEvent<'_>, now: OffsetDateTime) -> StoreResult<()> {
     on_pool!(store, |pool| {
-        sqlx::query(
-            "insert into audit_log (id, farm_id, user_id, client_id, grant_id, kind, detail, created_at)
-             values ($1, $2, $3, $4, $5, $6, $7, $8)",
-        )
-        .bind(Uuid::now_v7())
-        .bind(event.farm.map(|f| f.0))
-        .bind(event.user.map(|u| u.0))
-        .bind(event.client_id)
-        .bind(event.grant.map(|g| g.0))
-        .bind(event.kind.as_str())
-        .bind(event.detail.to_string())
-        .bind(unix(now))
-        .execute(pool)
-        .await?;
+        sqlx::query(INSERT_SQL)
+            .bind(Uuid::now_v7())
+            .bind(event.farm.map(|f| f.0))
+            .bind(event.user.map(|u| u.0))
+            .bind(event.client_id)
+            .bind(event.grant.map(|g| g.0))
+            .bind(event.kind.as_str())
+            .bind(event.detail.to_string())
+            .bind(unix(now))
+            .execute(pool)
+            .await?;
     });
     Ok(())
 }

@@ -15,13 +15,18 @@
 pub mod audit;
 pub mod clients;
 pub mod codes;
+pub mod daily_entries;
+pub mod egg_lots;
+pub mod farm_query;
 pub mod farms;
+pub mod flocks;
 pub mod grants;
 pub mod keys;
 pub mod refresh_tokens;
 pub mod revocations;
 pub mod seed;
 pub mod sessions;
+pub mod stock;
 pub mod users;
 
 use std::str::FromStr;

@@ -1,0 +1,242 @@
+//! `production_summary` and `mortality_report`: aggregates over a bounded
+//! period, computed in SQL.
+//!
+//! The period is capped at 366 days, so an aggregate reads at most one
+//! entry per flock and day of it; the mortality report also pages its
+//! flocks in SQL before aggregating their entries.
+
+use schemars::JsonSchema;
+use serde::Deserialize;
+use serde_json::{Map, Value, json};
+use time::OffsetDateTime;
+
+use super::args::{self, invalid};
+use super::flocks::resolve;
+use super::{ToolError, ToolReply, internal};
+use crate::domain::{EntryDate, Period};
+use crate::mcp::CallContext;
+use crate::storage::Store;
+use crate::storage::daily_entries::{self, DayTotals, FlockDeaths};
+use crate::storage::flocks::{FlockKey, FlockRow};
+
+const DEATHS_LIST: &str = "mortality";
+const DEFAULT_SUMMARY_DAYS: i64 = 7;
+const DEFAULT_REPORT_DAYS: i64 = 30;
+
+/// Arguments of `production_summary`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ProductionSummaryArgs {
+    /// One flock's name; omit for every flock you can see.
+    pub flock: Option<String>,
+    /// The flock's house; needed only when flocks in several houses share the name.
+    pub house: Option<String>,
+    /// First day, YYYY-MM-DD (default: 7 days ending at `to`).
+    #[schemars(extend("format" = "date"))]
+    pub from: Option<String>,
+    /// Last day, YYYY-MM-DD (default: today, UTC). At most 366 days after `from`.
+    #[schemars(extend("format" = "date"))]
+    pub to: Option<String>,
+}
+
+/// Arguments of `mortality_report`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct MortalityReportArgs {
+    /// One flock's name; omit for every flock you can see.
+    pub flock: Option<String>,
+    /// The flock's house; needed only when flocks in several houses share the name.
+    pub house: Option<String>,
+    /// First day, YYYY-MM-DD (default: 30 days ending at `to`).
+    #[schemars(extend("format" = "date"))]
+    pub from: Option<String>,
+    /// Last day, YYYY-MM-DD (default: today, UTC). At most 366 days after `from`.
+    #[schemars(extend("format" = "date"))]
+    pub to: Option<String>,
+    /// Flocks per page, 1 to 200 (default 50).
+    #[schemars(range(min = 1, max = 200))]
+    pub limit: Option<i64>,
+    /// The `next_cursor` of the previous page, unchanged.
+    pub cursor: Option<String>,
+}
+
+/// A percentage with one decimal, or `None` with nothing to divide by.
+fn percent(part: i64, whole: i64) -> Option<f64> {
+    if whole <= 0 {
+        return None;
+    }
+    Some((part as f64 * 1000.0 / whole as f64).round() / 10.0)
+}
+
+fn percent_text(value: Option<f64>) -> String {
+    value.map_or_else(|| "n/a".to_owned(), |v| format!("{v:.1}%"))
+}
+
+/// The flock a report is narrowed to, if the caller named one.
+async fn narrowed_to(
+    store: &Store,
+    ctx: &CallContext,
+    flock: Option<&str>,
+    house: Option<&str>,
+) -> Result<Option<FlockRow>, ToolError> {
+    match (flock, house) {
+        (Some(name), house) => Ok(Some(resolve(store, ctx, name, house).await?)),
+        (None, Some(_)) => Err(invalid(
+            "house only chooses between flocks of the same name; pass flock too",
+        )),
+        (None, None) => Ok(None),
+    }
+}
+
+fn day_json(day: &DayTotals) -> Value {
+    json!({
+        "date": EntryDate::from_date(day.entry_date).to_string(),
+        "flocks_recorded": day.flocks_recorded,
+        "eggs_collected": day.eggs_collected,
+        "eggs_cracked": day.eggs_cracked,
+        "mortality": day.mortality,
+        "feed_used_g": day.feed_used_g,
+        "water_used_ml": day.water_used_ml,
+        "hens": day.hens,
+        "lay_rate_percent": percent(day.eggs_collected, day.hens),
+    })
+}
+
+pub async fn production_summary(
+    store: &Store,
+    ctx: &CallContext,
+    arguments: Map<String, Value>,
+    now: OffsetDateTime,
+) -> Result<ToolReply, ToolError> {
+    let a: ProductionSummaryArgs = args::parse(arguments)?;
+    let period = args::period(
+        a.from.as_deref(),
+        a.to.as_deref(),
+        EntryDate::today(now),
+        DEFAULT_SUMMARY_DAYS,
+    )?;
+    let flock = narrowed_to(store, ctx, a.flock.as_deref(), a.house.as_deref()).await?;
+    let days = daily_entries::daily_totals(
+        store,
+        ctx.farm,
+        &ctx.flocks,
+        flock.as_ref().map(FlockRow::flock_id),
+        period,
+    )
+    .await
+    .map_err(internal)?;
+    let sum = |f: fn(&DayTotals) -> i64| days.iter().map(f).sum::<i64>();
+    let eggs = sum(|d| d.eggs_collected);
+    let hen_days = sum(|d| d.hens);
+    let recorded = days.len() as i64;
+    let lay_rate = percent(eggs, hen_days);
+    let eggs_per_day = if recorded > 0 {
+        Some((eggs as f64 * 10.0 / recorded as f64).round() / 10.0)
+    } else {
+        None
+    };
+    let subject = match &flock {
+        Some(f) => json!({ "flock": f.name, "house": f.house }),
+        None => json!("all flocks in scope"),
+    };
+    let structured = json!({
+        "subject": subject,
+        "from": period.from().to_string(),
+        "to": period.to().to_string(),
+        "days_in_period": period.days(),
+        "days_recorded": recorded,
+        "eggs_collected": eggs,
+        "eggs_cracked": sum(|d| d.eggs_cracked),
+        "eggs_per_recorded_day": eggs_per_day,
+        "lay_rate_percent": lay_rate,
+        "mortality": sum(|d| d.mortality),
+        "feed_used_g": sum(|d| d.feed_used_g),
+        "water_used_ml": sum(|d| d.water_used_ml),
+        "days": days.iter().map(day_json).collect::<Vec<_>>(),
+    });
+    let who = match &flock {
+        Some(f) => format!("{} ({})", f.name, f.house),
+        None => "All flocks".to_owned(),
+    };
+    let text = format!(
+        "{who}, {} to {}: {eggs} eggs on {recorded} of {} days recorded ({} per recorded day), \
+         lay rate {}, {} deaths.",
+        period.from(),
+        period.to(),
+        period.days(),
+        eggs_per_day.map_or_else(|| "n/a".to_owned(), |v| format!("{v:.1}")),
+        percent_text(lay_rate),
+        sum(|d| d.mortality),
+    );
+    Ok(ToolReply { structured, text })
+}
+
+fn deaths_json(row: &FlockDeaths) -> Value {
+    json!({
+        "flock": row.name,
+        "house": row.house,
+        "head_count": row.head_count,
+        "deaths": row.deaths,
+        "days_recorded": row.days_recorded,
+        "mortality_rate_percent": percent(row.deaths, row.head_count),
+    })
+}
+
+pub async fn mortality_report(
+    store: &Store,
+    ctx: &CallContext,
+    arguments: Map<String, Value>,
+    now: OffsetDateTime,
+) -> Result<ToolReply, ToolError> {
+    let a: MortalityReportArgs = args::parse(arguments)?;
+    let period: Period = args::period(
+        a.from.as_deref(),
+        a.to.as_deref(),
+        EntryDate::today(now),
+        DEFAULT_REPORT_DAYS,
+    )?;
+    let (size, after) = args::page::<FlockKey>(DEATHS_LIST, a.limit, a.cursor.as_deref())?;
+    let flock = narrowed_to(store, ctx, a.flock.as_deref(), a.house.as_deref()).await?;
+    let flock_id = flock.as_ref().map(FlockRow::flock_id);
+    let page = daily_entries::deaths_page(
+        store,
+        ctx.farm,
+        &ctx.flocks,
+        flock_id,
+        period,
+        after.as_ref(),
+        size,
+    )
+    .await
+    .map_err(internal)?;
+    let total = daily_entries::total_deaths(store, ctx.farm, &ctx.flocks, flock_id, period)
+        .await
+        .map_err(internal)?;
+    let next = page.next_cursor(DEATHS_LIST, FlockDeaths::key);
+    let mut structured = json!({
+        "from": period.from().to_string(),
+        "to": period.to().to_string(),
+        "total_deaths": total,
+        "flocks": page.items.iter().map(deaths_json).collect::<Vec<_>>(),
+    });
+    let mut text = format!(
+        "Mortality {} to {}: {total} deaths in all.",
+        period.from(),
+        period.to()
+    );
+    for row in &page.items {
+        text.push_str(&format!(
+            "\n{} ({}): {} deaths of {} birds ({})",
+            row.name,
+            row.house,
+            row.deaths,
+            row.head_count,
+            percent_text(percent(row.deaths, row.head_count))
+        ));
+    }
+    if let Some(next) = next {
+        structured["next_cursor"] = Value::String(next);
+        text.push_str("\nMore flocks follow: pass next_cursor to continue.");
+    }
+    Ok(ToolReply { structured, text })
+}

@@ -1,0 +1,163 @@
+//! Flocks as the tools read them: always within one farm and the caller's
+//! flock scope, addressed by name, listed in keyset pages.
+//!
+//! A flock's name is unique only within its house, so a look-up by name
+//! returns every match (bounded) and leaves the choice to the caller: the
+//! tools refuse an ambiguous name rather than pick one.
+
+use time::Date;
+use uuid::Uuid;
+
+use super::farm_query::{Bind, FarmQuery};
+use super::{Store, StoreError, StoreResult};
+use crate::domain::{FarmId, FlockId, HouseId, Page, PageSize};
+use crate::mcp::FlockScope;
+use crate::{fetch_farm_rows, on_pool};
+
+/// At most this many flocks are returned for one name; more are reported
+/// as "and more", never listed in full.
+pub const MAX_NAME_MATCHES: i64 = 10;
+
+/// A flock with its house, as every tool shows it.
+#[derive(Clone, Debug, PartialEq, Eq, sqlx::FromRow)]
+pub struct FlockRow {
+    pub id: Uuid,
+    pub house_id: Uuid,
+    pub name: String,
+    pub house: String,
+    pub breed: String,
+    pub placed_on: Date,
+    pub head_count: i64,
+    pub status: String,
+}
+
+impl FlockRow {
+    pub fn flock_id(&self) -> FlockId {
+        FlockId(self.id)
+    }
+
+    pub fn house_id(&self) -> HouseId {
+        HouseId(self.house_id)
+    }
+
+    /// The keyset position of this row in [`list_page`]'s order.
+    pub fn key(&self) -> FlockKey {
+        (self.house.clone(), self.name.clone(), self.id)
+    }
+}
+
+/// (house name, flock name, id): the order flocks are listed in.
+pub type FlockKey = (String, String, Uuid);
+
+const SELECT: &str = "select f.id, f.house_id, f.name, h.name as house, f.breed, f.placed_on,
+        f.head_count, f.status
+    from flocks f
+    join houses h on h.id = f.house_id and h.farm_id = f.farm_id
+    where f.farm_id = $1";
+
+/// The flocks in scope named `name` (in `house`, when given), up to
+/// [`MAX_NAME_MATCHES`] + 1 so the caller can tell "several" from "many".
+pub async fn named(
+    store: &Store,
+    farm: FarmId,
+    scope: &FlockScope,
+    name: &str,
+    house: Option<&str>,
+) -> StoreResult<Vec<FlockRow>> {
+    let mut q = FarmQuery::new(farm, SELECT);
+    q.flock_scope("f.id", scope);
+    let p = q.bind(Bind::Text(name.to_owned()));
+    q.push(&format!(" and f.name = {p}"));
+    if let Some(house) = house {
+        let p = q.bind(Bind::Text(house.to_owned()));
+        q.push(&format!(" and h.name = {p}"));
+    }
+    let p = q.bind(Bind::Int(MAX_NAME_MATCHES + 1));
+    q.push(&format!(" order by h.name, f.id limit {p}"));
+    Ok(fetch_farm_rows!(store, FlockRow, q))
+}
+
+/// Optional filters of the flock list.
+#[derive(Clone, Debug, Default)]
+pub struct FlockFilter {
+    pub status: Option<String>,
+    pub house: Option<String>,
+}
+
+/// One page of the flocks in scope, by house then name.
+pub async fn list_page(
+    store: &Store,
+    farm: FarmId,
+    scope: &FlockScope,
+    filter: &FlockFilter,
+    after: Option<&FlockKey>,
+    size: PageSize,
+) -> StoreResult<Page<FlockRow>> {
+    let mut q = FarmQuery::new(farm, SELECT);
+    q.flock_scope("f.id", scope);
+    if let Some(status) = &filter.status {
+        let p = q.bind(Bind::Text(status.clone()));
+        q.push(&format!(" and f.status = {p}"));
+    }
+    if let Some(house) = &filter.house {
+        let p = q.bind(Bind::Text(house.clone()));
+        q.push(&format!(" and h.name = {p}"));
+    }
+    if let Some((house, name, id)) = after {
+        let (a, b, c) = (
+            q.bind(Bind::Text(house.clone())),
+            q.bind(Bind::Text(name.clone())),
+            q.bind(Bind::Uuid(*id)),
+        );
+        q.push(&format!(" and (h.name, f.name, f.id) > ({a}, {b}, {c})"));
+    }
+    let p = q.bind(Bind::Int(size.fetch_limit()));
+    q.push(&format!(" order by h.name, f.name, f.id limit {p}"));
+    let rows = fetch_farm_rows!(store, FlockRow, q);
+    Ok(Page::from_fetched(rows, size))
+}
+
+/// Sets a flock's head count (the operator's correction after a count).
+pub async fn set_head_count(
+    store: &Store,
+    farm: FarmId,
+    flock: FlockId,
+    head_count: i64,
+) -> StoreResult<()> {
+    let changed = on_pool!(store, |pool| {
+        sqlx::query("update flocks set head_count = $3 where farm_id = $1 and id = $2")
+            .bind(farm.0)
+            .bind(flock.0)
+            .bind(head_count)
+            .execute(pool)
+            .await?
+            .rows_affected()
+    });
+    if changed == 0 {
+        return Err(StoreError::NotFound);
+    }
+    Ok(())
+}
+
+/// Marks a flock active or depleted.
+pub async fn set_status(
+    store: &Store,
+    farm: FarmId,
+    flock: FlockId,
+    depleted: bool,
+) -> StoreResult<()> {
+    let status = if depleted { "depleted" } else { "active" };
+    let changed = on_pool!(store, |pool| {
+        sqlx::query("update flocks set status = $3 where farm_id = $1 and id = $2")
+            .bind(farm.0)
+            .bind(flock.0)
+            .bind(status)
+            .execute(pool)
+            .await?
+            .rows_affected()
+    });
+    if changed == 0 {
+        return Err(StoreError::NotFound);
+    }
+    Ok(())
+}
