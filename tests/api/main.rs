@@ -10,6 +10,7 @@ mod helpers;
 mod tls_host;
 
 mod cimd;
+mod cimd_authorize;
 mod cli;
 mod config;
 mod health;
