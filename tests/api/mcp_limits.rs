@@ -118,4 +118,10 @@ async fn batches_are_refused(engine: Engine) {
     let body: Value = response.json().await.unwrap();
     assert_eq!(body["error"]["code"], -32600);
     assert_eq!(body["id"], Value::Null);
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("batches")
+    );
 }
