@@ -2,7 +2,7 @@
 //! member, app and kind.
 
 use crate::apps_support::{self, csrf, page, post};
-use crate::helpers::{Engine, TestApp, form_value};
+use crate::helpers::{Engine, TestApp};
 use crate::oauth_client::{self, db_execute, sign_in_browser};
 use crate::on_both_engines;
 
@@ -55,19 +55,19 @@ async fn the_log_is_newest_first_and_filters_by_member_app_and_kind(engine: Engi
     assert_eq!(
         kinds,
         [
-            "Sign-ins",
-            "Disconnects",
-            "Sign-ins",
-            "Consents",
-            "Sign-ins",
-            "Failed sign-ins"
+            "Signed in",
+            "App disconnected",
+            "Signed in",
+            "Approved an app",
+            "Signed in",
+            "Sign-in failed"
         ],
         "{html}"
     );
     assert!(!html.contains(&other.worker.email));
 
     let (_, html) = page(&owner, &app, "/admin/audit?kind=sign_in_failed").await;
-    assert_eq!(whats(&html), ["Failed sign-ins"]);
+    assert_eq!(whats(&html), ["Sign-in failed"]);
     assert!(html.contains("<option value=\"sign_in_failed\" selected>"));
 
     let worker_id = {
@@ -91,7 +91,11 @@ async fn the_log_is_newest_first_and_filters_by_member_app_and_kind(engine: Engi
         &format!("/admin/audit?client={}", tokens.client_id),
     )
     .await;
-    assert_eq!(whats(&html), ["Disconnects", "Consents"], "{html}");
+    assert_eq!(
+        whats(&html),
+        ["App disconnected", "Approved an app"],
+        "{html}"
+    );
     assert!(html.contains(&format!("<code>{grant}</code>")));
 
     let (_, html) = page(&owner, &app, "/admin/audit?kind=tool_write").await;
@@ -123,7 +127,7 @@ async fn a_tool_write_shows_its_app_and_grant(engine: Engine) {
     .await;
     let owner = sign_in_browser(&app, &farm.owner).await;
     let (_, html) = page(&owner, &app, "/admin/audit?kind=tool_write").await;
-    assert_eq!(whats(&html), ["Writes through apps"], "{html}");
+    assert_eq!(whats(&html), ["Wrote through an app"], "{html}");
     assert!(html.contains("<td data-label=\"App\">Test Assistant</td>"));
     assert!(html.contains(&format!("<code>{grant}</code>")));
     assert!(html.contains("tool: record_daily_entry"));
@@ -159,7 +163,7 @@ async fn the_log_is_paged(engine: Engine) {
     assert!(!second.contains("Older entries"));
     // The last page ends with the first toggle (off), then nothing older.
     assert!(
-        second.rfind("connected_apps_off").unwrap() > second.rfind("connected_apps_on").unwrap()
+        second.rfind("turned connected apps off").unwrap()
+            > second.rfind("turned connected apps on").unwrap()
     );
-    let _ = form_value;
 }

@@ -30,9 +30,7 @@ async fn connected_apps_lists_each_active_grant_in_plain_words(engine: Engine) {
     );
     assert_eq!(html.matches("<article class=\"app\"").count(), 1, "{html}");
     assert!(html.contains("Test Assistant <span class=\"tag\">unverified</span>"));
-    assert!(
-        html.contains("Read your farm&#39;s records") || html.contains("Read your farm's records")
-    );
+    assert!(html.contains("Read the farm&#39;s records"), "{html}");
     assert!(!html.contains("Record daily entries"), "{html}");
     assert!(html.contains("Not used yet"));
     let grant = apps_support::grant_of(&app, &farm.worker.email).await;
@@ -162,7 +160,7 @@ async fn the_start_page_shows_farm_role_and_apps_count(engine: Engine) {
         "{html}"
     );
     assert!(html.contains("<dt>Your role</dt><dd>worker</dd>"));
-    assert!(html.contains("2 connected"));
+    assert!(html.contains("2 apps connected"));
     // A worker is not shown the way to farm administration.
     assert!(!html.contains("href=\"/admin\""));
 }

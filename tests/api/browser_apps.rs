@@ -81,7 +81,7 @@ async fn a_person_connects_read_only_then_disconnects(engine: Engine) {
     browser.goto(&app.url("/account/apps")).await;
     let html = browser.source().await;
     assert!(html.contains("Test Assistant"), "{html}");
-    assert!(html.contains("Read your farm's records"));
+    assert!(html.contains("Read the farm's records"));
     assert!(!html.contains("Record daily entries"));
     if shots {
         browser.screenshots("connected-apps").await;

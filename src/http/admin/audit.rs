@@ -18,28 +18,59 @@ use crate::storage::{connected_apps, members};
 
 const PAGE_SIZE: i64 = 50;
 
-/// Each kind the filter offers, with its words.
-const KINDS: [(&str, &str); 12] = [
-    ("sign_in", "Sign-ins"),
-    ("sign_in_failed", "Failed sign-ins"),
-    ("sign_out", "Sign-outs"),
-    ("password_changed", "Password changes"),
-    ("consent", "Consents"),
-    ("consent_denied", "Consents denied"),
-    ("disconnect", "Disconnects"),
-    ("token_reuse_detected", "Token reuse detected"),
-    ("grant_revoked", "Revoked by the app"),
-    ("access_token_revoked", "Access token revoked"),
-    ("tool_write", "Writes through apps"),
-    ("admin_action", "Admin actions"),
+/// Each kind: its stored name, the filter's words, one entry's words.
+const KINDS: [(&str, &str, &str); 12] = [
+    ("sign_in", "Sign-ins", "Signed in"),
+    ("sign_in_failed", "Failed sign-ins", "Sign-in failed"),
+    ("sign_out", "Sign-outs", "Signed out"),
+    ("password_changed", "Password changes", "Changed password"),
+    ("consent", "Consents", "Approved an app"),
+    ("consent_denied", "Consents denied", "Denied an app"),
+    ("disconnect", "Disconnects", "App disconnected"),
+    (
+        "token_reuse_detected",
+        "Token reuse detected",
+        "Token reuse detected: app stopped",
+    ),
+    (
+        "grant_revoked",
+        "Revoked by the app",
+        "App revoked its access",
+    ),
+    (
+        "access_token_revoked",
+        "Access token revoked",
+        "App revoked a token",
+    ),
+    ("tool_write", "Writes through apps", "Wrote through an app"),
+    ("admin_action", "Admin actions", "Admin action"),
 ];
 
 fn kind_words(kind: &str) -> String {
     KINDS
         .iter()
-        .find(|(k, _)| *k == kind)
-        .map(|(_, words)| (*words).to_owned())
+        .find(|(k, _, _)| *k == kind)
+        .map(|(_, _, words)| (*words).to_owned())
         .unwrap_or_else(|| kind.to_owned())
+}
+
+/// What an admin action's `action` code means.
+fn action_words(action: &str) -> &str {
+    match action {
+        "connected_apps_on" => "turned connected apps on",
+        "connected_apps_off" => "turned connected apps off",
+        "member_disabled" => "disabled the member",
+        "member_enabled" => "enabled the member",
+        "member_signed_out_everywhere" => "signed the member out everywhere",
+        "member_must_change_password" => "required a password change",
+        "member_role_changed" => "changed the role",
+        "house_added" => "added a house",
+        "house_renamed" => "renamed a house",
+        "flock_added" => "added a flock",
+        "flock_renamed" => "renamed a flock",
+        "flock_depleted" => "marked a flock depleted",
+        other => other,
+    }
 }
 
 struct EntryView {
@@ -68,18 +99,30 @@ impl EntryView {
     }
 }
 
-/// `{"action":"member_disabled","by":"a@b"}` → "action: member_disabled, by: a@b".
+/// `{"action":"member_disabled","by":"a@b"}` → "disabled the member, by a@b";
+/// other fields as "key: value". Ids of houses and flocks are left out.
 fn detail_words(raw: &str) -> String {
     let Ok(serde_json::Value::Object(map)) = serde_json::from_str::<serde_json::Value>(raw) else {
         return String::new();
     };
-    map.iter()
-        .map(|(key, value)| match value {
-            serde_json::Value::String(s) => format!("{key}: {s}"),
-            other => format!("{key}: {other}"),
-        })
-        .collect::<Vec<_>>()
-        .join(", ")
+    let text = |value: &serde_json::Value| match value {
+        serde_json::Value::String(s) => s.clone(),
+        other => other.to_string(),
+    };
+    let mut words = Vec::new();
+    if let Some(action) = map.get("action") {
+        words.push(action_words(&text(action)).to_owned());
+    }
+    for (key, value) in &map {
+        match key.as_str() {
+            "action" | "by" | "house" | "flock" => {}
+            _ => words.push(format!("{key}: {}", text(value))),
+        }
+    }
+    if let Some(by) = map.get("by") {
+        words.push(format!("by {}", text(by)));
+    }
+    words.join(", ")
 }
 
 struct Choice {
@@ -99,6 +142,28 @@ struct AuditPage {
     entries: Vec<EntryView>,
     filtered: bool,
     older: Option<String>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::detail_words;
+
+    #[test]
+    fn details_read_as_words() {
+        assert_eq!(
+            detail_words(r#"{"action":"member_disabled","by":"o@f.example"}"#),
+            "disabled the member, by o@f.example"
+        );
+        assert_eq!(
+            detail_words(r#"{"action":"flock_renamed","flock":"x","name":"B"}"#),
+            "renamed a flock, name: B"
+        );
+        assert_eq!(
+            detail_words(r#"{"tool":"record_daily_entry"}"#),
+            "tool: record_daily_entry"
+        );
+        assert_eq!(detail_words("not json"), "");
+    }
 }
 
 #[derive(Deserialize, Default)]
@@ -132,7 +197,7 @@ pub async fn show(
     let user = non_empty(&query.user).and_then(UserId::parse);
     let client = non_empty(&query.client).map(str::to_owned);
     let kind = non_empty(&query.kind)
-        .filter(|k| KINDS.iter().any(|(known, _)| known == k))
+        .filter(|k| KINDS.iter().any(|(known, _, _)| known == k))
         .map(str::to_owned);
     let filter = AuditFilter {
         user,
@@ -179,7 +244,7 @@ pub async fn show(
         .collect();
     let kinds = KINDS
         .iter()
-        .map(|(value, label)| Choice {
+        .map(|(value, label, _)| Choice {
             selected: kind.as_deref() == Some(*value),
             value: (*value).to_owned(),
             label: (*label).to_owned(),

@@ -47,7 +47,7 @@ pub fn last_used(unix: Option<i64>) -> String {
 /// A scope in plain words.
 pub fn scope_words(scope: Scope) -> &'static str {
     match scope {
-        Scope::FarmRead => "Read your farm's records",
+        Scope::FarmRead => "Read the farm's records",
         Scope::DailyEntriesWrite => "Record daily entries",
     }
 }
@@ -111,7 +111,7 @@ mod tests {
         assert_eq!(last_used(None), "Not used yet");
         assert_eq!(
             scopes_in_words("farm:read daily-entries:write"),
-            ["Read your farm's records", "Record daily entries"]
+            ["Read the farm's records", "Record daily entries"]
         );
         assert_eq!(scopes_in_words(""), ["Nothing"]);
     }
