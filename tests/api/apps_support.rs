@@ -1,8 +1,8 @@
 //! What the connected-apps, admin, replica and browser tests share: a farm
 //! with an owner and a worker, page fetches and form posts with the CSRF
 //! token the page carried, and the one assertion of "this grant is cut
-//! off" (its refresh token is refused with `invalid_grant`; the next MCP
-//! call with its access token is 401 `invalid_token`).
+//! off": the next MCP call with its access token is 401 `invalid_token`,
+//! and its refresh token is refused with `invalid_grant`.
 #![allow(dead_code)]
 
 use crate::helpers::{TestApp, TestUser, form_value};
@@ -72,8 +72,33 @@ pub async fn assert_page(response: reqwest::Response, status: u16, words: &str) 
     assert!(body.contains(words), "expected {words:?} in {body}");
 }
 
-/// The grant works: a refresh succeeds (the new tokens replace the old).
+/// `tools/list` at `app`'s `/mcp` with `token`. `Host` is the issuer's
+/// authority, as behind a load balancer: a replica reached on its own port
+/// still serves the one public origin.
+pub async fn mcp_list(app: &TestApp, token: &str) -> reqwest::Response {
+    let authority = app
+        .issuer
+        .split_once("://")
+        .map(|(_, rest)| rest.to_owned())
+        .unwrap();
+    reqwest::Client::new()
+        .post(app.url("/mcp"))
+        .header("host", authority)
+        .header("accept", "application/json, text/event-stream")
+        .header("content-type", "application/json")
+        .header("mcp-protocol-version", "2025-11-25")
+        .bearer_auth(token)
+        .body(r#"{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{}}"#)
+        .send()
+        .await
+        .unwrap()
+}
+
+/// The grant works: the next MCP call is answered, and a refresh succeeds
+/// (the new tokens replace the old).
 pub async fn assert_works(app: &TestApp, tokens: &mut Tokens) {
+    let response = mcp_list(app, &tokens.access_token).await;
+    assert_eq!(response.status(), 200, "the MCP call should be answered");
     let response = oauth_client::refresh(app, &tokens.client_id, &tokens.refresh_token).await;
     assert_eq!(response.status(), 200, "the grant should still work");
     let body: serde_json::Value = response.json().await.unwrap();
@@ -81,8 +106,30 @@ pub async fn assert_works(app: &TestApp, tokens: &mut Tokens) {
     tokens.refresh_token = body["refresh_token"].as_str().unwrap().to_owned();
 }
 
-/// The grant is cut off: the refresh token is refused with `invalid_grant`.
+/// The grant is cut off: the very next MCP call with its access token is
+/// 401 `invalid_token` with the exact challenge, and its refresh token is
+/// refused with `invalid_grant`.
 pub async fn assert_cut_off(app: &TestApp, tokens: &Tokens) {
+    let response = mcp_list(app, &tokens.access_token).await;
+    assert_eq!(
+        response.status(),
+        401,
+        "the next MCP call should be refused"
+    );
+    let challenge = response
+        .headers()
+        .get("www-authenticate")
+        .map(|v| v.to_str().unwrap().to_owned())
+        .unwrap_or_default();
+    assert_eq!(
+        challenge,
+        format!(
+            r#"Bearer resource_metadata="{}/.well-known/oauth-protected-resource/mcp", error="invalid_token""#,
+            app.issuer
+        )
+    );
+    let body: serde_json::Value = response.json().await.unwrap();
+    assert_eq!(body["error"], "invalid_token", "{body}");
     let response = oauth_client::refresh(app, &tokens.client_id, &tokens.refresh_token).await;
     assert_oauth_error(response, 400, "invalid_grant").await;
 }
