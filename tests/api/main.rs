@@ -22,4 +22,5 @@ mod oauth_metadata;
 mod oauth_register;
 mod oauth_revoke;
 mod oauth_token;
+mod real_clients;
 mod serve;
