@@ -39,9 +39,9 @@ function attr(attrs, name) {
 
 function decode(s) {
   return s
+    .replace(/&#x([0-9a-f]+);/gi, (_, hex) => String.fromCodePoint(parseInt(hex, 16)))
+    .replace(/&#([0-9]+);/g, (_, dec) => String.fromCodePoint(parseInt(dec, 10)))
     .replaceAll("&quot;", '"')
-    .replaceAll("&#x27;", "'")
-    .replaceAll("&#39;", "'")
     .replaceAll("&lt;", "<")
     .replaceAll("&gt;", ">")
     .replaceAll("&amp;", "&");
@@ -101,7 +101,11 @@ export async function signInAndConsent({ authorizationUrl, email, password, scop
     response = await http(new URL(signedIn.headers.get("location"), url));
   }
   if (response.status !== 200) {
-    throw new Error(`consent: expected the consent page, got ${response.status} ${response.headers.get("location") ?? ""}`);
+    const page = await response.text();
+    const notice = page.match(/<p class="notice[^"]*"[^>]*>([\s\S]*?)<\/p>/)?.[1] ?? page.slice(0, 300);
+    throw new Error(
+      `consent: expected the consent page, got ${response.status} ${response.headers.get("location") ?? ""} ${notice.trim()}`,
+    );
   }
   const consent = formsOf(await response.text()).find((f) => f.action === "/authorize/consent");
   if (!consent) throw new Error("consent: the page has no consent form");

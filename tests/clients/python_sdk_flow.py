@@ -35,7 +35,7 @@ import json
 import sys
 import time
 from html.parser import HTMLParser
-from urllib.parse import parse_qs, urljoin, urlparse
+from urllib.parse import parse_qs, urlencode, urljoin, urlparse
 
 import httpx2
 from mcp.client.auth import AuthorizationCodeResult, OAuthClientProvider
@@ -170,7 +170,13 @@ class Browser:
                 ("request", hidden(consent, "request")),
                 ("decision", "approve"),
             ] + [("scope", s) for s in wanted]
-            answered = await http.post(urljoin(authorization_url, "/authorize/consent"), data=form)
+            # Repeated `scope` fields: sent as an encoded body (a list of
+            # pairs is not a form to httpx).
+            answered = await http.post(
+                urljoin(authorization_url, "/authorize/consent"),
+                content=urlencode(form),
+                headers={"Content-Type": "application/x-www-form-urlencoded"},
+            )
             location = answered.headers.get("location", "")
             if answered.status_code != 303 or not location.startswith(REDIRECT_URI.split("/callback")[0]):
                 raise StepFailed(f"consent: expected a 303 to the client, got {answered.status_code} {location}")
