@@ -212,14 +212,16 @@ class Trace:
         return " → ".join(f"{m} {p} {s}" for m, p, s, _ in self.entries)
 
 
-def text_json(result) -> object:
-    """The JSON a Coop tool returns as its text content."""
+def tool_json(result) -> object:
+    """A Coop tool's structured result (its text content is for people)."""
     if getattr(result, "is_error", False) or getattr(result, "isError", False):
         raise StepFailed(f"tool error: {result}")
-    for block in result.content:
-        if getattr(block, "type", None) == "text":
-            return json.loads(block.text)
-    raise StepFailed(f"no text content in {result}")
+    structured = getattr(result, "structured_content", None)
+    if structured is None:
+        structured = getattr(result, "structuredContent", None)
+    if structured is None:
+        raise StepFailed(f"no structured content in {result}")
+    return structured
 
 
 async def mcp_status(issuer: str, access_token: str) -> tuple[int, str]:
@@ -345,14 +347,14 @@ async def run(args: argparse.Namespace, trace: Trace) -> Report:
         report.check(names == expected, "tools/list", f"{names}")
 
         # 7. A read tool.
-        flocks = text_json(await client.call_tool("list_flocks", {}))
+        flocks = tool_json(await client.call_tool("list_flocks", {}))
         flock_names = json.dumps(flocks)
         report.check(args.flock in flock_names, "read tool list_flocks", f"sees flock {args.flock}")
 
         # 8. The write tool, when granted.
         if "record_daily_entry" in expected:
             day = (datetime.date.today() - datetime.timedelta(days=1)).isoformat()
-            written = text_json(
+            written = tool_json(
                 await client.call_tool(
                     "record_daily_entry",
                     {"flock": args.flock, "date": day, "eggs_collected": 812, "notes": f"python {args.mode}"},

@@ -151,11 +151,11 @@ const provider = {
   },
 };
 
+// A Coop tool's structured result (its text content is for people).
 function toolJson(result) {
   if (result.isError) throw new StepFailed(`tool error: ${JSON.stringify(result)}`);
-  const text = result.content.find((c) => c.type === "text");
-  if (!text) throw new StepFailed(`no text content in ${JSON.stringify(result)}`);
-  return JSON.parse(text.text);
+  if (!result.structuredContent) throw new StepFailed(`no structured content in ${JSON.stringify(result)}`);
+  return result.structuredContent;
 }
 
 function clientAuth(info, form) {
