@@ -53,7 +53,9 @@ const READ: &[Scope] = &[Scope::FarmRead];
 const BOTH: &[Scope] = &[Scope::FarmRead, Scope::DailyEntriesWrite];
 
 async fn python_sdk_default_mode_on_the_2026_wire(engine: Engine) {
-    Row::python("default", Role::Manager, BOTH).run(engine).await;
+    Row::python("default", Role::Manager, BOTH)
+        .run(engine)
+        .await;
 }
 
 async fn python_sdk_legacy_mode_with_client_secret_post(engine: Engine) {
@@ -67,15 +69,21 @@ async fn python_sdk_with_a_client_id_metadata_document(engine: Engine) {
 }
 
 async fn typescript_sdk_public_client(engine: Engine) {
-    Row::typescript("none", Role::Worker, BOTH).run(engine).await;
+    Row::typescript("none", Role::Worker, BOTH)
+        .run(engine)
+        .await;
 }
 
 async fn typescript_sdk_with_client_secret_basic(engine: Engine) {
-    Row::typescript("basic", Role::Viewer, READ).run(engine).await;
+    Row::typescript("basic", Role::Viewer, READ)
+        .run(engine)
+        .await;
 }
 
 async fn typescript_sdk_with_a_client_id_metadata_document(engine: Engine) {
-    Row::typescript("cimd", Role::Manager, BOTH).run(engine).await;
+    Row::typescript("cimd", Role::Manager, BOTH)
+        .run(engine)
+        .await;
 }
 
 async fn inspector_cli(engine: Engine) {
@@ -189,7 +197,11 @@ impl Row {
             self.name(),
             started.elapsed().as_secs_f64()
         );
-        assert!(ok, "{} on {engine:?}: a step failed:\n{output}", self.name());
+        assert!(
+            ok,
+            "{} on {engine:?}: a step failed:\n{output}",
+            self.name()
+        );
         assert!(!output.contains("FAIL"), "{output}");
         if let Some(host) = &host {
             assert!(
@@ -328,6 +340,12 @@ fn node_major() -> Option<u32> {
             .output()
             .ok()?;
         let version = String::from_utf8_lossy(&output.stdout);
-        version.trim().trim_start_matches('v').split('.').next()?.parse().ok()
+        version
+            .trim()
+            .trim_start_matches('v')
+            .split('.')
+            .next()?
+            .parse()
+            .ok()
     })
 }
