@@ -32,6 +32,7 @@ mod oauth_metadata;
 mod oauth_register;
 mod oauth_revoke;
 mod oauth_token;
+mod real_clients;
 mod serve;
 
 mod apps_support;

@@ -1,0 +1,351 @@
+//! The real MCP clients drive Coop end to end: the official Python SDK, the
+//! official TypeScript SDK and the MCP Inspector's command-line mode, each
+//! run as its own process by a script under `tests/clients/`.
+//!
+//! Each row starts Coop on a fresh database with a farm, a house, a flock
+//! and one member (made with `coop admin`, as an operator would), then runs
+//! one script: 401 and discovery → registration (or a Client ID Metadata
+//! Document served over https by [`TlsHost`], whose CA Coop is told to
+//! trust through the test-only setting) → authorization with PKCE and
+//! `resource` → sign-in and consent by form post → code exchange →
+//! `tools/list` (exactly role ∩ granted scopes, as [`catalog::visible`]
+//! says) → a read tool → the write tool when granted → refresh → RFC 7009
+//! revocation → the old access token is 401 and the old refresh token
+//! `invalid_grant`. A script prints one PASS/FAIL line per step and exits
+//! non-zero on a failed step, which fails the test.
+//!
+//! The clients are installed outside the clone by `tests/tools/python-clients.sh`
+//! and `tests/tools/node-clients.sh` (`.ci/run` does it) and found through
+//! `COOP_TEST_PYTHON` and `COOP_TEST_NODE_CLIENTS`, with Node 22 first on
+//! `PATH`. Without them a row is skipped with a message, unless
+//! `COOP_TEST_REQUIRE_CLIENTS=1` (CI), when it fails.
+
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+use coop::domain::{Role, Scope, ScopeSet};
+use coop::mcp::catalog;
+
+use crate::helpers::{Engine, TestApp, TestUser};
+use crate::on_both_engines;
+use crate::tls_host::TlsHost;
+
+on_both_engines!(
+    python_sdk_default_mode_on_the_2026_wire,
+    python_sdk_legacy_mode_with_client_secret_post,
+    python_sdk_with_a_client_id_metadata_document,
+    typescript_sdk_public_client,
+    typescript_sdk_with_client_secret_basic,
+    typescript_sdk_with_a_client_id_metadata_document,
+    inspector_cli,
+);
+
+/// The redirect URI the SDK scripts use: nothing listens there, the
+/// scripts read the code off the redirect (a loopback URI matches any port).
+const REDIRECT_URI: &str = "http://127.0.0.1:53682/callback";
+const FLOCK: &str = "Alpha";
+/// One script run, however slow the machine: well inside CI's limit.
+const SCRIPT_TIMEOUT: Duration = Duration::from_secs(240);
+
+const READ: &[Scope] = &[Scope::FarmRead];
+const BOTH: &[Scope] = &[Scope::FarmRead, Scope::DailyEntriesWrite];
+
+async fn python_sdk_default_mode_on_the_2026_wire(engine: Engine) {
+    Row::python("default", Role::Manager, BOTH)
+        .run(engine)
+        .await;
+}
+
+async fn python_sdk_legacy_mode_with_client_secret_post(engine: Engine) {
+    // A worker who grants only reading: the write tool is neither listed
+    // nor called.
+    Row::python("legacy", Role::Worker, READ).run(engine).await;
+}
+
+async fn python_sdk_with_a_client_id_metadata_document(engine: Engine) {
+    Row::python("cimd", Role::Owner, BOTH).run(engine).await;
+}
+
+async fn typescript_sdk_public_client(engine: Engine) {
+    Row::typescript("none", Role::Worker, BOTH)
+        .run(engine)
+        .await;
+}
+
+async fn typescript_sdk_with_client_secret_basic(engine: Engine) {
+    Row::typescript("basic", Role::Viewer, READ)
+        .run(engine)
+        .await;
+}
+
+async fn typescript_sdk_with_a_client_id_metadata_document(engine: Engine) {
+    Row::typescript("cimd", Role::Manager, BOTH)
+        .run(engine)
+        .await;
+}
+
+async fn inspector_cli(engine: Engine) {
+    Row {
+        client: Client::Inspector,
+        mode: "dcr",
+        role: Role::Worker,
+        scopes: BOTH,
+    }
+    .run(engine)
+    .await;
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Client {
+    Python,
+    TypeScript,
+    Inspector,
+}
+
+struct Row {
+    client: Client,
+    /// The script's `--mode`; "cimd" also gets a metadata document.
+    mode: &'static str,
+    role: Role,
+    /// What the person ticks on the consent screen.
+    scopes: &'static [Scope],
+}
+
+impl Row {
+    fn python(mode: &'static str, role: Role, scopes: &'static [Scope]) -> Self {
+        Self {
+            client: Client::Python,
+            mode,
+            role,
+            scopes,
+        }
+    }
+
+    fn typescript(mode: &'static str, role: Role, scopes: &'static [Scope]) -> Self {
+        Self {
+            client: Client::TypeScript,
+            mode,
+            role,
+            scopes,
+        }
+    }
+
+    fn name(&self) -> String {
+        format!("{:?} {}", self.client, self.mode)
+    }
+
+    async fn run(self, engine: Engine) {
+        let Some(installed) = Installed::find(self.client) else {
+            return;
+        };
+
+        // The CIMD rows: the document on an https host whose CA Coop trusts
+        // through the test-only setting (loopback admitted too).
+        let host = if self.mode == "cimd" {
+            Some(TlsHost::start().await)
+        } else {
+            None
+        };
+        let document_path = format!("/{:?}/client.json", self.client).to_lowercase();
+        let client_id = host.as_ref().map(|host| {
+            host.serve_client_document(
+                &document_path,
+                &format!("Coop interop: {}", self.name()),
+                &[REDIRECT_URI],
+            )
+        });
+        let app = match &host {
+            Some(host) => {
+                TestApp::spawn_with(engine, |c| c.cimd_test = host.cimd_settings(true)).await
+            }
+            None => TestApp::spawn(engine).await,
+        };
+        let user = farm_with_a_flock(&app, self.role).await;
+
+        let scopes = ScopeSet::from_scopes(self.scopes.iter().copied());
+        let expected: Vec<&str> = catalog::visible(self.role, &scopes)
+            .map(|t| t.name)
+            .collect();
+        let ticked: Vec<&str> = self.scopes.iter().map(|s| s.as_str()).collect();
+        let mut args: Vec<String> = vec![
+            "--issuer".into(),
+            app.issuer.clone(),
+            "--email".into(),
+            user.email.clone(),
+            "--password".into(),
+            user.password.clone(),
+            "--scopes".into(),
+            ticked.join(" "),
+            "--expect-tools".into(),
+            expected.join(","),
+            "--flock".into(),
+            FLOCK.into(),
+        ];
+        if self.client != Client::Inspector {
+            args.extend(["--mode".into(), self.mode.into()]);
+        }
+        if let Some(client_id) = &client_id {
+            args.extend(["--client-metadata-url".into(), client_id.clone()]);
+        }
+
+        let started = Instant::now();
+        let (ok, output) = installed.run(self.client, &args).await;
+        eprintln!(
+            "── {} on {engine:?} ({:.1}s)\n{output}",
+            self.name(),
+            started.elapsed().as_secs_f64()
+        );
+        assert!(
+            ok,
+            "{} on {engine:?}: a step failed:\n{output}",
+            self.name()
+        );
+        assert!(!output.contains("FAIL"), "{output}");
+        if let Some(host) = &host {
+            assert!(
+                host.hits(&document_path) >= 1,
+                "Coop never fetched the metadata document"
+            );
+        }
+    }
+}
+
+/// A farm with a house and a flock placed two months ago, and one member.
+async fn farm_with_a_flock(app: &TestApp, role: Role) -> TestUser {
+    let user = app.farm_with_member(role.as_str()).await;
+    let (code, _, err) = app
+        .cli(&[
+            "admin", "house", "add", "--farm", &user.farm, "--name", "North",
+        ])
+        .await;
+    assert_eq!(code, 0, "house add failed: {err}");
+    let placed = (time::OffsetDateTime::now_utc().date() - time::Duration::days(60)).to_string();
+    let (code, _, err) = app
+        .cli(&[
+            "admin",
+            "flock",
+            "add",
+            "--farm",
+            &user.farm,
+            "--house",
+            "North",
+            "--name",
+            FLOCK,
+            "--breed",
+            "ISA Brown",
+            "--placed",
+            &placed,
+            "--head-count",
+            "500",
+        ])
+        .await;
+    assert_eq!(code, 0, "flock add failed: {err}");
+    user
+}
+
+/// Where the installed clients are.
+struct Installed {
+    python: Option<PathBuf>,
+    node_clients: Option<PathBuf>,
+}
+
+impl Installed {
+    /// The clients `client` needs, or `None` (after saying why) when they are
+    /// not installed and CI does not require them.
+    fn find(client: Client) -> Option<Self> {
+        let path = |var: &str| {
+            std::env::var_os(var)
+                .map(PathBuf::from)
+                .filter(|p| p.exists())
+        };
+        let installed = Self {
+            python: path("COOP_TEST_PYTHON"),
+            node_clients: path("COOP_TEST_NODE_CLIENTS"),
+        };
+        let missing = match client {
+            Client::Python if installed.python.is_none() => {
+                Some("COOP_TEST_PYTHON (run: tests/tools/python-clients.sh)".to_owned())
+            }
+            Client::TypeScript | Client::Inspector if installed.node_clients.is_none() => Some(
+                "COOP_TEST_NODE_CLIENTS (run: tests/tools/node-clients.sh with Node 22 on PATH)"
+                    .to_owned(),
+            ),
+            Client::TypeScript | Client::Inspector => match node_major() {
+                None => Some("node on PATH".to_owned()),
+                Some(major) if major < 22 => Some(format!("Node 22 on PATH (found Node {major})")),
+                Some(_) => None,
+            },
+            Client::Python => None,
+        };
+        let Some(missing) = missing else {
+            return Some(installed);
+        };
+        if std::env::var("COOP_TEST_REQUIRE_CLIENTS").is_ok_and(|v| v == "1") {
+            panic!("the real MCP clients are required (COOP_TEST_REQUIRE_CLIENTS=1): no {missing}");
+        }
+        eprintln!("skipping the {client:?} row: no {missing}");
+        None
+    }
+
+    /// Runs the row's script; returns (exit status 0, stdout + stderr).
+    async fn run(&self, client: Client, args: &[String]) -> (bool, String) {
+        let scripts = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/clients");
+        let mut command = match client {
+            Client::Python => {
+                let mut c = tokio::process::Command::new(self.python.as_ref().unwrap());
+                c.arg(scripts.join("python_sdk_flow.py"));
+                c
+            }
+            Client::TypeScript | Client::Inspector => {
+                let script = if client == Client::TypeScript {
+                    "ts_sdk_flow.mjs"
+                } else {
+                    "inspector_flow.mjs"
+                };
+                let mut c = tokio::process::Command::new("node");
+                c.arg(scripts.join(script))
+                    .arg("--node-clients")
+                    .arg(self.node_clients.as_ref().unwrap());
+                c
+            }
+        };
+        command
+            .args(args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .kill_on_drop(true);
+        let child = command.spawn().expect("the client script starts");
+        let output = match tokio::time::timeout(SCRIPT_TIMEOUT, child.wait_with_output()).await {
+            Ok(output) => output.expect("the client script runs"),
+            Err(_) => panic!("{client:?}: the script did not finish in {SCRIPT_TIMEOUT:?}"),
+        };
+        let text = format!(
+            "{}{}",
+            String::from_utf8_lossy(&output.stdout),
+            String::from_utf8_lossy(&output.stderr)
+        );
+        (output.status.success(), text)
+    }
+}
+
+/// The major version of the `node` on PATH, if there is one.
+fn node_major() -> Option<u32> {
+    static MAJOR: OnceLock<Option<u32>> = OnceLock::new();
+    *MAJOR.get_or_init(|| {
+        let output = std::process::Command::new("node")
+            .arg("--version")
+            .output()
+            .ok()?;
+        let version = String::from_utf8_lossy(&output.stdout);
+        version
+            .trim()
+            .trim_start_matches('v')
+            .split('.')
+            .next()?
+            .parse()
+            .ok()
+    })
+}

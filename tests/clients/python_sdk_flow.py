@@ -1,0 +1,509 @@
+"""Drives Coop end to end with the official MCP Python SDK client.
+
+Usage:
+    python python_sdk_flow.py --issuer http://127.0.0.1:PORT \
+        --email worker@farm.example --password '...' --mode default \
+        --scopes "farm:read daily-entries:write" \
+        --expect-tools list_flocks,get_flock,... --flock Alpha
+
+Modes:
+    default  `Client(mode="auto")`: probes `server/discover` on the 2026-07-28
+             wire first; Dynamic Client Registration as a public client
+             (token_endpoint_auth_method "none").
+    legacy   `Client(mode="legacy")`: the 2025-11-25 initialize handshake;
+             Dynamic Client Registration with `client_secret_post`.
+    cimd     `Client(mode="auto")` with `client_metadata_url`: the client_id
+             is the URL of a Client ID Metadata Document (--client-metadata-url)
+             that Coop fetches over https; no registration.
+
+The SDK's `OAuthClientProvider` does discovery, registration, PKCE, the
+authorization request, the code exchange and the refresh. The "browser" is
+this script: it opens the authorization URL, fills the sign-in form (with its
+CSRF token), ticks exactly --scopes on the consent screen, approves by form
+post and reads the code off the redirect. Revocation (RFC 7009), which the
+SDK does not do, and the checks that the old tokens are dead are plain HTTP.
+
+Prints one PASS/FAIL line per step and exits non-zero on the first failure.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import datetime
+import json
+import sys
+import time
+from html.parser import HTMLParser
+from urllib.parse import parse_qs, urlencode, urljoin, urlparse
+
+import httpx2
+from mcp.client.auth import AuthorizationCodeResult, OAuthClientProvider
+from mcp.client.client import Client
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared.auth import OAuthClientInformationFull, OAuthClientMetadata, OAuthToken
+
+REDIRECT_URI = "http://127.0.0.1:53682/callback"
+
+
+class StepFailed(Exception):
+    pass
+
+
+class Report:
+    def __init__(self) -> None:
+        self.passed = 0
+
+    def ok(self, step: str, detail: str = "") -> None:
+        self.passed += 1
+        print(f"PASS {step}{': ' + detail if detail else ''}", flush=True)
+
+    def check(self, condition: bool, step: str, detail: str) -> None:
+        if not condition:
+            raise StepFailed(f"{step}: {detail}")
+        self.ok(step, detail)
+
+
+class MemoryStorage:
+    """The SDK's TokenStorage, in memory."""
+
+    def __init__(self) -> None:
+        self.tokens: OAuthToken | None = None
+        self.client_info: OAuthClientInformationFull | None = None
+
+    async def get_tokens(self) -> OAuthToken | None:
+        return self.tokens
+
+    async def set_tokens(self, tokens: OAuthToken) -> None:
+        self.tokens = tokens
+
+    async def get_client_info(self) -> OAuthClientInformationFull | None:
+        return self.client_info
+
+    async def set_client_info(self, client_info: OAuthClientInformationFull) -> None:
+        self.client_info = client_info
+
+
+class Forms(HTMLParser):
+    """Collects each form's action and its inputs (name, value, type)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.forms: list[dict] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        a = dict(attrs)
+        if tag == "form":
+            self.forms.append({"action": a.get("action"), "inputs": []})
+        elif tag in ("input", "button") and self.forms:
+            self.forms[-1]["inputs"].append(
+                {"name": a.get("name"), "value": a.get("value") or "", "type": a.get("type") or "text"}
+            )
+
+
+def forms_of(html: str) -> list[dict]:
+    parser = Forms()
+    parser.feed(html)
+    return parser.forms
+
+
+def hidden(form: dict, name: str) -> str:
+    for field in form["inputs"]:
+        if field["name"] == name:
+            return field["value"]
+    raise StepFailed(f"browser: the form {form['action']} has no {name} field")
+
+
+class Browser:
+    """The person at the browser: signs in, consents, hands back the redirect."""
+
+    def __init__(self, args: argparse.Namespace, report: Report) -> None:
+        self.args = args
+        self.report = report
+        self.result: AuthorizationCodeResult | None = None
+        self.authorization_url: str | None = None
+
+    async def open(self, authorization_url: str) -> None:
+        self.authorization_url = authorization_url
+        args = self.args
+        query = {k: v[0] for k, v in parse_qs(urlparse(authorization_url).query).items()}
+        resource = f"{args.issuer}/mcp"
+        self.report.check(
+            query.get("code_challenge_method") == "S256"
+            and len(query.get("code_challenge", "")) >= 43
+            and query.get("resource") == resource
+            and query.get("response_type") == "code",
+            "authorization request",
+            f"PKCE S256, resource={query.get('resource')}, scope={query.get('scope')!r}, "
+            f"client_id={query.get('client_id')}",
+        )
+        async with httpx2.AsyncClient(follow_redirects=False, timeout=30) as http:
+            response = await http.get(authorization_url)
+            if response.status_code == 303 and "/login" in response.headers.get("location", ""):
+                login_url = urljoin(authorization_url, response.headers["location"])
+                page = await http.get(login_url)
+                form = next(f for f in forms_of(page.text) if f["action"] == "/login")
+                signed_in = await http.post(
+                    urljoin(authorization_url, "/login"),
+                    data={
+                        "csrf": hidden(form, "csrf"),
+                        "return_to": hidden(form, "return_to"),
+                        "email": args.email,
+                        "password": args.password,
+                    },
+                )
+                if signed_in.status_code != 303:
+                    raise StepFailed(f"sign-in: expected 303, got {signed_in.status_code}")
+                response = await http.get(urljoin(authorization_url, signed_in.headers["location"]))
+            if response.status_code != 200:
+                raise StepFailed(f"consent: expected the consent page, got {response.status_code}")
+            consent = next((f for f in forms_of(response.text) if f["action"] == "/authorize/consent"), None)
+            if consent is None:
+                raise StepFailed("consent: the page has no consent form")
+            offered = [f["value"] for f in consent["inputs"] if f["name"] == "scope"]
+            wanted = args.scopes.split()
+            missing = [s for s in wanted if s not in offered]
+            if missing:
+                raise StepFailed(f"consent: {missing} not offered (offered {offered})")
+            form = [
+                ("csrf", hidden(consent, "csrf")),
+                ("request", hidden(consent, "request")),
+                ("decision", "approve"),
+            ] + [("scope", s) for s in wanted]
+            # Repeated `scope` fields: sent as an encoded body (a list of
+            # pairs is not a form to httpx).
+            answered = await http.post(
+                urljoin(authorization_url, "/authorize/consent"),
+                content=urlencode(form),
+                headers={"Content-Type": "application/x-www-form-urlencoded"},
+            )
+            location = answered.headers.get("location", "")
+            if answered.status_code != 303 or not location.startswith(REDIRECT_URI.split("/callback")[0]):
+                raise StepFailed(f"consent: expected a 303 to the client, got {answered.status_code} {location}")
+        params = {k: v[0] for k, v in parse_qs(urlparse(location).query).items()}
+        self.report.check(
+            "code" in params and params.get("state") == query.get("state") and params.get("iss") == args.issuer,
+            "sign-in and consent",
+            f"signed in as {args.email}, ticked {wanted}, redirect carries code, state and iss",
+        )
+        self.result = AuthorizationCodeResult(code=params["code"], state=params.get("state"), iss=params.get("iss"))
+
+    async def callback(self) -> AuthorizationCodeResult:
+        if self.result is None:
+            raise StepFailed("the SDK asked for the callback before the browser finished")
+        return self.result
+
+
+class Trace:
+    """Every HTTP exchange the SDK makes (the OAuth provider's own requests
+    go through the same client, so its discovery and token calls are here)."""
+
+    def __init__(self) -> None:
+        self.entries: list[tuple[str, str, int, httpx2.Response]] = []
+
+    async def on_response(self, response: httpx2.Response) -> None:
+        request = response.request
+        self.entries.append((request.method, request.url.path, response.status_code, response))
+
+    def find(self, method: str, path: str) -> list[tuple[str, str, int, httpx2.Response]]:
+        return [e for e in self.entries if e[0] == method and e[1] == path]
+
+    def summary(self) -> str:
+        return " → ".join(f"{m} {p} {s}" for m, p, s, _ in self.entries)
+
+
+def tool_json(result) -> object:
+    """A Coop tool's structured result (its text content is for people)."""
+    if getattr(result, "is_error", False) or getattr(result, "isError", False):
+        raise StepFailed(f"tool error: {result}")
+    structured = getattr(result, "structured_content", None)
+    if structured is None:
+        structured = getattr(result, "structuredContent", None)
+    if structured is None:
+        raise StepFailed(f"no structured content in {result}")
+    return structured
+
+
+async def mcp_status(issuer: str, access_token: str) -> tuple[int, str]:
+    """A raw tools/list with `access_token`: (status, WWW-Authenticate)."""
+    body = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "tools/list",
+        "params": {"_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28"}},
+    }
+    async with httpx2.AsyncClient(timeout=30) as http:
+        response = await http.post(
+            f"{issuer}/mcp",
+            json=body,
+            headers={
+                "Authorization": f"Bearer {access_token}",
+                "Accept": "application/json, text/event-stream",
+                "MCP-Protocol-Version": "2026-07-28",
+                "Mcp-Method": "tools/list",
+            },
+        )
+    return response.status_code, response.headers.get("www-authenticate", "")
+
+
+async def run(args: argparse.Namespace, trace: Trace) -> Report:
+    report = Report()
+    server_url = f"{args.issuer}/mcp"
+    storage = MemoryStorage()
+    browser = Browser(args, report)
+
+    metadata = OAuthClientMetadata(
+        client_name=f"Coop interop: Python SDK ({args.mode})",
+        redirect_uris=[REDIRECT_URI],
+        grant_types=["authorization_code", "refresh_token"],
+        response_types=["code"],
+        token_endpoint_auth_method="client_secret_post" if args.mode == "legacy" else "none",
+    )
+    provider = OAuthClientProvider(
+        server_url=server_url,
+        client_metadata=metadata,
+        storage=storage,
+        redirect_handler=browser.open,
+        callback_handler=browser.callback,
+        client_metadata_url=args.client_metadata_url if args.mode == "cimd" else None,
+    )
+    http = httpx2.AsyncClient(auth=provider, timeout=30, event_hooks={"response": [trace.on_response]})
+    transport = streamable_http_client(server_url, http_client=http)
+    mode = "legacy" if args.mode == "legacy" else "auto"
+
+    async with http, Client(transport, mode=mode, cache=None) as client:
+        # 1. The first call was refused, and the SDK found its way from there.
+        first = trace.entries[0] if trace.entries else None
+        www = first[3].headers.get("www-authenticate", "") if first else ""
+        report.check(
+            first is not None and first[1] == "/mcp" and first[2] == 401 and "resource_metadata=" in www,
+            "401 and discovery (challenge)",
+            f"{first[0] if first else '-'} /mcp → {first[2] if first else '-'}, WWW-Authenticate: {www}",
+        )
+        prm = [e for e in trace.entries if e[1].startswith("/.well-known/oauth-protected-resource") and e[2] == 200]
+        asm = [
+            e
+            for e in trace.entries
+            if e[1] in ("/.well-known/oauth-authorization-server", "/.well-known/openid-configuration") and e[2] == 200
+        ]
+        report.check(
+            bool(prm) and bool(asm),
+            "401 and discovery (metadata)",
+            f"{prm[0][1] if prm else 'no resource metadata'} then {asm[0][1] if asm else 'no AS metadata'}",
+        )
+
+        # 2. Registration, or a Client ID Metadata Document.
+        registrations = trace.find("POST", "/register")
+        info = storage.client_info
+        if args.mode == "cimd":
+            report.check(
+                not registrations and info is not None and info.client_id == args.client_metadata_url,
+                "client id metadata document",
+                f"client_id={info.client_id if info else None}, no /register call",
+            )
+        else:
+            want = "client_secret_post" if args.mode == "legacy" else "none"
+            report.check(
+                len(registrations) == 1
+                and registrations[0][2] == 201
+                and info is not None
+                and info.token_endpoint_auth_method == want
+                and (info.client_secret is not None) == (want != "none"),
+                "dynamic client registration",
+                f"POST /register → {registrations[0][2] if registrations else '-'}, "
+                f"token_endpoint_auth_method={info.token_endpoint_auth_method if info else None}",
+            )
+
+        # 3-5. Authorization and the browser ran inside the provider (above);
+        # the code exchange is the first /token call.
+        tokens = trace.find("POST", "/token")
+        first_tokens = storage.tokens
+        report.check(
+            len(tokens) == 1
+            and tokens[0][2] == 200
+            and first_tokens is not None
+            and first_tokens.refresh_token is not None
+            and first_tokens.expires_in is not None,
+            "code exchange",
+            f"POST /token → {tokens[0][2] if tokens else '-'}, scope={first_tokens.scope if first_tokens else None!r}, "
+            f"expires_in={first_tokens.expires_in if first_tokens else None}",
+        )
+        granted = set((first_tokens.scope or "").split())
+        report.check(
+            granted == set(args.scopes.split()),
+            "granted scopes",
+            f"{sorted(granted)}",
+        )
+        era = client.protocol_version
+        if args.mode == "legacy":
+            report.check(era == "2025-11-25", "protocol era", f"initialize handshake, version {era}")
+        else:
+            report.check(era == "2026-07-28", "protocol era", f"server/discover, version {era} (no handshake)")
+
+        # 6. tools/list shows exactly role ∩ granted scopes.
+        listed = await client.list_tools()
+        names = sorted(t.name for t in listed.tools)
+        expected = sorted(t for t in args.expect_tools.split(",") if t)
+        report.check(names == expected, "tools/list", f"{names}")
+
+        # 7. A read tool.
+        flocks = tool_json(await client.call_tool("list_flocks", {}))
+        flock_names = json.dumps(flocks)
+        report.check(args.flock in flock_names, "read tool list_flocks", f"sees flock {args.flock}")
+
+        # 8. The write tool, when granted.
+        if "record_daily_entry" in expected:
+            day = (datetime.date.today() - datetime.timedelta(days=1)).isoformat()
+            written = tool_json(
+                await client.call_tool(
+                    "record_daily_entry",
+                    {"flock": args.flock, "date": day, "eggs_collected": 812, "notes": f"python {args.mode}"},
+                )
+            )
+            report.check(
+                isinstance(written, dict) and written.get("entry", {}).get("eggs_collected") == 812,
+                "write tool record_daily_entry",
+                f"{day}: change={written.get('change') if isinstance(written, dict) else written}",
+            )
+        else:
+            report.ok("write tool record_daily_entry", "not granted to this role and scopes: not listed, not called")
+
+        # 9. Refresh, by the SDK itself: its access token is made to look
+        # expired (the provider keeps the expiry in its context), so its next
+        # request goes through the provider's refresh path.
+        before = storage.tokens
+        provider.context.token_expiry_time = time.time() - 1
+        await client.call_tool("list_flocks", {})
+        refreshed = storage.tokens
+        refreshes = trace.find("POST", "/token")[1:]
+        report.check(
+            len(refreshes) == 1
+            and refreshes[0][2] == 200
+            and refreshed is not None
+            and before is not None
+            and refreshed.access_token != before.access_token
+            and refreshed.refresh_token not in (None, before.refresh_token),
+            "refresh",
+            "POST /token grant_type=refresh_token → 200, new access token, rotated refresh token, next call OK",
+        )
+    # 10. RFC 7009 revocation of the refresh token ends the grant.
+    assert refreshed is not None and info is not None
+    revoke_form = {"token": refreshed.refresh_token or "", "token_type_hint": "refresh_token"}
+    status = await revoke(args.issuer, info, revoke_form)
+    report.check(status == 200, "revocation", f"POST /revoke (refresh token) → {status}")
+
+    # 11. The old tokens are dead: the ones held when revoking, and the
+    # ones from before the refresh.
+    assert before is not None
+    for label, token in (("old access token refused", refreshed.access_token), ("pre-refresh access token refused", before.access_token)):
+        status, www = await mcp_status(args.issuer, token)
+        report.check(
+            status == 401 and 'error="invalid_token"' in www,
+            label,
+            f"{status}, WWW-Authenticate: {www}",
+        )
+    for label, token in (("old refresh token refused", refreshed.refresh_token or ""), ("pre-refresh refresh token refused", before.refresh_token or "")):
+        status, body = await token_refresh(args.issuer, info, token)
+        report.check(
+            status == 400 and body.get("error") == "invalid_grant",
+            label,
+            f"{status} {body.get('error')}",
+        )
+    return report
+
+
+def client_auth(info: OAuthClientInformationFull, form: dict[str, str]) -> tuple[dict[str, str], dict[str, str]]:
+    """Authenticates a token-endpoint request the way the client registered."""
+    headers: dict[str, str] = {}
+    form = dict(form, client_id=info.client_id)
+    if info.token_endpoint_auth_method == "client_secret_post" and info.client_secret:
+        form["client_secret"] = info.client_secret
+    return form, headers
+
+
+async def token_refresh(issuer: str, info: OAuthClientInformationFull | None, refresh_token: str) -> tuple[int, dict]:
+    assert info is not None
+    form, headers = client_auth(info, {"grant_type": "refresh_token", "refresh_token": refresh_token})
+    async with httpx2.AsyncClient(timeout=30) as http:
+        response = await http.post(f"{issuer}/token", data=form, headers=headers)
+    try:
+        body = response.json()
+    except ValueError:
+        body = {}
+    return response.status_code, body
+
+
+async def revoke(issuer: str, info: OAuthClientInformationFull, form: dict[str, str]) -> int:
+    form, headers = client_auth(info, form)
+    async with httpx2.AsyncClient(timeout=30) as http:
+        response = await http.post(f"{issuer}/revoke", data=form, headers=headers)
+    return response.status_code
+
+
+def leaves(error: BaseException) -> list[BaseException]:
+    """The exceptions inside an exception group (anyio task groups wrap them)."""
+    if isinstance(error, BaseExceptionGroup):
+        return [leaf for inner in error.exceptions for leaf in leaves(inner)]
+    return [error]
+
+
+def first_step_failure(error: BaseException) -> StepFailed | None:
+    for leaf in leaves(error):
+        seen = leaf
+        while seen is not None:
+            if isinstance(seen, StepFailed):
+                return seen
+            seen = seen.__cause__ or seen.__context__
+    return None
+
+
+def describe(error: BaseException) -> str:
+    lines = []
+    for leaf in leaves(error):
+        lines.append(f"{type(leaf).__name__}: {leaf}")
+        cause = leaf.__cause__ or leaf.__context__
+        while cause is not None:
+            lines.append(f"     caused by {type(cause).__name__}: {cause}")
+            cause = cause.__cause__ or cause.__context__
+    return "\n".join(lines)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--issuer", required=True)
+    parser.add_argument("--email", required=True)
+    parser.add_argument("--password", required=True)
+    parser.add_argument("--mode", choices=["default", "legacy", "cimd"], default="default")
+    parser.add_argument("--client-metadata-url")
+    parser.add_argument("--scopes", default="farm:read daily-entries:write")
+    parser.add_argument("--expect-tools", required=True, help="comma-separated tool names")
+    parser.add_argument("--flock", required=True, help="a flock the user can see")
+    args = parser.parse_args()
+    if args.mode == "cimd" and not args.client_metadata_url:
+        parser.error("--mode cimd needs --client-metadata-url")
+    args.issuer = args.issuer.rstrip("/")
+
+    started = time.monotonic()
+    report: Report | None = None
+    trace = Trace()
+    try:
+        report = asyncio.run(run(args, trace))
+    except BaseException as error:  # noqa: BLE001 - every failure is reported, then the exit code says it
+        if isinstance(error, KeyboardInterrupt):
+            raise
+        step = first_step_failure(error)
+        if step is not None:
+            print(f"FAIL {step}", flush=True)
+        else:
+            print(f"FAIL unexpected {describe(error)}", flush=True)
+    elapsed = time.monotonic() - started
+    if report is None:
+        print(f"     HTTP exchanges: {trace.summary()}", flush=True)
+        print(f"python-sdk {args.mode}: failed after {elapsed:.1f}s", flush=True)
+        return 1
+    print(f"python-sdk {args.mode}: {report.passed} passed, 0 failed in {elapsed:.1f}s", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
