@@ -14,13 +14,7 @@ use subtle::ConstantTimeEq;
 /// `bytes` random bytes, base64url without padding.
 pub fn random_token(bytes: usize) -> String {
     let mut buf = vec![0u8; bytes];
-    // SystemRandom reads the OS generator; it fails only if the OS has none,
-    // in which case nothing secure can be made and the zeroed buffer would be
-    // worse than stopping, so fall back to rand's OS-seeded generator.
-    if SystemRandom::new().fill(&mut buf).is_err() {
-        use rand::RngCore;
-        rand::rng().fill_bytes(&mut buf);
-    }
+    fill_random(&mut buf);
     URL_SAFE_NO_PAD.encode(buf)
 }
 
@@ -34,18 +28,49 @@ pub fn constant_time_eq(a: &str, b: &str) -> bool {
     a.as_bytes().ct_eq(b.as_bytes()).into()
 }
 
-/// A human-friendly generated password: 20 characters from an alphabet
-/// without look-alikes (about 110 bits).
+/// The characters of a generated password: no look-alikes (no `i`, `l`,
+/// `o`, `I`, `O`, `0`, `1`).
+const PASSWORD_ALPHABET: &[u8] = b"abcdefghjkmnpqrstuvwxyzABCDEFGHJKLMNPQRSTUVWXYZ23456789";
+const PASSWORD_LEN: usize = 20;
+
+/// A human-friendly generated password: 20 characters drawn uniformly from
+/// [`PASSWORD_ALPHABET`] (55 symbols, about 115 bits).
 pub fn generate_password() -> String {
-    const ALPHABET: &[u8] = b"abcdefghjkmnpqrstuvwxyzABCDEFGHJKLMNPQRSTUVWXYZ23456789";
-    let mut buf = [0u8; 20];
-    if SystemRandom::new().fill(&mut buf).is_err() {
-        use rand::RngCore;
-        rand::rng().fill_bytes(&mut buf);
+    let mut password = String::with_capacity(PASSWORD_LEN);
+    while password.len() < PASSWORD_LEN {
+        let mut buf = [0u8; 32];
+        fill_random(&mut buf);
+        push_uniform(&mut password, &buf, PASSWORD_LEN);
     }
-    buf.iter()
-        .map(|b| ALPHABET[usize::from(*b) % ALPHABET.len()] as char)
-        .collect()
+    password
+}
+
+/// Appends a symbol for each usable byte until `password` is `len` long.
+/// Rejection sampling: 256 is not a multiple of 55, so `byte % 55` would
+/// make the first 36 symbols a quarter more likely than the rest; bytes at
+/// or above the largest multiple of 55 (220) are skipped instead.
+fn push_uniform(password: &mut String, bytes: &[u8], len: usize) {
+    let symbols = PASSWORD_ALPHABET.len();
+    let limit = 256 - 256 % symbols;
+    for &byte in bytes {
+        if password.len() == len {
+            break;
+        }
+        let byte = usize::from(byte);
+        if byte < limit {
+            password.push(char::from(PASSWORD_ALPHABET[byte % symbols]));
+        }
+    }
+}
+
+/// Fills `buf` from the OS generator. SystemRandom fails only if the OS has
+/// none, in which case a zeroed buffer would be worse than stopping, so it
+/// falls back to rand's OS-seeded generator.
+fn fill_random(buf: &mut [u8]) {
+    if SystemRandom::new().fill(buf).is_err() {
+        use rand::RngCore;
+        rand::rng().fill_bytes(buf);
+    }
 }
 
 #[cfg(test)]
@@ -61,5 +86,26 @@ mod tests {
         assert!(constant_time_eq(&hash_secret("x"), &hash_secret("x")));
         assert!(!constant_time_eq(&hash_secret("x"), &hash_secret("y")));
         assert_eq!(generate_password().len(), 20);
+    }
+
+    #[test]
+    fn generated_passwords_draw_every_symbol_equally_often() {
+        // Every byte value once: each symbol must come out exactly as often
+        // as every other (4 times); plain `byte % 55` gives 36 symbols 5.
+        let every_byte: Vec<u8> = (0..=255).collect();
+        let mut drawn = String::new();
+        push_uniform(&mut drawn, &every_byte, usize::MAX);
+        assert_eq!(drawn.len(), 220);
+        for symbol in PASSWORD_ALPHABET {
+            let count = drawn.bytes().filter(|b| b == symbol).count();
+            assert_eq!(count, 4, "{}", char::from(*symbol));
+        }
+        // Bytes past the last whole multiple are skipped, not folded.
+        let mut drawn = String::new();
+        push_uniform(&mut drawn, &[255, 220, 0, 54], 2);
+        assert_eq!(drawn, "a9");
+        let password = generate_password();
+        assert_eq!(password.len(), PASSWORD_LEN);
+        assert!(password.bytes().all(|b| PASSWORD_ALPHABET.contains(&b)));
     }
 }

@@ -6,12 +6,15 @@
 //! (`client_secret_basic`, where `client_id` may appear only in the header)
 //! or in the body (`client_secret_post`). Using two methods at once, or a
 //! body `client_id` that disagrees with the header, is refused. Secrets are
-//! compared as SHA-256 hashes in constant time (threat 29).
+//! compared as SHA-256 hashes in constant time (threat 29). A metadata
+//! document client (its `client_id` an https URL) is always public: its
+//! document is fetched, or taken from the cache, at each request.
 
 use time::OffsetDateTime;
 
+use crate::oauth::cimd::CimdFetcher;
 use crate::oauth::client::Client;
-use crate::oauth::clients;
+use crate::oauth::clients::{self, ClientLookupError};
 use crate::oauth::error::OAuthError;
 use crate::oauth::params::Params;
 use crate::secrets;
@@ -70,16 +73,22 @@ pub fn presented(
     }
 }
 
-/// Authenticates the presented credentials against the stored client.
+/// Authenticates the presented credentials against the client: stored, or
+/// described by its metadata document (fetched, or cached, through `cimd`;
+/// a document that cannot be used is `invalid_client`, like an unknown id).
 pub async fn authenticate(
     store: &Store,
+    cimd: &CimdFetcher,
     presented: &Presented,
     now: OffsetDateTime,
 ) -> Result<Client, OAuthError> {
     let refuse = |why: &str| OAuthError::invalid_client(why, presented.basic);
-    let client = clients::find_stored(store, &presented.client_id, now)
-        .await?
-        .ok_or_else(|| refuse("unknown client"))?;
+    let client = match clients::resolve(store, cimd, &presented.client_id, now).await {
+        Ok(Some(resolved)) => resolved.client,
+        Ok(None) => return Err(refuse("unknown client")),
+        Err(ClientLookupError::Document(why)) => return Err(refuse(&why)),
+        Err(ClientLookupError::Store(err)) => return Err(err.into()),
+    };
     match (&client.secret_hash, &presented.secret) {
         (Some(expected), Some(secret))
             if client.auth_method.is_confidential()

@@ -1,14 +1,25 @@
 //! Finding a client by its `client_id`, whichever way it became known.
 //!
-//! A stored client (registered or self-registered) is read from the store;
-//! a self-registered client never used within [`UNUSED_REGISTRATION_TTL`]
-//! of its registration is treated as unknown (and deleted by housekeeping),
-//! so a flood of registrations leaves nothing usable behind (threat 14).
+//! - A `client_id` that is an https URL names a Client ID Metadata Document:
+//!   it is resolved through the fetcher ([`crate::oauth::cimd`], with its
+//!   SSRF guard and cache) on every use, never from the store, so a
+//!   withdrawn or changed document takes effect once the cached copy is
+//!   stale. The client is public (no secret), named and redirected as the
+//!   document says, and shown with the host that served the document.
+//!   [`record_document`] keeps a copy in the store once a person is about
+//!   to consent: grants reference it, and the consent and connected-apps
+//!   pages name the client from it.
+//! - Any other `client_id` is a stored client (registered or
+//!   self-registered); a self-registered client never used within
+//!   [`UNUSED_REGISTRATION_TTL`] of its registration is treated as unknown
+//!   (and deleted by housekeeping), so a flood of registrations leaves
+//!   nothing usable behind (threat 14).
 
 use time::OffsetDateTime;
 
+use crate::oauth::cimd::{CimdError, CimdFetcher, ClientMetadataDocument};
 use crate::oauth::client::{AuthMethod, Client, ClientKind};
-use crate::storage::clients::{self as stored, ClientRow};
+use crate::storage::clients::{self as stored, ClientRow, DocumentClient};
 use crate::storage::{Store, StoreError};
 
 /// How long a self-registered client may go unused before it expires.
@@ -16,12 +27,110 @@ pub const UNUSED_REGISTRATION_TTL: time::Duration = time::Duration::hours(24);
 
 #[derive(Debug, thiserror::Error)]
 pub enum ClientLookupError {
-    /// The client names a metadata document that could not be used; the
-    /// reason is for the log and, in plain words, the error page.
+    /// The client names a metadata document that could not be used. The
+    /// text is a plain reason fit for the person's error page; the detail
+    /// (addresses, TLS errors) went to the log only.
     #[error("client metadata document: {0}")]
     Document(String),
     #[error(transparent)]
     Store(#[from] StoreError),
+}
+
+/// A client found for a request; for a metadata-document client, also the
+/// document it came from (for [`record_document`]).
+#[derive(Clone, Debug)]
+pub struct Resolved {
+    pub client: Client,
+    pub document: Option<ClientMetadataDocument>,
+}
+
+/// Whether `client_id` names a metadata document (an https URL) rather
+/// than a stored client. Stored ids are random base64url and never are.
+pub fn is_document_id(client_id: &str) -> bool {
+    client_id.starts_with("https://")
+}
+
+/// The client `client_id`: a metadata document through `cimd`, otherwise
+/// the stored client. `Ok(None)`: no such stored client.
+pub async fn resolve(
+    store: &Store,
+    cimd: &CimdFetcher,
+    client_id: &str,
+    now: OffsetDateTime,
+) -> Result<Option<Resolved>, ClientLookupError> {
+    if !is_document_id(client_id) {
+        let client = find_stored(store, client_id, now).await?;
+        return Ok(client.map(|client| Resolved {
+            client,
+            document: None,
+        }));
+    }
+    let document = cimd.fetch(client_id, now).await.map_err(|err| {
+        tracing::info!(client_id, error = %err, "client metadata document refused");
+        ClientLookupError::Document(plain_reason(&err).to_owned())
+    })?;
+    Ok(Some(Resolved {
+        client: document_client(&document),
+        document: Some(document),
+    }))
+}
+
+/// A metadata document as a client: public, refreshing like any other.
+pub fn document_client(document: &ClientMetadataDocument) -> Client {
+    Client {
+        client_id: document.client_id.clone(),
+        kind: ClientKind::MetadataDocument {
+            document_host: document.document_host.clone(),
+        },
+        name: document.client_name.clone(),
+        redirect_uris: document.redirect_uris.clone(),
+        auth_method: AuthMethod::None,
+        secret_hash: None,
+        may_refresh: true,
+    }
+}
+
+/// Stores (or refreshes) the copy of a document client that grants
+/// reference and the consent and connected-apps pages read.
+pub async fn record_document(
+    store: &Store,
+    document: &ClientMetadataDocument,
+    now: OffsetDateTime,
+) -> Result<(), StoreError> {
+    stored::upsert_metadata_document(
+        store,
+        &DocumentClient {
+            client_id: &document.client_id,
+            client_name: &document.client_name,
+            redirect_uris: &document.redirect_uris,
+            document_host: &document.document_host,
+            fresh_until: document.fresh_until,
+        },
+        now,
+    )
+    .await
+}
+
+/// What the person is told about an unusable document. Deliberately
+/// coarse: the exact failure (an address refused by the SSRF guard, a name
+/// that does not resolve, a TLS error) would tell whoever chose the URL
+/// about Coop's network, so it is logged and not shown.
+fn plain_reason(err: &CimdError) -> &'static str {
+    match err {
+        CimdError::NotHttpsUrl => "its client_id is not an https address Coop accepts",
+        CimdError::ClientIdMismatch => "the document names another client_id than its own address",
+        CimdError::SharedSecretAuth | CimdError::Invalid(_) => {
+            "the document is not a valid client description"
+        }
+        CimdError::ForbiddenAddress(_)
+        | CimdError::Resolve(_)
+        | CimdError::Fetch(_)
+        | CimdError::Status(_)
+        | CimdError::Redirect
+        | CimdError::TooLarge
+        | CimdError::Timeout
+        | CimdError::Settings(_) => "the document could not be fetched from its address",
+    }
 }
 
 /// The stored client `client_id`, unless unknown or expired.

@@ -178,6 +178,21 @@ pub async fn approve(
         },
     });
     audit::record(store, &event, now).await?;
+    if let ConsentOutcome::Replaced { old, .. } = outcome {
+        // The old grant ended here: a grant event of its own, so the log
+        // shows when its tokens stopped working and why.
+        let mut ended = AuditEvent::new(AuditKind::GrantRevoked);
+        ended.farm = Some(account.farm());
+        ended.user = Some(account.user_id());
+        ended.client_id = Some(&request.client_id);
+        ended.grant = Some(old);
+        ended.detail = serde_json::json!({
+            "via": "consent",
+            "reason": "credential epoch moved",
+            "replaced_by": outcome.grant().0,
+        });
+        audit::record(store, &ended, now).await?;
+    }
     issue_code(store, request, account, outcome.grant(), scope, now).await
 }
 

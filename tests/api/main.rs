@@ -10,6 +10,7 @@ mod helpers;
 mod tls_host;
 
 mod cimd;
+mod cimd_authorize;
 mod cli;
 mod config;
 mod health;
@@ -18,6 +19,8 @@ mod metrics;
 mod oauth_authorize;
 mod oauth_cli;
 mod oauth_client;
+mod oauth_flow;
+mod oauth_logs;
 mod oauth_metadata;
 mod oauth_register;
 mod oauth_revoke;

@@ -662,6 +662,16 @@ async fn consent_is_asked_again_after_the_credential_epoch_moved(engine: Engine)
         .await,
         1
     );
+    // The old grant's end is a grant event of its own in the audit log.
+    assert_eq!(
+        db_count(
+            &app,
+            "select count(*) from audit_log a join grants g on g.id = a.grant_id \
+             where a.kind = 'grant_revoked' and g.revoked_at is not null"
+        )
+        .await,
+        1
+    );
     let old = oauth_client::refresh(&app, &tokens.client_id, &tokens.refresh_token).await;
     oauth_client::assert_oauth_error(old, 400, "invalid_grant").await;
     let new =

@@ -25,7 +25,9 @@ on_both_engines!(
     client_secret_post_and_client_authentication_refusals,
     unsupported_and_malformed_token_requests,
     a_storage_failure_is_a_server_error_not_invalid_grant,
+    a_storage_failure_during_a_code_exchange_is_a_server_error,
     token_requests_are_rate_limited_per_address,
+    an_oversized_token_request_is_refused,
     a_client_registered_without_refresh_gets_none,
 );
 
@@ -663,6 +665,53 @@ async fn a_storage_failure_is_a_server_error_not_invalid_grant(engine: Engine) {
             .status(),
         200
     );
+}
+
+async fn a_storage_failure_during_a_code_exchange_is_a_server_error(engine: Engine) {
+    let app = TestApp::spawn(engine).await;
+    let user = app.farm_with_member("manager").await;
+    let client_id = oauth_client::register_public_client(&app).await;
+    let (code, pkce) = code_for(&app, &user, &client_id, "farm:read").await;
+    // The code is readable but its first refresh token cannot be stored:
+    // the exchange fails in the spending transaction.
+    db_execute(
+        &app,
+        "alter table refresh_tokens rename to refresh_tokens_away",
+    )
+    .await;
+    let response = exchange_code(&app, &client_id, &code, &pkce.verifier).await;
+    let body = assert_oauth_error(response, 500, "server_error").await;
+    assert!(!body.to_string().contains("refresh_tokens"), "{body}");
+    db_execute(
+        &app,
+        "alter table refresh_tokens_away rename to refresh_tokens",
+    )
+    .await;
+    // The transaction rolled back: the code was not spent, the grant lives.
+    assert_eq!(grants_revoked(&app).await, 0);
+    let response = exchange_code(&app, &client_id, &code, &pkce.verifier).await;
+    assert_eq!(response.status(), 200);
+}
+
+async fn an_oversized_token_request_is_refused(engine: Engine) {
+    let app = TestApp::spawn(engine).await;
+    let user = app.farm_with_member("manager").await;
+    let tokens = oauth_client::connect(&app, &user, "farm:read").await;
+    let padding = "x".repeat(9 * 1024);
+    let response = token_request(
+        &app,
+        &[
+            ("grant_type", "refresh_token"),
+            ("client_id", &tokens.client_id),
+            ("refresh_token", &tokens.refresh_token),
+            ("padding", &padding),
+        ],
+    )
+    .await;
+    assert_eq!(response.status(), 413);
+    // Refused before it was read: the refresh token was not spent.
+    let response = refresh(&app, &tokens.client_id, &tokens.refresh_token).await;
+    assert_eq!(response.status(), 200);
 }
 
 async fn token_requests_are_rate_limited_per_address(engine: Engine) {

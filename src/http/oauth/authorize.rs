@@ -2,10 +2,13 @@
 //!
 //! The checks of [`crate::oauth::authorize`] run first, in their order, so
 //! a bad request is refused the same way whether or not anyone is signed
-//! in: an unknown client or an unregistered redirect URI gets a page (never
-//! a redirect), anything later a redirect carrying `error`, `state` and
-//! `iss`. Then: not signed in → `/login?return_to=` this very request; signed
-//! in → the request waits in the session under its own id and
+//! in: an unknown client, an unusable client metadata document or an
+//! unregistered redirect URI gets a page (never a redirect), anything later
+//! a redirect carrying `error`, `state` and `iss`. A document client (its
+//! `client_id` an https URL) is resolved through the fetcher and, once the
+//! request is about to wait for consent, recorded in the store. Then: not
+//! signed in → `/login?return_to=` this very request; signed in → the
+//! request waits in the session under its own id and
 //! [`super::consent::proceed`] decides between refusing, issuing a code at
 //! once, asking for the password again, and the consent screen.
 
@@ -17,8 +20,8 @@ use super::error::{page_refusal, refusal_redirect};
 use super::pending;
 use crate::http::error::PageError;
 use crate::http::session::{CHANGE_PASSWORD_PATH, SignedIn};
-use crate::oauth::authorize::{self, AuthorizeParams};
-use crate::oauth::clients;
+use crate::oauth::authorize::{self, AuthorizeParams, PageRefusal};
+use crate::oauth::clients::{self, ClientLookupError};
 use crate::state::AppState;
 
 pub async fn authorize(
@@ -35,8 +38,15 @@ pub async fn authorize(
         Ok(id) => id,
         Err(refusal) => return Ok(page_refusal(&refusal)),
     };
-    let found = clients::find_stored(&state.store, client_id, now).await?;
-    let client = match authorize::check_client(found) {
+    let found = match clients::resolve(&state.store, &state.cimd, client_id, now).await {
+        Ok(found) => found,
+        Err(ClientLookupError::Document(why)) => {
+            return Ok(page_refusal(&PageRefusal::ClientDocument(why)));
+        }
+        Err(ClientLookupError::Store(err)) => return Err(err.into()),
+    };
+    let document = found.as_ref().and_then(|f| f.document.clone());
+    let client = match authorize::check_client(found.map(|f| f.client)) {
         Ok(client) => client,
         Err(refusal) => return Ok(page_refusal(&refusal)),
     };
@@ -85,6 +95,11 @@ pub async fn authorize(
     };
     if user.account.must_change_password {
         return Ok(Redirect::to(CHANGE_PASSWORD_PATH).into_response());
+    }
+    // The copy of a document client that the consent page names and the
+    // grant will reference, as of this request.
+    if let Some(document) = &document {
+        clients::record_document(&state.store, document, now).await?;
     }
     let id = pending::put(&user.session, user.account.id, &request, now).await?;
     consent::proceed(&state, &user, &id, &request, None).await

@@ -27,7 +27,7 @@ pub async fn revoke(
     let now = state.clock.now();
     let form = Params::parse(&body);
     let presented = client_auth::presented(client_credentials::basic(&headers), &form)?;
-    let client = client_auth::authenticate(&state.store, &presented, now).await?;
+    let client = client_auth::authenticate(&state.store, &state.cimd, &presented, now).await?;
     let repeated = |name| OAuthError::invalid_request(format!("{name} is repeated"));
     let token = form
         .single("token")

@@ -28,7 +28,7 @@ pub async fn token(
     let now = state.clock.now();
     let form = Params::parse(&body);
     let presented = client_auth::presented(client_credentials::basic(&headers), &form)?;
-    let client = client_auth::authenticate(&state.store, &presented, now).await?;
+    let client = client_auth::authenticate(&state.store, &state.cimd, &presented, now).await?;
     let request = token::parse(&form)?;
     let ctx = context(&state);
     let issued = token::exchange(&ctx, &client, request, now).await?;
