@@ -17,9 +17,10 @@
 # it (bench/lua/mcp.lua). Each call is the full per-call check (JWT
 # signature, audience, the store look-up of grant, user and farm) plus the
 # tool's keyset-paged SQL. Any answer that is not a successful tool result
-# marks the run invalid. The ratio column is calls/s over /healthz/s at the
+# marks the run invalid. The ratio line is calls/s over /healthz/s at the
 # same concurrency. wrk and the server share the machine's cores.
-# Builds nothing: run `cargo build --release` first.
+# Builds nothing: run `cargo build --release` first, or point COOP_BIN at
+# another build (the figures then say which binary they measured).
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 

@@ -20,7 +20,8 @@
 #
 # wrk and the server share this machine's cores; the figures say so.
 # PostgreSQL at $COOP_BENCH_POSTGRES_URL (default postgres://postgres@127.0.0.1:5432).
-# Builds nothing: run `cargo build --release` first.
+# Builds nothing: run `cargo build --release` first, or point COOP_BIN at
+# another build (the figures then say which binary they measured).
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 

@@ -276,7 +276,8 @@ def judge(scenarios: list[Scenario], expected: list[Expected], suites_run: set[s
             bad += 1
             log(f"FAIL  {label} {tally}")
             for c in unexpected:
-                log(f"        {c.get('id')} [{c.get('name')}]: {c.get('errorMessage') or c.get('description')}")
+                why = " ".join(str(c.get("errorMessage") or c.get("description")).split())
+                log(f"        {c.get('id')} [{c.get('name')}]: {why[:300]}")
         for e in stale:
             bad += 1
             log(f"UNEXPECTED PASS {label}/{e.check}: listed in expected-failures.txt line {e.line}; remove it")
@@ -342,9 +343,11 @@ def main() -> int:
 
     log("== results")
     bad = judge(scenarios, load_expected(args.expected), suites)
-    log(f"== {len(scenarios)} scenarios, {bad} unexpected result(s); logs and results in {work}")
     if bad == 0 and not args.keep:
         shutil.rmtree(work, ignore_errors=True)
+        log(f"== {len(scenarios)} scenarios, no unexpected result")
+    else:
+        log(f"== {len(scenarios)} scenarios, {bad} unexpected result(s); logs and results kept in {work}")
     return 1 if bad else 0
 
 
