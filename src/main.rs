@@ -231,17 +231,11 @@ fn serve_config(database: &DatabaseArgs, args: &ServeArgs) -> Result<Config, con
         &args.access_token_ttl,
         60..=86_400,
     )?;
-    config.mcp_rate_limit =
-        args.mcp_rate_limit
-            .trim()
-            .parse()
-            .map_err(|_| config::ConfigError {
-                setting: "--mcp-rate-limit / COOP_MCP_RATE_LIMIT",
-                reason: format!(
-                    "{:?} is not a whole number of requests per minute",
-                    args.mcp_rate_limit
-                ),
-            })?;
+    config.mcp_rate_limit = parse_count(
+        "--mcp-rate-limit / COOP_MCP_RATE_LIMIT",
+        &args.mcp_rate_limit,
+        "requests per minute",
+    )?;
     config.token_rate_limit = parse_count(
         "--token-rate-limit / COOP_TOKEN_RATE_LIMIT",
         &args.token_rate_limit,

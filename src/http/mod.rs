@@ -8,6 +8,7 @@
 
 pub mod error;
 pub mod health;
+pub mod mcp;
 pub mod metrics;
 pub mod oauth;
 pub mod pages;
@@ -48,6 +49,7 @@ pub fn router(state: AppState, sessions: SessionManagerLayer<SessionBackend>) ->
     Router::new()
         .merge(health::router())
         .merge(oauth::api_router(&state.config))
+        .merge(mcp::router(&state))
         .merge(metrics::router())
         .merge(browser)
         .merge(static_files)

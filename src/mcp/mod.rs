@@ -1,11 +1,17 @@
-//! The MCP resource server: the bearer check that builds a [`CallContext`],
-//! the protocol glue around rmcp, and the farm tools.
+//! The MCP resource server: the bearer check that builds a [`CallContext`]
+//! ([`bearer`]), the wire rules Coop adds around rmcp ([`wire`]), the rmcp
+//! handler ([`server`]), the protected resource metadata
+//! ([`resource_metadata`]), and the farm tools.
 //!
 //! No HTTP types here except where rmcp's service needs them; the axum
 //! middleware that decides things at the HTTP level lives in `http::mcp`.
 
+pub mod bearer;
 pub mod catalog;
 pub mod context;
+pub mod resource_metadata;
+pub mod server;
 pub mod tools;
+pub mod wire;
 
 pub use context::{CallContext, FlockScope};

@@ -161,9 +161,6 @@ async fn exchange_code(
     if row.client_id != client.client_id {
         return Err(OAuthError::invalid_grant("code issued to another client"));
     }
-    if row.expires_at <= now.unix_timestamp() {
-        return Err(OAuthError::invalid_grant("code expired"));
-    }
     if redirect_uri.is_some_and(|uri| uri != row.redirect_uri) {
         return Err(OAuthError::invalid_grant(
             "redirect_uri differs from the authorization request's",
@@ -174,8 +171,13 @@ async fn exchange_code(
         return Err(OAuthError::invalid_grant("PKCE verifier does not match"));
     }
     check_resource(ctx.issuer, resource, &row.resource)?;
+    // Reuse before expiry: a spent code replayed after its minute is still
+    // a copy in someone else's hands (kept an hour past expiry for this).
     if row.consumed_at.is_some() {
         return Err(reuse_detected(ctx, &row.grant, "authorization_code", now).await);
+    }
+    if row.expires_at <= now.unix_timestamp() {
+        return Err(OAuthError::invalid_grant("code expired"));
     }
     check_grant_usable(&row.grant, row.credential_epoch)?;
     let scope = ScopeSet::from_stored(&row.scope)

@@ -226,3 +226,31 @@ pub async fn revoke(
     });
     Ok(affected > 0)
 }
+
+/// How often a grant's `last_used_at` is written: at most once a minute, so
+/// a busy client does not turn every MCP call into a write.
+pub const LAST_USED_RESOLUTION: time::Duration = time::Duration::seconds(60);
+
+/// Records that `grant` was used at `now`, unless it was already recorded
+/// within the last minute (one conditional update; racing replicas both
+/// pass the check and both write, which is harmless). Returns whether a row
+/// was written.
+pub async fn touch_last_used(
+    store: &Store,
+    grant: GrantId,
+    now: OffsetDateTime,
+) -> StoreResult<bool> {
+    let affected = on_pool!(store, |pool| {
+        sqlx::query(
+            "update grants set last_used_at = $2
+             where id = $1 and (last_used_at is null or last_used_at < $3)",
+        )
+        .bind(grant.0)
+        .bind(unix(now))
+        .bind(unix(now - LAST_USED_RESOLUTION))
+        .execute(pool)
+        .await?
+        .rows_affected()
+    });
+    Ok(affected > 0)
+}

@@ -13,6 +13,7 @@
 //! call context is the only caller that can supply it for tool reads.
 
 pub mod audit;
+pub mod call_context;
 pub mod clients;
 pub mod codes;
 pub mod daily_entries;

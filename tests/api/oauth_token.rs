@@ -15,6 +15,7 @@ on_both_engines!(
     refused_exchanges_leave_the_code_usable,
     an_expired_code_is_refused,
     a_reused_code_revokes_what_it_issued,
+    a_code_replayed_after_it_expired_is_still_reuse,
     refresh_rotates_and_a_spent_token_revokes_the_grant,
     two_racing_refreshes_cannot_both_win,
     refresh_is_refused_once_the_credential_epoch_moved,
@@ -269,6 +270,25 @@ async fn a_reused_code_revokes_what_it_issued(engine: Engine) {
         .unwrap();
     let second = exchange_code(&app, &client_id, &code, &pkce.verifier).await;
     assert_oauth_error(second, 400, "invalid_grant").await;
+    assert_eq!(grants_revoked(&app).await, 1);
+    assert_eq!(audit_count(&app, "token_reuse_detected").await, 1);
+    let refreshed = refresh(&app, &client_id, first["refresh_token"].as_str().unwrap()).await;
+    assert_oauth_error(refreshed, 400, "invalid_grant").await;
+}
+
+async fn a_code_replayed_after_it_expired_is_still_reuse(engine: Engine) {
+    let app = TestApp::spawn(engine).await;
+    let user = app.farm_with_member("manager").await;
+    let client_id = oauth_client::register_public_client(&app).await;
+    let (code, pkce) = code_for(&app, &user, &client_id, "farm:read").await;
+    let first: Value = exchange_code(&app, &client_id, &code, &pkce.verifier)
+        .await
+        .json()
+        .await
+        .unwrap();
+    app.clock.advance(time::Duration::minutes(5));
+    let replay = exchange_code(&app, &client_id, &code, &pkce.verifier).await;
+    assert_oauth_error(replay, 400, "invalid_grant").await;
     assert_eq!(grants_revoked(&app).await, 1);
     assert_eq!(audit_count(&app, "token_reuse_detected").await, 1);
     let refreshed = refresh(&app, &client_id, first["refresh_token"].as_str().unwrap()).await;

@@ -1,0 +1,165 @@
+//! The one place an `/mcp` refusal becomes a response.
+//!
+//! Authorization refusals follow RFC 6750 §3 and MCP's authorization rules:
+//! every 401 carries `WWW-Authenticate: Bearer resource_metadata="…"` (the
+//! URL built from the configured issuer), with `scope` when no token came
+//! and `error="invalid_token"` when a bad one did; a token short of scope
+//! gets 403 `error="insufficient_scope"` naming the scope. Everything else
+//! (wire refusals, limits, Origin) is a JSON-RPC error body. The reason a
+//! token was refused is logged here, never sent.
+
+use std::time::Duration;
+
+use axum::Json;
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use serde_json::{Value, json};
+
+use crate::config::Issuer;
+use crate::domain::{Scope, ScopeSet};
+use crate::mcp::bearer::Refusal;
+use crate::mcp::resource_metadata;
+use crate::mcp::wire::{self, WireRefusal, code};
+
+/// The challenge of a request without a token: both scopes as the hint.
+pub fn no_token_challenge(issuer: &Issuer) -> String {
+    format!(
+        r#"Bearer resource_metadata="{}", scope="{}""#,
+        resource_metadata::url(issuer),
+        ScopeSet::all().to_wire()
+    )
+}
+
+/// A bearer refusal as its response.
+pub fn refusal(issuer: &Issuer, refusal: &Refusal) -> Response {
+    let metadata = resource_metadata::url(issuer);
+    let (status, challenge, error, description) = match refusal {
+        Refusal::NoToken => (
+            StatusCode::UNAUTHORIZED,
+            no_token_challenge(issuer),
+            None,
+            "a bearer token is required in the Authorization header",
+        ),
+        Refusal::TokenInQuery => (
+            StatusCode::BAD_REQUEST,
+            format!(r#"Bearer resource_metadata="{metadata}", error="invalid_request""#),
+            Some("invalid_request"),
+            "access tokens are accepted only in the Authorization header",
+        ),
+        Refusal::InvalidToken(why) => {
+            tracing::info!(reason = %why, "MCP request refused: invalid_token");
+            (
+                StatusCode::UNAUTHORIZED,
+                format!(r#"Bearer resource_metadata="{metadata}", error="invalid_token""#),
+                Some("invalid_token"),
+                "the access token is expired, revoked or otherwise invalid",
+            )
+        }
+        Refusal::InsufficientScope(scopes) => (
+            StatusCode::FORBIDDEN,
+            format!(
+                r#"Bearer error="insufficient_scope", scope="{}", resource_metadata="{metadata}""#,
+                scopes.to_wire()
+            ),
+            Some("insufficient_scope"),
+            "the access token does not carry the scope this request needs",
+        ),
+    };
+    let mut body = json!({ "error_description": description });
+    if let (Some(error), Some(object)) = (error, body.as_object_mut()) {
+        object.insert("error".into(), Value::String(error.to_owned()));
+    }
+    let mut response = (status, Json(body)).into_response();
+    if let Ok(value) = HeaderValue::from_str(&challenge) {
+        response
+            .headers_mut()
+            .insert(header::WWW_AUTHENTICATE, value);
+    }
+    response
+}
+
+/// Step-up: the role allows the tool, the token lacks `scope`.
+pub fn step_up(issuer: &Issuer, scope: Scope) -> Response {
+    refusal(
+        issuer,
+        &Refusal::InsufficientScope(ScopeSet::from_scopes([scope])),
+    )
+}
+
+fn jsonrpc(status: StatusCode, body: Value) -> Response {
+    (status, Json(body)).into_response()
+}
+
+pub fn wire_refusal(refusal: &WireRefusal) -> Response {
+    let status = StatusCode::from_u16(refusal.status()).unwrap_or(StatusCode::BAD_REQUEST);
+    jsonrpc(status, refusal.body())
+}
+
+/// A present `Origin` (or a `Host`) that is not the issuer's: 403.
+pub fn forbidden_origin(what: &str) -> Response {
+    jsonrpc(
+        StatusCode::FORBIDDEN,
+        wire::error_body(
+            Value::Null,
+            code::INVALID_REQUEST,
+            &format!("Forbidden: {what} header is not allowed"),
+            None,
+        ),
+    )
+}
+
+pub fn body_too_large(limit: usize) -> Response {
+    jsonrpc(
+        StatusCode::PAYLOAD_TOO_LARGE,
+        wire::error_body(
+            Value::Null,
+            code::INVALID_REQUEST,
+            &format!(
+                "Invalid Request: the body is larger than {} KiB",
+                limit / 1024
+            ),
+            None,
+        ),
+    )
+}
+
+/// 429 with `Retry-After` (whole seconds, at least 1).
+pub fn rate_limited(wait: Duration) -> Response {
+    let seconds = wait.as_secs() + u64::from(wait.subsec_nanos() > 0);
+    let seconds = seconds.max(1);
+    let mut response = jsonrpc(
+        StatusCode::TOO_MANY_REQUESTS,
+        wire::error_body(
+            Value::Null,
+            code::INVALID_REQUEST,
+            &format!("Too many requests for this grant; retry in {seconds} s"),
+            Some(json!({ "retryAfterSeconds": seconds })),
+        ),
+    );
+    if let Ok(value) = HeaderValue::from_str(&seconds.to_string()) {
+        response.headers_mut().insert(header::RETRY_AFTER, value);
+    }
+    response
+}
+
+/// A body rmcp could not read as a JSON-RPC message although it is JSON
+/// (rmcp answers 415): 400, -32600.
+pub fn not_a_message(id: Value) -> Response {
+    jsonrpc(
+        StatusCode::BAD_REQUEST,
+        wire::error_body(
+            id,
+            code::INVALID_REQUEST,
+            "Invalid Request: not a valid MCP message",
+            None,
+        ),
+    )
+}
+
+pub fn internal(detail: &dyn std::fmt::Display) -> Response {
+    tracing::error!(%detail, "MCP request failed");
+    jsonrpc(
+        StatusCode::INTERNAL_SERVER_ERROR,
+        wire::error_body(Value::Null, code::INTERNAL_ERROR, "Internal error", None),
+    )
+}

@@ -1,0 +1,169 @@
+//! The middleware in front of rmcp on `/mcp`: everything decided at the
+//! HTTP level, in this order, each step refusing before the next runs.
+//!
+//! 1. `Host` and `Origin` (DNS rebinding, threat 17): a `Host` other than
+//!    the issuer's, or an `Origin` present and not the issuer's origin, is
+//!    a 403 before any token is looked at;
+//! 2. a declared `Content-Length` over 64 KiB: 413, nothing read;
+//! 3. the bearer token ([`crate::mcp::bearer`]): header present, none in
+//!    the query, signature and claims;
+//! 4. the grant's request budget ([`super::rate_limit`]): 429;
+//! 5. the one store look-up; the grant's `last_used_at` written at most
+//!    once a minute;
+//! 6. for a POST, the body read up to 64 KiB (413 beyond) and checked by
+//!    [`crate::mcp::wire`] (batches, malformed JSON, protocol version
+//!    header, `initialize` on the 2026 wire), then the step-up decision for
+//!    a `tools/call` whose tool the role allows but the scopes do not (403);
+//! 7. the [`CallContext`](crate::mcp::CallContext) put in the request's
+//!    extensions, and rmcp called. A 415 from rmcp for a JSON body (it could
+//!    not read the message) becomes 400 -32600.
+
+use axum::body::Body;
+use axum::extract::{Request, State};
+use axum::http::{HeaderMap, HeaderName, Method, StatusCode, header};
+use axum::middleware::Next;
+use axum::response::Response;
+use futures::StreamExt;
+use serde_json::Value;
+
+use super::error;
+use super::rate_limit::GrantLimit;
+use crate::config::Issuer;
+use crate::mcp::bearer::{self, AuthError};
+use crate::mcp::wire;
+use crate::state::AppState;
+use crate::storage::grants;
+
+/// The largest `/mcp` request body (threat 24).
+pub const MAX_BODY: usize = 64 * 1024;
+
+const PROTOCOL_VERSION: HeaderName = HeaderName::from_static("mcp-protocol-version");
+
+#[derive(Clone)]
+pub struct Guard {
+    pub app: AppState,
+    pub limit: GrantLimit,
+}
+
+fn header_str(headers: &HeaderMap, name: HeaderName) -> Option<&str> {
+    headers.get(name).and_then(|v| v.to_str().ok())
+}
+
+/// `Host` is the issuer's authority; `Origin`, when present, its origin.
+fn same_site(issuer: &Issuer, request: &Request) -> Result<(), &'static str> {
+    let host = request
+        .uri()
+        .authority()
+        .map(|a| a.as_str())
+        .or_else(|| header_str(request.headers(), header::HOST));
+    if !host.is_some_and(|h| h.eq_ignore_ascii_case(issuer.authority())) {
+        return Err("Host");
+    }
+    match request.headers().get(header::ORIGIN) {
+        None => Ok(()),
+        Some(origin) if origin.as_bytes() == issuer.as_str().as_bytes() => Ok(()),
+        Some(_) => Err("Origin"),
+    }
+}
+
+fn declared_length(headers: &HeaderMap) -> Option<u64> {
+    header_str(headers, header::CONTENT_LENGTH).and_then(|v| v.trim().parse().ok())
+}
+
+/// The body, or the response refusing it (413 past the cap).
+async fn read_body(body: Body) -> Result<Vec<u8>, Response> {
+    let mut stream = body.into_data_stream();
+    let mut bytes = Vec::new();
+    while let Some(chunk) = stream.next().await {
+        let chunk = chunk.map_err(|e| {
+            tracing::info!(error = %e, "MCP request body could not be read");
+            error::wire_refusal(&wire::WireRefusal::Parse)
+        })?;
+        if bytes.len() + chunk.len() > MAX_BODY {
+            return Err(error::body_too_large(MAX_BODY));
+        }
+        bytes.extend_from_slice(&chunk);
+    }
+    Ok(bytes)
+}
+
+fn is_json(headers: &HeaderMap) -> bool {
+    header_str(headers, header::CONTENT_TYPE).is_some_and(|v| {
+        v.split(';')
+            .next()
+            .is_some_and(|e| e.trim().eq_ignore_ascii_case("application/json"))
+    })
+}
+
+pub async fn guard(State(guard): State<Guard>, request: Request, next: Next) -> Response {
+    let app = &guard.app;
+    if let Err(what) = same_site(&app.issuer, &request) {
+        tracing::info!(header = what, "MCP request refused: foreign Host or Origin");
+        return error::forbidden_origin(what);
+    }
+    if declared_length(request.headers()).is_some_and(|n| n > MAX_BODY as u64) {
+        return error::body_too_large(MAX_BODY);
+    }
+
+    let token = match bearer::presented_token(
+        header_str(request.headers(), header::AUTHORIZATION),
+        request.uri().query(),
+    ) {
+        Ok(token) => token,
+        Err(refusal) => return error::refusal(&app.issuer, &refusal),
+    };
+    let now = app.clock.now();
+    let claims = match bearer::verify_token(&app.keys, &app.issuer, token, now).await {
+        Ok(claims) => claims,
+        Err(refusal) => return error::refusal(&app.issuer, &refusal),
+    };
+    if let Some(grant) = claims.grant_id()
+        && let Err(wait) = guard.limit.check(grant.0)
+    {
+        tracing::info!(grant = %grant, "MCP rate limit reached");
+        return error::rate_limited(wait);
+    }
+    let authorized = match bearer::authorize(&app.store, &claims, now).await {
+        Ok(authorized) => authorized,
+        Err(AuthError::Refused(refusal)) => return error::refusal(&app.issuer, &refusal),
+        Err(AuthError::Store(err)) => return error::internal(&err),
+    };
+    let context = authorized.context;
+    if authorized.touch_last_used
+        && let Err(err) = grants::touch_last_used(&app.store, context.grant, now).await
+    {
+        // Bookkeeping for the connected-apps page; the call itself is fine.
+        tracing::warn!(error = %err, "could not record the grant's last use");
+    }
+
+    let (mut parts, body) = request.into_parts();
+    let mut id = Value::Null;
+    let body = if parts.method == Method::POST {
+        let bytes = match read_body(body).await {
+            Ok(bytes) => bytes,
+            Err(response) => return response,
+        };
+        let version = header_str(&parts.headers, PROTOCOL_VERSION);
+        let envelope = match wire::inspect(version, &bytes) {
+            Ok(envelope) => envelope,
+            Err(refusal) => return error::wire_refusal(&refusal),
+        };
+        if let Some(tool) = &envelope.tool
+            && let Some(scope) = bearer::step_up_scope(&context, tool)
+        {
+            tracing::info!(tool = %tool, scope = scope.as_str(), "MCP call needs step-up");
+            return error::step_up(&app.issuer, scope);
+        }
+        id = envelope.id;
+        Body::from(bytes)
+    } else {
+        body
+    };
+    let json_body = is_json(&parts.headers);
+    parts.extensions.insert(context);
+    let response = next.run(Request::from_parts(parts, body)).await;
+    if response.status() == StatusCode::UNSUPPORTED_MEDIA_TYPE && json_body {
+        return error::not_a_message(id);
+    }
+    response
+}

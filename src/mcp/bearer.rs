@@ -1,0 +1,357 @@
+//! The bearer check of `/mcp`: one complete check per request, in a fixed
+//! order, ending in a [`CallContext`] or a typed [`Refusal`].
+//!
+//! 1. a bearer token in the `Authorization` header (none: [`Refusal::NoToken`]);
+//! 2. no token in the query string as well ([`Refusal::TokenInQuery`]);
+//! 3. signature, `kid`, `iss`, `exp`, `aud` = the resource
+//!    ([`crate::oauth::access_token::verify`]);
+//! 4. one look-up in the shared store ([`crate::storage::call_context`]):
+//!    grant active and the token's own, token not revoked, credential epoch
+//!    unchanged, user enabled and not required to change password, farm not
+//!    suspended, the farm's connected apps on;
+//! 5. at least one MCP scope left (the token's scopes ∩ the grant's now).
+//!
+//! Failures of 3 and 4 are all [`Refusal::InvalidToken`]: the client learns
+//! only "this token is no good" (401 `invalid_token`); the reason is for the
+//! log. No HTTP types here; `http::mcp` turns a refusal into a response.
+
+use time::OffsetDateTime;
+
+use super::{CallContext, FlockScope};
+use crate::config::Issuer;
+use crate::domain::{ClientId, FarmId, GrantId, Role, Scope, ScopeSet, UserId};
+use crate::oauth::access_token::{self, AccessClaims, TokenRejection};
+use crate::oauth::keys::Keys;
+use crate::storage::call_context::{self, StoredCallContext};
+use crate::storage::grants::LAST_USED_RESOLUTION;
+use crate::storage::{Store, StoreError};
+
+/// Why a request is not let through.
+#[derive(Debug, PartialEq, Eq, thiserror::Error)]
+pub enum Refusal {
+    /// No bearer token: 401 with the plain challenge (no `error`).
+    #[error("no bearer token")]
+    NoToken,
+    /// A token in the query string besides the header (RFC 6750 §2.3 is
+    /// not offered: URLs end up in logs and referrers, threat 26).
+    #[error("access token in the query string")]
+    TokenInQuery,
+    /// 401 `invalid_token`.
+    #[error("invalid token: {0}")]
+    InvalidToken(InvalidToken),
+    /// 403 `insufficient_scope` naming these scopes.
+    #[error("insufficient scope")]
+    InsufficientScope(ScopeSet),
+}
+
+/// The reason behind a 401 `invalid_token`, for the log only.
+#[derive(Debug, PartialEq, Eq, thiserror::Error)]
+pub enum InvalidToken {
+    #[error("{0}")]
+    Jwt(TokenRejection),
+    #[error("no such grant, user, membership or farm")]
+    UnknownGrant,
+    #[error("the grant was revoked")]
+    GrantRevoked,
+    #[error("the token was revoked")]
+    TokenRevoked,
+    #[error("the token's user or client is not the grant's")]
+    NotTheGrantsToken,
+    #[error("the credential epoch moved")]
+    EpochMoved,
+    #[error("the user is disabled")]
+    UserDisabled,
+    #[error("the user must change their password")]
+    MustChangePassword,
+    #[error("the farm is suspended")]
+    FarmSuspended,
+    #[error("the farm's connected apps are off")]
+    ConnectedAppsOff,
+    #[error("the membership's role is unknown")]
+    UnknownRole,
+}
+
+/// A refusal, or the store failing (a 500, never a refusal).
+#[derive(Debug, thiserror::Error)]
+pub enum AuthError {
+    #[error(transparent)]
+    Refused(#[from] Refusal),
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+/// The token from an `Authorization` header value: `Bearer <token>`, the
+/// scheme matched without regard to case (RFC 9110 §11.1).
+pub fn bearer_token(header: Option<&str>) -> Result<&str, Refusal> {
+    let value = header.ok_or(Refusal::NoToken)?;
+    let (scheme, token) = value.trim().split_once(' ').ok_or(Refusal::NoToken)?;
+    let token = token.trim();
+    if !scheme.eq_ignore_ascii_case("bearer") || token.is_empty() {
+        return Err(Refusal::NoToken);
+    }
+    Ok(token)
+}
+
+/// Whether a query string carries an `access_token` parameter.
+pub fn query_carries_token(query: Option<&str>) -> bool {
+    query.is_some_and(|q| {
+        url::form_urlencoded::parse(q.as_bytes()).any(|(name, _)| name == "access_token")
+    })
+}
+
+/// Steps 1 and 2: the header's token, refusing one that also came in the query.
+pub fn presented_token<'a>(
+    authorization: Option<&'a str>,
+    query: Option<&str>,
+) -> Result<&'a str, Refusal> {
+    let token = bearer_token(authorization)?;
+    if query_carries_token(query) {
+        return Err(Refusal::TokenInQuery);
+    }
+    Ok(token)
+}
+
+/// Step 3: the token's signature and claims.
+pub async fn verify_token(
+    keys: &Keys,
+    issuer: &Issuer,
+    token: &str,
+    now: OffsetDateTime,
+) -> Result<AccessClaims, Refusal> {
+    access_token::verify(keys, token, issuer.as_str(), &issuer.mcp_resource(), now)
+        .await
+        .map_err(|e| Refusal::InvalidToken(InvalidToken::Jwt(e)))
+}
+
+/// A verified caller, and whether the grant's last use should be written.
+#[derive(Clone, Debug)]
+pub struct Authorized {
+    pub context: CallContext,
+    pub touch_last_used: bool,
+}
+
+/// Steps 4 and 5: the store's one look-up for a verified token.
+pub async fn authorize(
+    store: &Store,
+    claims: &AccessClaims,
+    now: OffsetDateTime,
+) -> Result<Authorized, AuthError> {
+    let grant = claims
+        .grant_id()
+        .ok_or(Refusal::InvalidToken(InvalidToken::UnknownGrant))?;
+    let stored = call_context::load(store, grant, &claims.jti).await?;
+    Ok(decide(claims, stored, now)?)
+}
+
+/// What the store's answer means for this token. Pure: the clock is passed.
+pub fn decide(
+    claims: &AccessClaims,
+    stored: Option<StoredCallContext>,
+    now: OffsetDateTime,
+) -> Result<Authorized, Refusal> {
+    let invalid = |why| Err(Refusal::InvalidToken(why));
+    let Some(s) = stored else {
+        return invalid(InvalidToken::UnknownGrant);
+    };
+    if s.grant_revoked {
+        return invalid(InvalidToken::GrantRevoked);
+    }
+    if s.token_revoked {
+        return invalid(InvalidToken::TokenRevoked);
+    }
+    if claims.user_id().map(|u| u.0) != Some(s.user_id) || claims.client_id != s.client_id {
+        return invalid(InvalidToken::NotTheGrantsToken);
+    }
+    if claims.epoch != s.user_epoch {
+        return invalid(InvalidToken::EpochMoved);
+    }
+    if s.user_disabled {
+        return invalid(InvalidToken::UserDisabled);
+    }
+    if s.must_change_password {
+        return invalid(InvalidToken::MustChangePassword);
+    }
+    if s.farm_suspended {
+        return invalid(InvalidToken::FarmSuspended);
+    }
+    if !s.connected_apps_enabled {
+        return invalid(InvalidToken::ConnectedAppsOff);
+    }
+    let Ok(role) = Role::parse(&s.role) else {
+        return invalid(InvalidToken::UnknownRole);
+    };
+    // A later consent may have narrowed the grant: the token keeps only
+    // what the grant still allows.
+    let scopes = claims
+        .scopes()
+        .intersection(&ScopeSet::from_stored(&s.grant_scope));
+    if scopes.is_empty() {
+        return Err(Refusal::InsufficientScope(ScopeSet::all()));
+    }
+    let touch_last_used = s
+        .last_used_at
+        .is_none_or(|at| at < (now - LAST_USED_RESOLUTION).unix_timestamp());
+    Ok(Authorized {
+        context: CallContext {
+            farm: FarmId(s.farm_id),
+            user: UserId(s.user_id),
+            role,
+            flocks: FlockScope::resolve(s.flock_restricted, s.flocks),
+            scopes,
+            grant: GrantId(s.grant_id),
+            client_id: ClientId(s.client_id),
+        },
+        touch_last_used,
+    })
+}
+
+/// The scope a `tools/call` of `tool` needs that the caller lacks, if the
+/// role allows the tool (step-up); `None` when the call may go on (allowed,
+/// or hidden: then it is refused like an unknown tool).
+pub fn step_up_scope(context: &CallContext, tool: &str) -> Option<Scope> {
+    match super::catalog::access(tool, context.role, &context.scopes) {
+        super::catalog::Access::MissingScope(scope) => Some(scope),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use time::macros::datetime;
+    use uuid::Uuid;
+
+    const NOW: OffsetDateTime = datetime!(2026-03-10 12:00 UTC);
+
+    fn claims(user: Uuid) -> AccessClaims {
+        AccessClaims {
+            iss: "https://coop.example".into(),
+            sub: user.to_string(),
+            aud: "https://coop.example/mcp".into(),
+            client_id: "client-1".into(),
+            scope: "farm:read daily-entries:write".into(),
+            iat: NOW.unix_timestamp(),
+            exp: NOW.unix_timestamp() + 900,
+            jti: "jti-1".into(),
+            grant_id: Uuid::nil().to_string(),
+            epoch: 2,
+        }
+    }
+
+    fn stored(user: Uuid) -> StoredCallContext {
+        StoredCallContext {
+            grant_id: Uuid::nil(),
+            farm_id: Uuid::now_v7(),
+            user_id: user,
+            client_id: "client-1".into(),
+            grant_scope: "farm:read".into(),
+            grant_revoked: false,
+            last_used_at: Some(NOW.unix_timestamp() - 30),
+            user_epoch: 2,
+            user_disabled: false,
+            must_change_password: false,
+            role: "worker".into(),
+            flock_restricted: true,
+            flocks: vec![],
+            farm_suspended: false,
+            connected_apps_enabled: true,
+            token_revoked: false,
+        }
+    }
+
+    #[test]
+    fn each_store_condition_refuses_the_token() {
+        let user = Uuid::now_v7();
+        let c = claims(user);
+        type Breaks = fn(&mut StoredCallContext);
+        let cases: [(Breaks, InvalidToken); 10] = [
+            (|s| s.grant_revoked = true, InvalidToken::GrantRevoked),
+            (|s| s.token_revoked = true, InvalidToken::TokenRevoked),
+            (|s| s.user_epoch = 3, InvalidToken::EpochMoved),
+            (|s| s.user_disabled = true, InvalidToken::UserDisabled),
+            (
+                |s| s.must_change_password = true,
+                InvalidToken::MustChangePassword,
+            ),
+            (|s| s.farm_suspended = true, InvalidToken::FarmSuspended),
+            (
+                |s| s.connected_apps_enabled = false,
+                InvalidToken::ConnectedAppsOff,
+            ),
+            (
+                |s| s.client_id = "other".into(),
+                InvalidToken::NotTheGrantsToken,
+            ),
+            (
+                |s| s.user_id = Uuid::now_v7(),
+                InvalidToken::NotTheGrantsToken,
+            ),
+            (|s| s.role = "admin".into(), InvalidToken::UnknownRole),
+        ];
+        for (breaks, why) in cases {
+            let mut s = stored(user);
+            breaks(&mut s);
+            let label = why.to_string();
+            assert_eq!(
+                decide(&c, Some(s), NOW).unwrap_err(),
+                Refusal::InvalidToken(why),
+                "{label}"
+            );
+        }
+        assert_eq!(
+            decide(&c, None, NOW).unwrap_err(),
+            Refusal::InvalidToken(InvalidToken::UnknownGrant)
+        );
+    }
+
+    #[test]
+    fn a_good_token_yields_the_narrowed_context_and_touches_once_a_minute() {
+        let user = Uuid::now_v7();
+        let ok = decide(&claims(user), Some(stored(user)), NOW).unwrap();
+        assert_eq!(ok.context.role, Role::Worker);
+        // The grant was narrowed to read: the token's write scope is dropped.
+        assert_eq!(ok.context.scopes, ScopeSet::from_scopes([Scope::FarmRead]));
+        assert_eq!(ok.context.flocks.restricted_to(), Some(&[][..]));
+        assert!(!ok.touch_last_used);
+        let mut old = stored(user);
+        old.last_used_at = Some(NOW.unix_timestamp() - 61);
+        assert!(
+            decide(&claims(user), Some(old), NOW)
+                .unwrap()
+                .touch_last_used
+        );
+        assert_eq!(
+            step_up_scope(&ok.context, "record_daily_entry"),
+            Some(Scope::DailyEntriesWrite)
+        );
+        assert_eq!(step_up_scope(&ok.context, "stock_levels"), None);
+    }
+
+    #[test]
+    fn no_mcp_scope_left_is_insufficient_scope() {
+        let user = Uuid::now_v7();
+        let mut c = claims(user);
+        c.scope = "openid".into();
+        assert_eq!(
+            decide(&c, Some(stored(user)), NOW).unwrap_err(),
+            Refusal::InsufficientScope(ScopeSet::all())
+        );
+    }
+
+    #[test]
+    fn the_header_must_carry_a_bearer_token_and_the_query_none() {
+        assert_eq!(bearer_token(None), Err(Refusal::NoToken));
+        assert_eq!(bearer_token(Some("Basic abc")), Err(Refusal::NoToken));
+        assert_eq!(bearer_token(Some("Bearer ")), Err(Refusal::NoToken));
+        assert_eq!(bearer_token(Some("bearer abc")), Ok("abc"));
+        assert_eq!(
+            presented_token(Some("Bearer abc"), Some("x=1&access_token=abc")),
+            Err(Refusal::TokenInQuery)
+        );
+        assert_eq!(presented_token(Some("Bearer abc"), Some("x=1")), Ok("abc"));
+        assert_eq!(
+            presented_token(None, Some("access_token=abc")),
+            Err(Refusal::NoToken)
+        );
+    }
+}

@@ -1,0 +1,119 @@
+//! The one look-up behind every `/mcp` call: a token's grant with its user,
+//! the user's membership of the grant's farm, the farm, the member's flock
+//! list and whether the token itself was revoked, in a single indexed query.
+//!
+//! Every join is by primary key (`grants.id`, `users.id`,
+//! `memberships.user_id`, `farms.id`, `membership_flocks (user_id, …)`,
+//! `revoked_access_tokens.jti`), so the cost does not grow with the number of
+//! grants or farms. A restricted member yields one row per flock (at least
+//! one row, the flock column then null); the rows differ only in that
+//! column. Nothing is cached: the next call after a revocation, a moved
+//! credential epoch, a suspension or the farm's switch turned off sees it,
+//! on every replica (threat 8). Deciding what the answer means is the MCP
+//! layer's job (`mcp::bearer`).
+
+use uuid::Uuid;
+
+use super::{Store, StoreResult};
+use crate::domain::{FlockId, GrantId};
+use crate::on_pool;
+
+/// What the store says about a token's grant, its user, membership and farm.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StoredCallContext {
+    pub grant_id: Uuid,
+    pub farm_id: Uuid,
+    pub user_id: Uuid,
+    pub client_id: String,
+    /// The grant's scopes now (a later consent may have narrowed them).
+    pub grant_scope: String,
+    pub grant_revoked: bool,
+    pub last_used_at: Option<i64>,
+    pub user_epoch: i64,
+    pub user_disabled: bool,
+    pub must_change_password: bool,
+    pub role: String,
+    pub flock_restricted: bool,
+    /// The member's flocks when restricted (possibly none); empty otherwise.
+    pub flocks: Vec<FlockId>,
+    pub farm_suspended: bool,
+    pub connected_apps_enabled: bool,
+    /// The token's `jti` was revoked on its own (RFC 7009).
+    pub token_revoked: bool,
+}
+
+#[derive(sqlx::FromRow)]
+struct Row {
+    grant_id: Uuid,
+    farm_id: Uuid,
+    user_id: Uuid,
+    client_id: String,
+    grant_scope: String,
+    revoked_at: Option<i64>,
+    last_used_at: Option<i64>,
+    user_epoch: i64,
+    user_disabled: bool,
+    must_change_password: bool,
+    role: String,
+    flock_restricted: bool,
+    farm_suspended: bool,
+    connected_apps_enabled: bool,
+    flock_id: Option<Uuid>,
+    token_revoked: i64,
+}
+
+const SQL: &str = "select g.id as grant_id, g.farm_id as farm_id, g.user_id as user_id,
+        g.client_id as client_id, g.scope as grant_scope, g.revoked_at as revoked_at,
+        g.last_used_at as last_used_at,
+        u.credential_epoch as user_epoch, u.disabled as user_disabled,
+        u.must_change_password as must_change_password,
+        m.role as role, m.flock_restricted as flock_restricted,
+        f.suspended as farm_suspended, f.connected_apps_enabled as connected_apps_enabled,
+        mf.flock_id as flock_id,
+        (select count(*) from revoked_access_tokens r where r.jti = $2) as token_revoked
+    from grants g
+    join users u on u.id = g.user_id
+    join memberships m on m.user_id = g.user_id and m.farm_id = g.farm_id
+    join farms f on f.id = g.farm_id
+    left join membership_flocks mf on mf.user_id = m.user_id and m.flock_restricted
+    where g.id = $1";
+
+/// The call context of a token naming `grant` and `jti`; `None` when the
+/// grant, its user, the user's membership of its farm or the farm is gone.
+pub async fn load(
+    store: &Store,
+    grant: GrantId,
+    jti: &str,
+) -> StoreResult<Option<StoredCallContext>> {
+    let rows: Vec<Row> = on_pool!(store, |pool| {
+        sqlx::query_as::<_, Row>(SQL)
+            .bind(grant.0)
+            .bind(jti)
+            .fetch_all(pool)
+            .await?
+    });
+    let mut rows = rows.into_iter();
+    let Some(first) = rows.next() else {
+        return Ok(None);
+    };
+    let mut flocks: Vec<FlockId> = first.flock_id.map(FlockId).into_iter().collect();
+    flocks.extend(rows.filter_map(|r| r.flock_id.map(FlockId)));
+    Ok(Some(StoredCallContext {
+        grant_id: first.grant_id,
+        farm_id: first.farm_id,
+        user_id: first.user_id,
+        client_id: first.client_id,
+        grant_scope: first.grant_scope,
+        grant_revoked: first.revoked_at.is_some(),
+        last_used_at: first.last_used_at,
+        user_epoch: first.user_epoch,
+        user_disabled: first.user_disabled,
+        must_change_password: first.must_change_password,
+        role: first.role,
+        flock_restricted: first.flock_restricted,
+        flocks,
+        farm_suspended: first.farm_suspended,
+        connected_apps_enabled: first.connected_apps_enabled,
+        token_revoked: first.token_revoked > 0,
+    }))
+}

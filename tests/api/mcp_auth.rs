@@ -1,0 +1,289 @@
+//! The bearer check of `/mcp`: every refusal, with its exact status and
+//! challenge, and the once-a-minute `last_used_at`.
+
+use serde_json::{Value, json};
+
+use crate::helpers::{Engine, TestApp};
+use crate::mcp_support::*;
+use crate::oauth_client::{self, db_count, db_execute};
+use crate::on_both_engines;
+
+on_both_engines!(
+    no_token_gets_the_challenge_with_metadata_and_scopes,
+    a_token_in_the_query_string_is_refused,
+    store_conditions_each_refuse_the_token,
+    a_revoked_access_token_is_refused,
+    claims_signature_and_key_are_checked,
+    an_expired_token_is_refused,
+    a_token_without_an_mcp_scope_is_insufficient_scope,
+    every_url_comes_from_the_issuer_not_host,
+    last_used_is_written_at_most_once_a_minute,
+);
+
+async fn no_token_gets_the_challenge_with_metadata_and_scopes(engine: Engine) {
+    let app = TestApp::spawn(engine).await;
+    let expected = format!(
+        r#"Bearer resource_metadata="{}", scope="farm:read daily-entries:write""#,
+        metadata_url(&app)
+    );
+    for wire in Wire::ALL {
+        let body = request_body(wire, 1, "tools/list", Value::Null);
+        let response = post(&app, None, wire, &body).send().await.unwrap();
+        assert_eq!(response.status(), 401, "{wire:?}");
+        assert_eq!(challenge(&response), expected, "{wire:?}");
+    }
+    // A scheme other than Bearer is no token either.
+    let body = request_body(Wire::V2025_11_25, 1, "tools/list", Value::Null);
+    let response = post(&app, None, Wire::V2025_11_25, &body)
+        .header("authorization", "Basic YTpi")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 401);
+    assert_eq!(challenge(&response), expected);
+    // server/discover is authenticated like everything else.
+    let body = request_body(Wire::V2026_07_28, 1, "server/discover", Value::Null);
+    let response = post(&app, None, Wire::V2026_07_28, &body)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 401);
+}
+
+async fn a_token_in_the_query_string_is_refused(engine: Engine) {
+    let app = TestApp::spawn(engine).await;
+    let user = app.farm_with_member("viewer").await;
+    let tokens = connect(&app, &user, "farm:read").await;
+    let body = request_body(Wire::V2025_11_25, 1, "tools/list", Value::Null);
+    let url = format!("{}?access_token={}", app.url("/mcp"), tokens.access_token);
+    let send = |with_header: bool| {
+        let mut request = reqwest::Client::new()
+            .post(&url)
+            .header("accept", "application/json, text/event-stream")
+            .header("content-type", "application/json")
+            .header("mcp-protocol-version", "2025-11-25")
+            .body(body.to_string());
+        if with_header {
+            request = request.bearer_auth(&tokens.access_token);
+        }
+        request.send()
+    };
+    // Only in the query: there is no token (the query is not a way in).
+    let response = send(false).await.unwrap();
+    assert_eq!(response.status(), 401);
+    assert!(!challenge(&response).contains("error="));
+    // In the header and the query: refused outright.
+    let response = send(true).await.unwrap();
+    assert_eq!(response.status(), 400);
+    assert_eq!(
+        challenge(&response),
+        format!(
+            r#"Bearer resource_metadata="{}", error="invalid_request""#,
+            metadata_url(&app)
+        )
+    );
+    let json: Value = response.json().await.unwrap();
+    assert_eq!(json["error"], "invalid_request");
+}
+
+async fn store_conditions_each_refuse_the_token(engine: Engine) {
+    let app = TestApp::spawn(engine).await;
+    // Each condition is made on a member of its own, then undone where it
+    // can be, so each refusal is the one condition's doing.
+    let owner = app.farm_with_member("owner").await;
+    let farm = owner.farm.clone();
+    type Case<'a> = (&'a str, &'a [&'a str], Option<&'a [&'a str]>);
+    let cases: [Case; 6] = [
+        ("disabled", &["user", "disable"], None),
+        ("epoch", &["user", "sign-out-everywhere"], None),
+        ("must-change", &["user", "require-password-change"], None),
+        (
+            "suspended",
+            &["farm", "suspend", "FARM"],
+            Some(&["farm", "resume", "FARM"]),
+        ),
+        (
+            "apps-off",
+            &["farm", "connected-apps", "FARM", "off"],
+            Some(&["farm", "connected-apps", "FARM", "on"]),
+        ),
+        ("revoked-grant", &[], None),
+    ];
+    for (name, command, undo) in cases {
+        let member = add_member(
+            &app,
+            &farm,
+            &format!("{name}@hillside.example"),
+            "manager",
+            None,
+        )
+        .await;
+        let tokens = connect(&app, &member, "farm:read").await;
+        assert_eq!(
+            list_with(&app, &tokens.access_token).await.status(),
+            200,
+            "{name}"
+        );
+        if command.is_empty() {
+            // Revoking the refresh token ends the grant and its access tokens.
+            let response =
+                oauth_client::revoke(&app, &tokens.client_id, &tokens.refresh_token).await;
+            assert_eq!(response.status(), 200);
+        } else {
+            let args: Vec<&str> = command
+                .iter()
+                .map(|a| if *a == "FARM" { farm.as_str() } else { *a })
+                .chain((command[0] == "user").then_some(member.email.as_str()))
+                .collect();
+            admin(&app, &args).await;
+        }
+        assert_invalid_token(&app, &tokens.access_token, name).await;
+        if let Some(undo) = undo {
+            let args: Vec<&str> = undo
+                .iter()
+                .map(|a| if *a == "FARM" { farm.as_str() } else { *a })
+                .collect();
+            admin(&app, &args).await;
+            assert_eq!(
+                list_with(&app, &tokens.access_token).await.status(),
+                200,
+                "{name} undone"
+            );
+        }
+    }
+}
+
+async fn a_revoked_access_token_is_refused(engine: Engine) {
+    let app = TestApp::spawn(engine).await;
+    let user = app.farm_with_member("viewer").await;
+    let tokens = connect(&app, &user, "farm:read").await;
+    let response = oauth_client::revoke(&app, &tokens.client_id, &tokens.access_token).await;
+    assert_eq!(response.status(), 200);
+    assert_invalid_token(&app, &tokens.access_token, "revoked access token").await;
+    // The grant lives on: a refreshed token works.
+    let refreshed: Value = oauth_client::refresh(&app, &tokens.client_id, &tokens.refresh_token)
+        .await
+        .json()
+        .await
+        .unwrap();
+    let fresh = refreshed["access_token"].as_str().unwrap();
+    assert_eq!(list_with(&app, fresh).await.status(), 200);
+}
+
+async fn claims_signature_and_key_are_checked(engine: Engine) {
+    let app = TestApp::spawn(engine).await;
+    let user = app.farm_with_member("viewer").await;
+    let tokens = connect(&app, &user, "farm:read").await;
+    let real = tokens.access_token.as_str();
+    assert_eq!(list_with(&app, real).await.status(), 200);
+
+    // Signed with Coop's own key: only the claim is wrong.
+    let no_audience = forge(&app, real, |c| {
+        c.as_object_mut().unwrap().remove("aud");
+    })
+    .await;
+    assert_invalid_token(&app, &no_audience, "no audience").await;
+    let other_audience = forge(&app, real, |c| {
+        c["aud"] = json!("https://elsewhere.example/mcp")
+    })
+    .await;
+    assert_invalid_token(&app, &other_audience, "another audience").await;
+    let issuer_as_audience = forge(&app, real, |c| c["aud"] = json!(app.issuer)).await;
+    assert_invalid_token(&app, &issuer_as_audience, "the issuer as audience").await;
+    let other_issuer = forge(&app, real, |c| {
+        c["iss"] = json!("https://elsewhere.example")
+    })
+    .await;
+    assert_invalid_token(&app, &other_issuer, "another issuer").await;
+    // The forging itself is sound: unchanged claims pass.
+    let same = forge(&app, real, |_| {}).await;
+    assert_eq!(list_with(&app, &same).await.status(), 200);
+
+    // A key Coop never issued, under Coop's kid: the signature fails.
+    let (kid, _) = stolen_signing_key(&app).await;
+    let claims = oauth_client::claims(real);
+    let bad_signature = sign(&claims, &kid, &foreign_key());
+    assert_invalid_token(&app, &bad_signature, "bad signature").await;
+    // The same, under a kid Coop does not know.
+    let unknown_kid = sign(&claims, "not-a-coop-key", &foreign_key());
+    assert_invalid_token(&app, &unknown_kid, "unknown kid").await;
+    // Not a JWT at all.
+    assert_invalid_token(&app, "not-a-token", "garbage").await;
+}
+
+async fn an_expired_token_is_refused(engine: Engine) {
+    let app = TestApp::spawn(engine).await;
+    let user = app.farm_with_member("viewer").await;
+    let tokens = connect(&app, &user, "farm:read").await;
+    assert_eq!(list_with(&app, &tokens.access_token).await.status(), 200);
+    app.clock
+        .advance(time::Duration::seconds(tokens.expires_in + 1));
+    assert_invalid_token(&app, &tokens.access_token, "expired").await;
+}
+
+async fn a_token_without_an_mcp_scope_is_insufficient_scope(engine: Engine) {
+    let app = TestApp::spawn(engine).await;
+    let user = app.farm_with_member("viewer").await;
+    let tokens = connect(&app, &user, "farm:read").await;
+    let scopeless = forge(&app, &tokens.access_token, |c| c["scope"] = json!("openid")).await;
+    let response = list_with(&app, &scopeless).await;
+    assert_eq!(response.status(), 403);
+    assert_eq!(
+        challenge(&response),
+        format!(
+            r#"Bearer error="insufficient_scope", scope="farm:read daily-entries:write", resource_metadata="{}""#,
+            metadata_url(&app)
+        )
+    );
+}
+
+async fn every_url_comes_from_the_issuer_not_host(engine: Engine) {
+    let app = TestApp::spawn(engine).await;
+    let body = request_body(Wire::V2025_11_25, 1, "tools/list", Value::Null);
+    // A forged Host is refused before anything else, and no URL is built from it.
+    let response = post(&app, None, Wire::V2025_11_25, &body)
+        .header("host", "evil.example")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 403);
+    assert!(!challenge(&response).contains("evil.example"));
+    let metadata: Value = reqwest::Client::new()
+        .get(app.url("/.well-known/oauth-protected-resource/mcp"))
+        .header("host", "evil.example")
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(metadata["resource"], format!("{}/mcp", app.issuer));
+}
+
+async fn last_used_is_written_at_most_once_a_minute(engine: Engine) {
+    let app = TestApp::spawn(engine).await;
+    let user = app.farm_with_member("viewer").await;
+    let tokens = connect(&app, &user, "farm:read").await;
+    let last_used = || {
+        db_count(
+            &app,
+            "select coalesce(max(last_used_at), 0) from grants where revoked_at is null",
+        )
+    };
+    assert_eq!(last_used().await, 0);
+    assert_eq!(list_with(&app, &tokens.access_token).await.status(), 200);
+    let first = last_used().await;
+    assert!(first > 0);
+    // Mark it as used 30 s ago: a call now must not write.
+    db_execute(
+        &app,
+        &format!("update grants set last_used_at = {}", first - 30),
+    )
+    .await;
+    assert_eq!(list_with(&app, &tokens.access_token).await.status(), 200);
+    assert_eq!(last_used().await, first - 30);
+    // A minute later it is written again.
+    app.clock.advance(time::Duration::seconds(61));
+    assert_eq!(list_with(&app, &tokens.access_token).await.status(), 200);
+    assert!(last_used().await >= first + 61);
+}

@@ -1,0 +1,121 @@
+//! The limits on `/mcp`: body size, the per-grant rate, `Origin`, batches.
+
+use serde_json::{Value, json};
+
+use crate::helpers::{Engine, TestApp};
+use crate::mcp_support::*;
+use crate::oauth_client::db_count;
+use crate::on_both_engines;
+
+on_both_engines!(
+    a_body_over_64_kib_is_refused_unread,
+    each_grant_has_its_request_budget,
+    a_foreign_origin_is_refused_before_the_token,
+    batches_are_refused,
+);
+
+async fn a_body_over_64_kib_is_refused_unread(engine: Engine) {
+    let app = TestApp::spawn(engine).await;
+    let owner = farm_with_flocks(&app, "owner").await;
+    let tokens = connect(&app, &owner, BOTH_SCOPES).await;
+    let call = |notes: String| {
+        request_body(
+            Wire::V2025_11_25,
+            9,
+            "tools/call",
+            json!({"name": "record_daily_entry", "arguments":
+                {"flock": "Hens A", "date": "2025-03-01", "eggs_collected": 5, "notes": notes}}),
+        )
+    };
+    let big = call("x".repeat(64 * 1024));
+    assert!(big.to_string().len() > 64 * 1024);
+    let response = post(&app, Some(&tokens.access_token), Wire::V2025_11_25, &big)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 413);
+    let body: Value = response.json().await.unwrap();
+    assert_eq!(body["error"]["code"], -32600);
+    // Refused before the token is even looked at.
+    let response = post(&app, None, Wire::V2025_11_25, &big)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 413);
+    assert_eq!(
+        db_count(&app, "select count(*) from daily_entries").await,
+        0
+    );
+    // Just under the cap is read (and then judged by the tool).
+    let small = call("x".repeat(1000));
+    let response = post(&app, Some(&tokens.access_token), Wire::V2025_11_25, &small)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+}
+
+async fn each_grant_has_its_request_budget(engine: Engine) {
+    let app = TestApp::spawn_with(engine, |c| c.mcp_rate_limit = 3).await;
+    let viewer = app.farm_with_member("viewer").await;
+    let tokens = connect(&app, &viewer, "farm:read").await;
+    for _ in 0..3 {
+        assert_eq!(list_with(&app, &tokens.access_token).await.status(), 200);
+    }
+    let response = list_with(&app, &tokens.access_token).await;
+    assert_eq!(response.status(), 429);
+    let retry_after: u64 = response.headers()["retry-after"]
+        .to_str()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!((1..=20).contains(&retry_after), "{retry_after}");
+    let body: Value = response.json().await.unwrap();
+    assert_eq!(body["jsonrpc"], "2.0");
+    assert_eq!(body["error"]["code"], -32600);
+    assert_eq!(body["error"]["data"]["retryAfterSeconds"], retry_after);
+    // Another grant of the same user has its own budget.
+    let other = connect(&app, &viewer, "farm:read").await;
+    assert_eq!(list_with(&app, &other.access_token).await.status(), 200);
+}
+
+async fn a_foreign_origin_is_refused_before_the_token(engine: Engine) {
+    let app = TestApp::spawn(engine).await;
+    let viewer = app.farm_with_member("viewer").await;
+    let tokens = connect(&app, &viewer, "farm:read").await;
+    let body = request_body(Wire::V2025_11_25, 1, "tools/list", Value::Null);
+    for token in [Some(tokens.access_token.as_str()), None] {
+        for origin in ["http://evil.example", "null", "http://127.0.0.1:1"] {
+            let response = post(&app, token, Wire::V2025_11_25, &body)
+                .header("origin", origin)
+                .send()
+                .await
+                .unwrap();
+            assert_eq!(response.status(), 403, "{origin}");
+            let json: Value = response.json().await.unwrap();
+            assert_eq!(json["error"]["code"], -32600);
+        }
+    }
+    let response = post(&app, Some(&tokens.access_token), Wire::V2025_11_25, &body)
+        .header("origin", &app.issuer)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+}
+
+async fn batches_are_refused(engine: Engine) {
+    let app = TestApp::spawn(engine).await;
+    let viewer = app.farm_with_member("viewer").await;
+    let tokens = connect(&app, &viewer, "farm:read").await;
+    let one = request_body(Wire::V2025_11_25, 1, "tools/list", Value::Null);
+    let batch = json!([one, one]);
+    let response = post(&app, Some(&tokens.access_token), Wire::V2025_11_25, &batch)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 400);
+    let body: Value = response.json().await.unwrap();
+    assert_eq!(body["error"]["code"], -32600);
+    assert_eq!(body["id"], Value::Null);
+}

@@ -1,0 +1,322 @@
+//! The tools through `/mcp`: what each role and scope sees, what is refused
+//! and how, and the write rules (flock scope, ambiguity, replay, conflict,
+//! retry after a refusal, another farm's data).
+
+use serde_json::{Value, json};
+
+use crate::helpers::{Engine, TestApp};
+use crate::mcp_support::*;
+use crate::oauth_client::{audit_count, db_count};
+use crate::on_both_engines;
+
+on_both_engines!(
+    tools_list_is_role_and_scope,
+    a_hidden_tool_is_refused_like_an_unknown_tool,
+    a_write_with_a_read_token_asks_for_step_up,
+    another_farms_data_is_not_found,
+    a_worker_sees_only_their_flocks,
+    an_ambiguous_flock_name_lists_the_candidates,
+    a_replayed_write_changes_nothing_and_audits_once,
+    a_stale_version_is_a_conflict_showing_the_current_entry,
+    a_refused_write_can_be_retried_once_the_cause_is_fixed,
+);
+
+const READ: [&str; 7] = [
+    "list_flocks",
+    "get_flock",
+    "list_daily_entries",
+    "production_summary",
+    "list_egg_lots",
+    "stock_levels",
+    "mortality_report",
+];
+
+fn expected(role: &str, scopes: &str) -> Vec<String> {
+    let read = scopes.contains("farm:read");
+    let write = scopes.contains("daily-entries:write");
+    let mut names: Vec<&str> = Vec::new();
+    if read {
+        names.extend(READ.iter().filter(|t| match **t {
+            "stock_levels" => matches!(role, "owner" | "manager"),
+            "mortality_report" => role != "viewer",
+            _ => true,
+        }));
+    }
+    if write && role != "viewer" {
+        names.push("record_daily_entry");
+    }
+    names.into_iter().map(str::to_owned).collect()
+}
+
+async fn tools_list_is_role_and_scope(engine: Engine) {
+    let app = TestApp::spawn(engine).await;
+    let owner = app.farm_with_member("owner").await;
+    for role in ["owner", "manager", "worker", "viewer"] {
+        for scopes in ["farm:read", "daily-entries:write", BOTH_SCOPES] {
+            let email = format!("{role}-{}@hillside.example", scopes.len());
+            let member = add_member(&app, &owner.farm, &email, role, None).await;
+            let tokens = connect(&app, &member, scopes).await;
+            let mut want = expected(role, scopes);
+            want.sort();
+            let mut got = tool_names(&app, &tokens.access_token, Wire::V2025_11_25).await;
+            got.sort();
+            assert_eq!(got, want, "{role} with {scopes}");
+            if role == "worker" && scopes == BOTH_SCOPES {
+                for wire in Wire::ALL {
+                    let mut got = tool_names(&app, &tokens.access_token, wire).await;
+                    got.sort();
+                    assert_eq!(got, want, "{wire:?}");
+                }
+            }
+        }
+    }
+}
+
+async fn a_hidden_tool_is_refused_like_an_unknown_tool(engine: Engine) {
+    let app = TestApp::spawn(engine).await;
+    let viewer = farm_with_flocks(&app, "viewer").await;
+    let tokens = connect(&app, &viewer, BOTH_SCOPES).await;
+    let args = json!({"flock": "Hens A", "date": "2025-03-01", "eggs_collected": 900});
+    for (tool, arguments) in [
+        ("no_such_tool", json!({})),
+        ("record_daily_entry", args),
+        ("stock_levels", json!({})),
+    ] {
+        for wire in Wire::ALL {
+            let (status, body) = rpc(
+                &app,
+                &tokens.access_token,
+                wire,
+                "tools/call",
+                json!({"name": tool, "arguments": arguments}),
+            )
+            .await;
+            assert_eq!(status, 200, "{tool} {wire:?}: {body}");
+            assert_eq!(body["error"]["code"], -32602, "{tool} {wire:?}: {body}");
+            assert_eq!(body["error"]["message"], format!("Unknown tool: {tool}"));
+        }
+    }
+    assert_eq!(
+        db_count(&app, "select count(*) from daily_entries").await,
+        0
+    );
+}
+
+async fn a_write_with_a_read_token_asks_for_step_up(engine: Engine) {
+    let app = TestApp::spawn(engine).await;
+    let worker = farm_with_flocks(&app, "worker").await;
+    let tokens = connect(&app, &worker, "farm:read").await;
+    let expected = format!(
+        r#"Bearer error="insufficient_scope", scope="daily-entries:write", resource_metadata="{}""#,
+        metadata_url(&app)
+    );
+    for wire in Wire::ALL {
+        let body = request_body(
+            wire,
+            4,
+            "tools/call",
+            json!({"name": "record_daily_entry", "arguments":
+                {"flock": "Hens A", "date": "2025-03-01", "eggs_collected": 900}}),
+        );
+        let response = post(&app, Some(&tokens.access_token), wire, &body)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), 403, "{wire:?}");
+        assert_eq!(challenge(&response), expected, "{wire:?}");
+    }
+    assert_eq!(
+        db_count(&app, "select count(*) from daily_entries").await,
+        0
+    );
+    assert_eq!(audit_count(&app, "tool_write").await, 0);
+}
+
+async fn another_farms_data_is_not_found(engine: Engine) {
+    let app = TestApp::spawn(engine).await;
+    let _hillside = farm_with_flocks(&app, "owner").await;
+    let other_farm = app.add_farm("Valley Farm").await;
+    admin(
+        &app,
+        &["house", "add", "--farm", &other_farm, "--name", "Barn"],
+    )
+    .await;
+    add_flock(&app, &other_farm, "Barn", "Valley Hens").await;
+    let valley = add_member(&app, &other_farm, "owner@valley.example", "owner", None).await;
+    let tokens = connect(&app, &valley, BOTH_SCOPES).await;
+
+    let flocks = tool_ok(&app, &tokens.access_token, "list_flocks", json!({})).await;
+    let names: Vec<&str> = flocks["flocks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["Valley Hens"]);
+    let text = tool_refused(
+        &app,
+        &tokens.access_token,
+        "get_flock",
+        json!({"flock": "Hens A"}),
+    )
+    .await;
+    assert!(text.contains("no flock named \"Hens A\""), "{text}");
+    let text = tool_refused(
+        &app,
+        &tokens.access_token,
+        "record_daily_entry",
+        json!({"flock": "Hens A", "date": "2025-03-01", "eggs_collected": 1}),
+    )
+    .await;
+    assert!(text.contains("no flock named"), "{text}");
+    assert_eq!(
+        db_count(&app, "select count(*) from daily_entries").await,
+        0
+    );
+}
+
+async fn a_worker_sees_only_their_flocks(engine: Engine) {
+    let app = TestApp::spawn(engine).await;
+    let owner = farm_with_flocks(&app, "owner").await;
+    let worker = add_member(
+        &app,
+        &owner.farm,
+        "w@hillside.example",
+        "worker",
+        Some("Hens A"),
+    )
+    .await;
+    let tokens = connect(&app, &worker, BOTH_SCOPES).await;
+    let flocks = tool_ok(&app, &tokens.access_token, "list_flocks", json!({})).await;
+    let names: Vec<&str> = flocks["flocks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["Hens A"]);
+    let text = tool_refused(
+        &app,
+        &tokens.access_token,
+        "get_flock",
+        json!({"flock": "Hens B"}),
+    )
+    .await;
+    assert!(text.contains("no flock named"), "{text}");
+    let text = tool_refused(
+        &app,
+        &tokens.access_token,
+        "record_daily_entry",
+        json!({"flock": "Hens B", "date": "2025-03-01", "eggs_collected": 1}),
+    )
+    .await;
+    assert!(text.contains("no flock named"), "{text}");
+    let written = tool_ok(
+        &app,
+        &tokens.access_token,
+        "record_daily_entry",
+        json!({"flock": "Hens A", "date": "2025-03-01", "eggs_collected": 1}),
+    )
+    .await;
+    assert_eq!(written["change"], "created");
+}
+
+async fn an_ambiguous_flock_name_lists_the_candidates(engine: Engine) {
+    let app = TestApp::spawn(engine).await;
+    let manager = farm_with_flocks(&app, "manager").await;
+    let tokens = connect(&app, &manager, "farm:read").await;
+    let text = tool_refused(
+        &app,
+        &tokens.access_token,
+        "get_flock",
+        json!({"flock": "Layers"}),
+    )
+    .await;
+    assert!(
+        text.contains("several flocks are named \"Layers\""),
+        "{text}"
+    );
+    assert!(text.contains("North") && text.contains("South"), "{text}");
+    let flock = tool_ok(
+        &app,
+        &tokens.access_token,
+        "get_flock",
+        json!({"flock": "Layers", "house": "South"}),
+    )
+    .await;
+    assert_eq!(flock["flock"]["house"], "South", "{flock}");
+}
+
+fn entry(eggs: i64) -> Value {
+    json!({"flock": "Hens A", "date": "2025-03-01", "eggs_collected": eggs, "mortality": 2})
+}
+
+async fn a_replayed_write_changes_nothing_and_audits_once(engine: Engine) {
+    let app = TestApp::spawn(engine).await;
+    let worker = farm_with_flocks(&app, "worker").await;
+    let tokens = connect(&app, &worker, BOTH_SCOPES).await;
+    let first = tool_ok(&app, &tokens.access_token, "record_daily_entry", entry(900)).await;
+    assert_eq!(first["replayed"], false);
+    assert_eq!(first["change"], "created");
+    let again = tool_ok(&app, &tokens.access_token, "record_daily_entry", entry(900)).await;
+    assert_eq!(again["replayed"], true);
+    assert_eq!(again["entry"]["version"], first["entry"]["version"]);
+    assert_eq!(audit_count(&app, "tool_write").await, 1);
+    assert_eq!(
+        db_count(&app, "select count(*) from daily_entries").await,
+        1
+    );
+    // The audit row names the grant and the client.
+    assert_eq!(
+        db_count(
+            &app,
+            &format!(
+                "select count(*) from audit_log where kind = 'tool_write' and client_id = '{}' and grant_id is not null",
+                tokens.client_id
+            )
+        )
+        .await,
+        1
+    );
+}
+
+async fn a_stale_version_is_a_conflict_showing_the_current_entry(engine: Engine) {
+    let app = TestApp::spawn(engine).await;
+    let manager = farm_with_flocks(&app, "manager").await;
+    let tokens = connect(&app, &manager, BOTH_SCOPES).await;
+    let first = tool_ok(&app, &tokens.access_token, "record_daily_entry", entry(900)).await;
+    let version = first["entry"]["version"].as_i64().unwrap();
+    let mut stale = entry(950);
+    stale["expected_version"] = json!(version + 4);
+    let text = tool_refused(&app, &tokens.access_token, "record_daily_entry", stale).await;
+    assert!(text.contains("conflict"), "{text}");
+    assert!(text.contains(&format!("is at version {version}")), "{text}");
+    assert!(text.contains("900"), "the current entry is shown: {text}");
+    let mut fresh = entry(950);
+    fresh["expected_version"] = json!(version);
+    let updated = tool_ok(&app, &tokens.access_token, "record_daily_entry", fresh).await;
+    assert_eq!(updated["change"], "updated");
+    assert_eq!(updated["entry"]["version"], version + 1);
+    assert_eq!(audit_count(&app, "tool_write").await, 2);
+}
+
+async fn a_refused_write_can_be_retried_once_the_cause_is_fixed(engine: Engine) {
+    let app = TestApp::spawn(engine).await;
+    let owner = farm_with_flocks(&app, "owner").await;
+    let tokens = connect(&app, &owner, BOTH_SCOPES).await;
+    // Refused by the domain: more deaths than birds.
+    let mut impossible = entry(900);
+    impossible["mortality"] = json!(5000);
+    let text = tool_refused(&app, &tokens.access_token, "record_daily_entry", impossible).await;
+    assert!(text.contains("exceeds"), "{text}");
+    // Refused by the transport: the farm's connected apps are off.
+    admin(&app, &["farm", "connected-apps", &owner.farm, "off"]).await;
+    let (status, _) = call_tool(&app, &tokens.access_token, "record_daily_entry", entry(900)).await;
+    assert_eq!(status, 401);
+    admin(&app, &["farm", "connected-apps", &owner.farm, "on"]).await;
+    // Neither refusal was remembered as done: the retry creates the entry.
+    let done = tool_ok(&app, &tokens.access_token, "record_daily_entry", entry(900)).await;
+    assert_eq!(done["replayed"], false);
+    assert_eq!(done["change"], "created");
+    assert_eq!(audit_count(&app, "tool_write").await, 1);
+}

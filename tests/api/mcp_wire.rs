@@ -1,0 +1,351 @@
+//! A probe of the HTTP behaviours of `/mcp` on the 2025 and 2026 wires:
+//! status, JSON-RPC code and headers for each. Part of these answers come
+//! from rmcp (pinned), part from Coop's middleware in front of it; an rmcp
+//! upgrade that changes any of them turns this red.
+
+use serde_json::{Value, json};
+
+use crate::helpers::{Engine, TestApp};
+use crate::mcp_support::*;
+use crate::on_both_engines;
+
+on_both_engines!(
+    the_shared_behaviours_on_both_wires,
+    the_legacy_wire,
+    the_modern_wire,
+);
+
+/// One probe's answer.
+struct Answer {
+    status: u16,
+    headers: reqwest::header::HeaderMap,
+    body: Value,
+}
+
+async fn send(request: reqwest::RequestBuilder) -> Answer {
+    let response = request.send().await.unwrap();
+    let status = response.status().as_u16();
+    let headers = response.headers().clone();
+    let text = response.text().await.unwrap();
+    let body = serde_json::from_str(&text).unwrap_or(Value::String(text));
+    Answer {
+        status,
+        headers,
+        body,
+    }
+}
+
+fn code(answer: &Answer) -> i64 {
+    answer.body["error"]["code"].as_i64().unwrap_or_default()
+}
+
+async fn viewer_token(app: &TestApp) -> String {
+    let viewer = app.farm_with_member("viewer").await;
+    connect(app, &viewer, "farm:read").await.access_token
+}
+
+async fn the_shared_behaviours_on_both_wires(engine: Engine) {
+    let app = TestApp::spawn(engine).await;
+    let token = viewer_token(&app).await;
+    for wire in [Wire::V2025_11_25, Wire::V2026_07_28] {
+        let list = request_body(wire, 5, "tools/list", Value::Null);
+
+        // A version outside Coop's set (rmcp alone would serve 2025-03-26).
+        for version in ["2025-03-26", "2024-11-05", "2099-01-01"] {
+            let a = send(post_with(
+                &app,
+                Some(&token),
+                wire,
+                &list.to_string(),
+                &[("mcp-protocol-version", Some(version))],
+            ))
+            .await;
+            assert_eq!(a.status, 400, "{wire:?} {version}");
+            assert_eq!(code(&a), -32022, "{wire:?} {version}");
+            assert_eq!(a.body["id"], 5);
+            assert_eq!(a.body["error"]["data"]["requested"], version);
+            assert_eq!(
+                a.body["error"]["data"]["supported"],
+                json!(["2025-06-18", "2025-11-25", "2026-07-28"])
+            );
+        }
+
+        // No version header at all.
+        let a = send(post_with(
+            &app,
+            Some(&token),
+            wire,
+            &list.to_string(),
+            &[("mcp-protocol-version", None)],
+        ))
+        .await;
+        assert_eq!((a.status, code(&a)), (400, -32020), "{wire:?} no version");
+        assert_eq!(a.body["id"], 5);
+
+        // A batch.
+        let a = send(post(&app, Some(&token), wire, &json!([list.clone()]))).await;
+        assert_eq!((a.status, code(&a)), (400, -32600), "{wire:?} batch");
+        assert_eq!(a.body["id"], Value::Null);
+
+        // Malformed JSON.
+        let a = send(post_with(
+            &app,
+            Some(&token),
+            wire,
+            "{\"jsonrpc\": \"2.0\", \"id\": 1,",
+            &[("mcp-method", Some("tools/list"))],
+        ))
+        .await;
+        assert_eq!((a.status, code(&a)), (400, -32700), "{wire:?} malformed");
+        assert_eq!(
+            a.headers["content-type"].to_str().unwrap(),
+            "application/json"
+        );
+
+        // JSON, but not a JSON-RPC message.
+        let a = send(post(
+            &app,
+            Some(&token),
+            wire,
+            &json!({"id": 3, "hello": true}),
+        ))
+        .await;
+        assert_eq!((a.status, code(&a)), (400, -32600), "{wire:?} not JSON-RPC");
+
+        // GET and DELETE: no stream, no session to end.
+        for method in [reqwest::Method::GET, reqwest::Method::DELETE] {
+            let a = send(
+                reqwest::Client::new()
+                    .request(method.clone(), app.url("/mcp"))
+                    .bearer_auth(&token)
+                    .header("accept", "text/event-stream")
+                    .header("mcp-protocol-version", wire.version()),
+            )
+            .await;
+            assert_eq!(a.status, 405, "{wire:?} {method}");
+        }
+
+        // An Accept without event streams, and a body that is not JSON.
+        let list_text = list.to_string();
+        let a = send(post_with(
+            &app,
+            Some(&token),
+            wire,
+            &list_text,
+            &[("accept", Some("application/json"))],
+        ))
+        .await;
+        assert_eq!(a.status, 406, "{wire:?} accept");
+        let a = send(post_with(
+            &app,
+            Some(&token),
+            wire,
+            &list_text,
+            &[("content-type", Some("text/plain"))],
+        ))
+        .await;
+        assert_eq!(a.status, 415, "{wire:?} content type");
+
+        // A session id is ignored, never minted.
+        let a = send(post_with(
+            &app,
+            Some(&token),
+            wire,
+            &list_text,
+            &[("mcp-session-id", Some("abc"))],
+        ))
+        .await;
+        assert_eq!(a.status, 200, "{wire:?} session id: {}", a.body);
+        assert!(!a.headers.contains_key("mcp-session-id"));
+        assert_eq!(
+            a.headers["content-type"].to_str().unwrap(),
+            "application/json"
+        );
+    }
+}
+
+async fn the_legacy_wire(engine: Engine) {
+    let app = TestApp::spawn(engine).await;
+    let token = viewer_token(&app).await;
+    for wire in [Wire::V2025_06_18, Wire::V2025_11_25] {
+        // initialize without a version header (the one request allowed to).
+        let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": wire.version(), "capabilities": {},
+            "clientInfo": {"name": "probe", "version": "1"}}});
+        let a = send(post(&app, Some(&token), wire, &init)).await;
+        assert_eq!(a.status, 200, "{wire:?}: {}", a.body);
+        assert_eq!(a.body["result"]["protocolVersion"], wire.version());
+        assert_eq!(a.body["result"]["serverInfo"]["name"], "coop");
+        assert!(!a.headers.contains_key("mcp-session-id"));
+        let a = send(post_with(
+            &app,
+            Some(&token),
+            wire,
+            &init.to_string(),
+            &[("mcp-protocol-version", None)],
+        ))
+        .await;
+        assert_eq!(a.status, 200, "{wire:?} initialize without header");
+
+        // An initialize naming a revision Coop does not serve is answered
+        // with the newest legacy one.
+        let mut old = init.clone();
+        old["params"]["protocolVersion"] = json!("2024-11-05");
+        let a = send(post_with(
+            &app,
+            Some(&token),
+            wire,
+            &old.to_string(),
+            &[("mcp-protocol-version", None)],
+        ))
+        .await;
+        assert_eq!(a.status, 200);
+        assert_eq!(a.body["result"]["protocolVersion"], "2025-11-25");
+
+        // notifications/initialized: 202, no body.
+        let note = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+        let a = send(post(&app, Some(&token), wire, &note)).await;
+        assert_eq!(a.status, 202, "{wire:?}");
+
+        // Unknown method: a JSON-RPC error in a 200.
+        let a = send(post(
+            &app,
+            Some(&token),
+            wire,
+            &request_body(wire, 7, "foo/bar", Value::Null),
+        ))
+        .await;
+        assert_eq!((a.status, code(&a)), (200, -32601), "{wire:?}");
+
+        // ping works; results carry no 2026 fields.
+        let a = send(post(
+            &app,
+            Some(&token),
+            wire,
+            &request_body(wire, 8, "ping", Value::Null),
+        ))
+        .await;
+        assert_eq!(a.status, 200);
+        assert_eq!(a.body["result"], json!({}));
+        let a = send(post(
+            &app,
+            Some(&token),
+            wire,
+            &request_body(wire, 9, "tools/list", Value::Null),
+        ))
+        .await;
+        assert_eq!(a.status, 200);
+        for field in ["resultType", "ttlMs", "cacheScope"] {
+            assert!(a.body["result"].get(field).is_none(), "{wire:?} {field}");
+        }
+    }
+}
+
+async fn the_modern_wire(engine: Engine) {
+    let app = TestApp::spawn(engine).await;
+    let token = viewer_token(&app).await;
+    let wire = Wire::V2026_07_28;
+
+    // initialize does not exist here, with full params or without.
+    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2026-07-28", "capabilities": {},
+        "clientInfo": {"name": "probe", "version": "1"}, "_meta": modern_meta()}});
+    let a = send(post(&app, Some(&token), wire, &init)).await;
+    assert_eq!(
+        (a.status, code(&a)),
+        (404, -32601),
+        "initialize: {}",
+        a.body
+    );
+    assert_eq!(a.body["id"], 1);
+
+    // Unknown and removed methods: 404.
+    for method in ["foo/bar", "ping", "logging/setLevel"] {
+        let a = send(post(
+            &app,
+            Some(&token),
+            wire,
+            &request_body(wire, 2, method, Value::Null),
+        ))
+        .await;
+        assert_eq!((a.status, code(&a)), (404, -32601), "{method}");
+    }
+
+    // _meta missing: 400 -32602.
+    let bare = json!({"jsonrpc": "2.0", "id": 3, "method": "tools/list", "params": {}});
+    let a = send(post(&app, Some(&token), wire, &bare)).await;
+    assert_eq!((a.status, code(&a)), (400, -32602), "{}", a.body);
+
+    // Mcp-Method disagreeing with the body, and missing: 400 -32020.
+    let list = request_body(wire, 4, "tools/list", Value::Null);
+    let list_text = list.to_string();
+    let a = send(post_with(
+        &app,
+        Some(&token),
+        wire,
+        &list_text,
+        &[("mcp-method", Some("tools/call"))],
+    ))
+    .await;
+    assert_eq!((a.status, code(&a)), (400, -32020));
+    let a = send(post_with(
+        &app,
+        Some(&token),
+        wire,
+        &list_text,
+        &[("mcp-method", None)],
+    ))
+    .await;
+    assert_eq!((a.status, code(&a)), (400, -32020), "missing Mcp-Method");
+
+    // A _meta version other than the header's: 400 -32020.
+    let mut mismatched = list.clone();
+    mismatched["params"]["_meta"]["io.modelcontextprotocol/protocolVersion"] = json!("2025-11-25");
+    let a = send(post(&app, Some(&token), wire, &mismatched)).await;
+    assert_eq!(a.status, 400, "{}", a.body);
+
+    // Mcp-Name disagreeing with the tool.
+    let call = request_body(
+        wire,
+        5,
+        "tools/call",
+        json!({"name": "list_flocks", "arguments": {}}),
+    );
+    let a = send(post_with(
+        &app,
+        Some(&token),
+        wire,
+        &call.to_string(),
+        &[("mcp-name", Some("get_flock"))],
+    ))
+    .await;
+    assert_eq!((a.status, code(&a)), (400, -32020));
+
+    // server/discover: Coop's versions, serverInfo, a complete result.
+    let a = send(post(
+        &app,
+        Some(&token),
+        wire,
+        &request_body(wire, 6, "server/discover", Value::Null),
+    ))
+    .await;
+    assert_eq!(a.status, 200, "{}", a.body);
+    assert_eq!(
+        a.body["result"]["supportedVersions"],
+        json!(["2025-06-18", "2025-11-25", "2026-07-28"])
+    );
+    assert_eq!(a.body["result"]["resultType"], "complete");
+
+    // tools/list: complete, private, not cached.
+    let a = send(post(&app, Some(&token), wire, &list)).await;
+    assert_eq!(a.status, 200);
+    assert_eq!(a.body["result"]["resultType"], "complete");
+    assert_eq!(a.body["result"]["cacheScope"], "private");
+    assert_eq!(a.body["result"]["ttlMs"], 0);
+
+    // tools/call: complete, with structured content.
+    let a = send(post(&app, Some(&token), wire, &call)).await;
+    assert_eq!(a.status, 200, "{}", a.body);
+    assert_eq!(a.body["result"]["resultType"], "complete");
+    assert!(a.body["result"]["structuredContent"]["flocks"].is_array());
+}
