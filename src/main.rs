@@ -116,6 +116,25 @@ enum AdminCommand {
     Flock(FlockCommand),
     #[command(subcommand)]
     Client(ClientCommand),
+    /// Connected apps (active grants).
+    #[command(subcommand)]
+    Apps(AppsCommand),
+}
+
+#[derive(Subcommand)]
+enum AppsCommand {
+    /// One line per active grant: grant id, user, client, scopes, last used.
+    List {
+        #[arg(long)]
+        farm: Option<String>,
+        #[arg(long)]
+        user: Option<String>,
+    },
+    /// End a grant and every token it issued, at once.
+    Disconnect {
+        #[arg(value_name = "GRANT_ID")]
+        grant_id: String,
+    },
 }
 
 #[derive(Subcommand)]
@@ -472,6 +491,18 @@ async fn run_admin(store: &Store, command: AdminCommand) -> Result<(), AdminErro
             };
             admin::add_flock(store, &input, now).await?;
             println!("flock {name} added to {house} on {farm}");
+        }
+        AdminCommand::Apps(AppsCommand::List { farm, user }) => {
+            for app in admin::apps::list(store, farm.as_deref(), user.as_deref()).await? {
+                println!("{}", admin::apps::list_line(&app));
+            }
+        }
+        AdminCommand::Apps(AppsCommand::Disconnect { grant_id }) => {
+            let app = admin::apps::disconnect_by_id(store, &grant_id, now).await?;
+            println!(
+                "grant {} disconnected ({} for {})",
+                app.grant_id, app.client_name, app.email
+            );
         }
         AdminCommand::Client(ClientCommand::Add {
             name,

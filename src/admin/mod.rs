@@ -5,7 +5,9 @@
 //! reason; multi-row changes run in one transaction so a refusal leaves
 //! nothing half-written.
 
+pub mod apps;
 pub mod demo;
+pub mod farm_records;
 
 use time::{Date, OffsetDateTime};
 
@@ -71,7 +73,7 @@ pub fn slug_from_name(name: &str) -> String {
         .to_owned()
 }
 
-fn check_name(what: &str, raw: &str) -> AdminResult<String> {
+pub(crate) fn check_name(what: &str, raw: &str) -> AdminResult<String> {
     let name = raw.trim();
     if name.is_empty() || name.chars().count() > 100 || name.chars().any(char::is_control) {
         return Err(refused(format!(
@@ -163,18 +165,7 @@ pub async fn add_flock(
     let name = check_name("flock", input.name)?;
     let breed = check_name("breed", input.breed)?;
     let placed_on = parse_date(input.placed)?;
-    let head_count: i64 = input
-        .head_count
-        .trim()
-        .parse()
-        .ok()
-        .filter(|n| (0..=10_000_000).contains(n))
-        .ok_or_else(|| {
-            refused(format!(
-                "{:?} is not a head count (0 to 10,000,000)",
-                input.head_count
-            ))
-        })?;
+    let head_count = parse_head_count(input.head_count)?;
     let flock = NewFlock {
         house,
         name: &name,
@@ -189,6 +180,14 @@ pub async fn add_flock(
         ))),
         Err(err) => Err(err.into()),
     }
+}
+
+pub(crate) fn parse_head_count(raw: &str) -> AdminResult<i64> {
+    raw.trim()
+        .parse()
+        .ok()
+        .filter(|n| (0..=10_000_000).contains(n))
+        .ok_or_else(|| refused(format!("{raw:?} is not a head count (0 to 10,000,000)")))
 }
 
 pub fn parse_date(raw: &str) -> AdminResult<Date> {

@@ -26,6 +26,9 @@ pub enum PageError {
     Forbidden(String),
     #[error("not found")]
     NotFound,
+    /// The action would break a rule of the farm (the last owner).
+    #[error("conflict: {0}")]
+    Conflict(String),
     #[error("too many attempts; retry in {0:?}")]
     TooManyAttempts(Duration),
     #[error("internal: {0}")]
@@ -84,6 +87,7 @@ impl IntoResponse for PageError {
                 "Not found",
                 "There is nothing at this address.".to_owned(),
             ),
+            Self::Conflict(msg) => (StatusCode::CONFLICT, "That cannot be done", msg.clone()),
             Self::TooManyAttempts(wait) => (
                 StatusCode::TOO_MANY_REQUESTS,
                 "Too many attempts",

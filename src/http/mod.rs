@@ -6,6 +6,7 @@
 //! `oauth` and `mcp`, and [`error`] is the one place an error becomes a
 //! response.
 
+pub mod admin;
 pub mod error;
 pub mod health;
 pub mod mcp;
@@ -33,6 +34,7 @@ const REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
 pub fn router(state: AppState, sessions: SessionManagerLayer<SessionBackend>) -> Router {
     let browser = pages::router()
         .merge(oauth::browser_router())
+        .merge(admin::router())
         .layer(axum::middleware::from_fn_with_state(
             state.clone(),
             pages::same_origin_posts,

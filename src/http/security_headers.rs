@@ -5,6 +5,8 @@
 //! the consent button being framed by another site (clickjacking). There is
 //! deliberately no `form-action`: browsers apply it to the redirect that
 //! follows the consent form, which goes to the client's own redirect URI.
+//! The referrer policy is `same-origin`: no URL of Coop's (a consent
+//! request id, a grant id) leaves for another site.
 
 use axum::extract::Request;
 use axum::http::{HeaderValue, header};
@@ -28,7 +30,10 @@ pub async fn apply(request: Request, next: Next) -> Response {
     );
     headers.insert(
         header::REFERRER_POLICY,
-        HeaderValue::from_static("no-referrer"),
+        // Not `no-referrer`: with it Chromium sends `Origin: null` on a
+        // same-site form POST, which the same-origin check must refuse.
+        // `same-origin` keeps our URLs from other sites all the same.
+        HeaderValue::from_static("same-origin"),
     );
     headers.insert(
         HeaderName::from_static("cross-origin-opener-policy"),

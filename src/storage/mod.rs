@@ -13,16 +13,20 @@
 //! call context is the only caller that can supply it for tool reads.
 
 pub mod audit;
+pub mod audit_query;
 pub mod call_context;
 pub mod clients;
 pub mod codes;
+pub mod connected_apps;
 pub mod daily_entries;
 pub mod egg_lots;
+pub mod farm_admin;
 pub mod farm_query;
 pub mod farms;
 pub mod flocks;
 pub mod grants;
 pub mod keys;
+pub mod members;
 pub mod refresh_tokens;
 pub mod revocations;
 pub mod seed;

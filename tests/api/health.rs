@@ -29,7 +29,7 @@ async fn pages_carry_security_headers(engine: Engine) {
     assert!(!csp.contains("unsafe-inline"), "{csp}");
     assert_eq!(header("x-frame-options"), "DENY");
     assert_eq!(header("x-content-type-options"), "nosniff");
-    assert_eq!(header("referrer-policy"), "no-referrer");
+    assert_eq!(header("referrer-policy"), "same-origin");
     let cookie = header("set-cookie");
     assert!(cookie.contains("HttpOnly"), "{cookie}");
     assert!(cookie.contains("SameSite=Lax"), "{cookie}");

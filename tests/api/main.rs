@@ -34,3 +34,16 @@ mod oauth_revoke;
 mod oauth_token;
 mod real_clients;
 mod serve;
+
+mod apps_support;
+mod browser_support;
+
+mod admin_access;
+mod admin_apps;
+mod admin_audit;
+mod admin_farm;
+mod admin_members;
+mod apps_cli;
+mod apps_pages;
+mod browser_apps;
+mod replicas;

@@ -11,12 +11,18 @@ use crate::on_both_engines;
 on_both_engines!(
     no_token_gets_the_challenge_with_metadata_and_scopes,
     a_token_in_the_query_string_is_refused,
-    store_conditions_each_refuse_the_token,
+    a_revoked_grant_refuses_its_tokens,
+    a_moved_credential_epoch_refuses_older_tokens,
+    a_disabled_user_is_refused,
+    a_user_who_must_change_password_is_refused,
+    a_suspended_farm_is_refused,
+    connected_apps_off_refuses_every_token_of_the_farm,
     a_revoked_access_token_is_refused,
     claims_signature_and_key_are_checked,
     an_expired_token_is_refused,
     a_token_without_an_mcp_scope_is_insufficient_scope,
     every_url_comes_from_the_issuer_not_host,
+    a_token_naming_another_user_or_client_is_refused,
     last_used_is_written_at_most_once_a_minute,
 );
 
@@ -86,71 +92,80 @@ async fn a_token_in_the_query_string_is_refused(engine: Engine) {
     assert_eq!(json["error"], "invalid_request");
 }
 
-async fn store_conditions_each_refuse_the_token(engine: Engine) {
+/// Makes one store condition (by `command`, or by revoking the grant when
+/// `command` is empty) on a member's working token and asserts the next
+/// call is refused; then undoes it, when `undo` is given, and asserts the
+/// token works again: the refusal was that condition's doing.
+async fn refused_after(engine: Engine, command: &[&str], undo: Option<&[&str]>) {
     let app = TestApp::spawn(engine).await;
-    // Each condition is made on a member of its own, then undone where it
-    // can be, so each refusal is the one condition's doing.
-    let owner = app.farm_with_member("owner").await;
-    let farm = owner.farm.clone();
-    type Case<'a> = (&'a str, &'a [&'a str], Option<&'a [&'a str]>);
-    let cases: [Case; 6] = [
-        ("disabled", &["user", "disable"], None),
-        ("epoch", &["user", "sign-out-everywhere"], None),
-        ("must-change", &["user", "require-password-change"], None),
-        (
-            "suspended",
-            &["farm", "suspend", "FARM"],
-            Some(&["farm", "resume", "FARM"]),
-        ),
-        (
-            "apps-off",
-            &["farm", "connected-apps", "FARM", "off"],
-            Some(&["farm", "connected-apps", "FARM", "on"]),
-        ),
-        ("revoked-grant", &[], None),
-    ];
-    for (name, command, undo) in cases {
-        let member = add_member(
-            &app,
-            &farm,
-            &format!("{name}@hillside.example"),
-            "manager",
-            None,
-        )
-        .await;
-        let tokens = connect(&app, &member, "farm:read").await;
-        assert_eq!(
-            list_with(&app, &tokens.access_token).await.status(),
-            200,
-            "{name}"
-        );
-        if command.is_empty() {
-            // Revoking the refresh token ends the grant and its access tokens.
-            let response =
-                oauth_client::revoke(&app, &tokens.client_id, &tokens.refresh_token).await;
-            assert_eq!(response.status(), 200);
-        } else {
-            let args: Vec<&str> = command
-                .iter()
-                .map(|a| if *a == "FARM" { farm.as_str() } else { *a })
-                .chain((command[0] == "user").then_some(member.email.as_str()))
-                .collect();
-            admin(&app, &args).await;
+    let member = app.farm_with_member("manager").await;
+    let farm = member.farm.clone();
+    let tokens = connect(&app, &member, "farm:read").await;
+    assert_eq!(list_with(&app, &tokens.access_token).await.status(), 200);
+    let fill = |args: &[&str]| -> Vec<String> {
+        let mut full: Vec<String> = args
+            .iter()
+            .map(|a| {
+                if *a == "FARM" {
+                    farm.clone()
+                } else {
+                    (*a).to_owned()
+                }
+            })
+            .collect();
+        if args[0] == "user" {
+            full.push(member.email.clone());
         }
-        assert_invalid_token(&app, &tokens.access_token, name).await;
-        if let Some(undo) = undo {
-            let args: Vec<&str> = undo
-                .iter()
-                .map(|a| if *a == "FARM" { farm.as_str() } else { *a })
-                .collect();
-            admin(&app, &args).await;
-            assert_eq!(
-                list_with(&app, &tokens.access_token).await.status(),
-                200,
-                "{name} undone"
-            );
-        }
+        full
+    };
+    if command.is_empty() {
+        // Revoking the refresh token ends the grant and its access tokens.
+        let response = oauth_client::revoke(&app, &tokens.client_id, &tokens.refresh_token).await;
+        assert_eq!(response.status(), 200);
+    } else {
+        let args = fill(command);
+        admin(&app, &args.iter().map(String::as_str).collect::<Vec<_>>()).await;
     }
+    assert_invalid_token(&app, &tokens.access_token, &command.join(" ")).await;
+    if let Some(undo) = undo {
+        let args = fill(undo);
+        admin(&app, &args.iter().map(String::as_str).collect::<Vec<_>>()).await;
+        assert_eq!(list_with(&app, &tokens.access_token).await.status(), 200);
+    }
+}
+
+async fn a_revoked_grant_refuses_its_tokens(engine: Engine) {
+    refused_after(engine, &[], None).await;
+}
+
+async fn a_moved_credential_epoch_refuses_older_tokens(engine: Engine) {
+    refused_after(engine, &["user", "sign-out-everywhere"], None).await;
+}
+
+async fn a_disabled_user_is_refused(engine: Engine) {
+    refused_after(engine, &["user", "disable"], Some(&["user", "enable"])).await;
+}
+
+async fn a_user_who_must_change_password_is_refused(engine: Engine) {
+    refused_after(engine, &["user", "require-password-change"], None).await;
+}
+
+async fn a_suspended_farm_is_refused(engine: Engine) {
+    refused_after(
+        engine,
+        &["farm", "suspend", "FARM"],
+        Some(&["farm", "resume", "FARM"]),
+    )
+    .await;
+}
+
+async fn connected_apps_off_refuses_every_token_of_the_farm(engine: Engine) {
+    refused_after(
+        engine,
+        &["farm", "connected-apps", "FARM", "off"],
+        Some(&["farm", "connected-apps", "FARM", "on"]),
+    )
+    .await;
 }
 
 async fn a_revoked_access_token_is_refused(engine: Engine) {
@@ -286,4 +301,21 @@ async fn last_used_is_written_at_most_once_a_minute(engine: Engine) {
     app.clock.advance(time::Duration::seconds(61));
     assert_eq!(list_with(&app, &tokens.access_token).await.status(), 200);
     assert!(last_used().await >= first + 61);
+}
+
+async fn a_token_naming_another_user_or_client_is_refused(engine: Engine) {
+    let app = TestApp::spawn(engine).await;
+    let user = app.farm_with_member("owner").await;
+    let other = add_member(&app, &user.farm, "other@hillside.example", "owner", None).await;
+    let tokens = connect(&app, &user, "farm:read").await;
+    let others = connect(&app, &other, "farm:read").await;
+    let other_sub = oauth_client::claims(&others.access_token)["sub"].clone();
+    // Coop's own key, the grant of `user`, but another user or client named.
+    let stolen_grant = forge(&app, &tokens.access_token, |c| c["sub"] = other_sub).await;
+    assert_invalid_token(&app, &stolen_grant, "another user").await;
+    let other_client = forge(&app, &tokens.access_token, |c| {
+        c["client_id"] = json!(others.client_id)
+    })
+    .await;
+    assert_invalid_token(&app, &other_client, "another client").await;
 }

@@ -9,6 +9,7 @@ use crate::on_both_engines;
 
 on_both_engines!(
     a_body_over_64_kib_is_refused_unread,
+    a_chunked_body_over_64_kib_is_cut_while_reading,
     each_grant_has_its_request_budget,
     a_foreign_origin_is_refused_before_the_token,
     batches_are_refused,
@@ -118,4 +119,41 @@ async fn batches_are_refused(engine: Engine) {
     let body: Value = response.json().await.unwrap();
     assert_eq!(body["error"]["code"], -32600);
     assert_eq!(body["id"], Value::Null);
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("batches")
+    );
+}
+
+async fn a_chunked_body_over_64_kib_is_cut_while_reading(engine: Engine) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let app = TestApp::spawn(engine).await;
+    let viewer = app.farm_with_member("viewer").await;
+    let tokens = connect(&app, &viewer, "farm:read").await;
+    let authority = app.address.trim_start_matches("http://").to_owned();
+    let mut stream = tokio::net::TcpStream::connect(&authority).await.unwrap();
+    // No Content-Length: the cap can only be applied while reading.
+    let head = format!(
+        "POST /mcp HTTP/1.1\r\nHost: {authority}\r\nAuthorization: Bearer {}\r\n\
+         Accept: application/json, text/event-stream\r\nContent-Type: application/json\r\n\
+         MCP-Protocol-Version: 2025-11-25\r\nTransfer-Encoding: chunked\r\n\
+         Connection: close\r\n\r\n",
+        tokens.access_token
+    );
+    stream.write_all(head.as_bytes()).await.unwrap();
+    let chunk = vec![b' '; 16 * 1024];
+    for _ in 0..5 {
+        let _ = stream
+            .write_all(format!("{:x}\r\n", chunk.len()).as_bytes())
+            .await;
+        let _ = stream.write_all(&chunk).await;
+        let _ = stream.write_all(b"\r\n").await;
+    }
+    let _ = stream.write_all(b"0\r\n\r\n").await;
+    let mut answer = Vec::new();
+    let _ = stream.read_to_end(&mut answer).await;
+    let answer = String::from_utf8_lossy(&answer);
+    assert!(answer.starts_with("HTTP/1.1 413"), "{answer}");
 }

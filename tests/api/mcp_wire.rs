@@ -10,7 +10,14 @@ use crate::mcp_support::*;
 use crate::on_both_engines;
 
 on_both_engines!(
-    the_shared_behaviours_on_both_wires,
+    an_unsupported_version_header_is_400_32022,
+    a_missing_version_header_is_400_32020,
+    a_batch_is_400_32600,
+    malformed_json_is_400_32700,
+    json_that_is_not_json_rpc_is_400_32600,
+    get_and_delete_are_405,
+    accept_and_content_type_are_checked,
+    a_session_id_is_ignored_and_never_minted,
     the_legacy_wire,
     the_modern_wire,
 );
@@ -44,12 +51,11 @@ async fn viewer_token(app: &TestApp) -> String {
     connect(app, &viewer, "farm:read").await.access_token
 }
 
-async fn the_shared_behaviours_on_both_wires(engine: Engine) {
+async fn an_unsupported_version_header_is_400_32022(engine: Engine) {
     let app = TestApp::spawn(engine).await;
     let token = viewer_token(&app).await;
     for wire in [Wire::V2025_11_25, Wire::V2026_07_28] {
         let list = request_body(wire, 5, "tools/list", Value::Null);
-
         // A version outside Coop's set (rmcp alone would serve 2025-03-26).
         for version in ["2025-03-26", "2024-11-05", "2099-01-01"] {
             let a = send(post_with(
@@ -69,7 +75,14 @@ async fn the_shared_behaviours_on_both_wires(engine: Engine) {
                 json!(["2025-06-18", "2025-11-25", "2026-07-28"])
             );
         }
+    }
+}
 
+async fn a_missing_version_header_is_400_32020(engine: Engine) {
+    let app = TestApp::spawn(engine).await;
+    let token = viewer_token(&app).await;
+    for wire in [Wire::V2025_11_25, Wire::V2026_07_28] {
+        let list = request_body(wire, 5, "tools/list", Value::Null);
         // No version header at all.
         let a = send(post_with(
             &app,
@@ -81,12 +94,33 @@ async fn the_shared_behaviours_on_both_wires(engine: Engine) {
         .await;
         assert_eq!((a.status, code(&a)), (400, -32020), "{wire:?} no version");
         assert_eq!(a.body["id"], 5);
+    }
+}
 
+async fn a_batch_is_400_32600(engine: Engine) {
+    let app = TestApp::spawn(engine).await;
+    let token = viewer_token(&app).await;
+    for wire in [Wire::V2025_11_25, Wire::V2026_07_28] {
+        let list = request_body(wire, 5, "tools/list", Value::Null);
         // A batch.
         let a = send(post(&app, Some(&token), wire, &json!([list.clone()]))).await;
         assert_eq!((a.status, code(&a)), (400, -32600), "{wire:?} batch");
         assert_eq!(a.body["id"], Value::Null);
+        assert!(
+            a.body["error"]["message"]
+                .as_str()
+                .unwrap()
+                .contains("batches"),
+            "{}",
+            a.body
+        );
+    }
+}
 
+async fn malformed_json_is_400_32700(engine: Engine) {
+    let app = TestApp::spawn(engine).await;
+    let token = viewer_token(&app).await;
+    for wire in [Wire::V2025_11_25, Wire::V2026_07_28] {
         // Malformed JSON.
         let a = send(post_with(
             &app,
@@ -101,7 +135,13 @@ async fn the_shared_behaviours_on_both_wires(engine: Engine) {
             a.headers["content-type"].to_str().unwrap(),
             "application/json"
         );
+    }
+}
 
+async fn json_that_is_not_json_rpc_is_400_32600(engine: Engine) {
+    let app = TestApp::spawn(engine).await;
+    let token = viewer_token(&app).await;
+    for wire in [Wire::V2025_11_25, Wire::V2026_07_28] {
         // JSON, but not a JSON-RPC message.
         let a = send(post(
             &app,
@@ -111,7 +151,13 @@ async fn the_shared_behaviours_on_both_wires(engine: Engine) {
         ))
         .await;
         assert_eq!((a.status, code(&a)), (400, -32600), "{wire:?} not JSON-RPC");
+    }
+}
 
+async fn get_and_delete_are_405(engine: Engine) {
+    let app = TestApp::spawn(engine).await;
+    let token = viewer_token(&app).await;
+    for wire in [Wire::V2025_11_25, Wire::V2026_07_28] {
         // GET and DELETE: no stream, no session to end.
         for method in [reqwest::Method::GET, reqwest::Method::DELETE] {
             let a = send(
@@ -124,7 +170,14 @@ async fn the_shared_behaviours_on_both_wires(engine: Engine) {
             .await;
             assert_eq!(a.status, 405, "{wire:?} {method}");
         }
+    }
+}
 
+async fn accept_and_content_type_are_checked(engine: Engine) {
+    let app = TestApp::spawn(engine).await;
+    let token = viewer_token(&app).await;
+    for wire in [Wire::V2025_11_25, Wire::V2026_07_28] {
+        let list = request_body(wire, 5, "tools/list", Value::Null);
         // An Accept without event streams, and a body that is not JSON.
         let list_text = list.to_string();
         let a = send(post_with(
@@ -145,7 +198,15 @@ async fn the_shared_behaviours_on_both_wires(engine: Engine) {
         ))
         .await;
         assert_eq!(a.status, 415, "{wire:?} content type");
+    }
+}
 
+async fn a_session_id_is_ignored_and_never_minted(engine: Engine) {
+    let app = TestApp::spawn(engine).await;
+    let token = viewer_token(&app).await;
+    for wire in [Wire::V2025_11_25, Wire::V2026_07_28] {
+        let list = request_body(wire, 5, "tools/list", Value::Null);
+        let list_text = list.to_string();
         // A session id is ignored, never minted.
         let a = send(post_with(
             &app,

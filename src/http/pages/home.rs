@@ -1,26 +1,36 @@
-//! `/`: who is signed in, on which farm, with which role.
+//! `/`: who is signed in, on which farm, with which role, and how many
+//! apps they have connected.
 
 use askama::Template;
+use axum::extract::State;
 use axum::response::Response;
 
+use super::view::Nav;
 use crate::http::error::{PageError, render};
-use crate::http::session::{self, RequireUser};
+use crate::http::session::RequireUser;
+use crate::state::AppState;
+use crate::storage::connected_apps;
 
 #[derive(Template)]
 #[template(path = "home.html")]
 struct HomePage<'a> {
+    nav: Nav,
     email: &'a str,
     farm_name: &'a str,
     role: &'a str,
-    csrf: &'a str,
+    apps_count: i64,
 }
 
-pub async fn show(RequireUser(user): RequireUser) -> Result<Response, PageError> {
-    let csrf = session::csrf_token(&user.session).await?;
+pub async fn show(
+    State(state): State<AppState>,
+    RequireUser(user): RequireUser,
+) -> Result<Response, PageError> {
+    let apps_count = connected_apps::count_for_user(&state.store, user.account.user_id()).await?;
     Ok(render(&HomePage {
+        nav: Nav::new(&user, "home").await?,
         email: &user.account.email,
         farm_name: &user.account.farm_name,
         role: user.account.role().as_str(),
-        csrf: &csrf,
+        apps_count,
     }))
 }

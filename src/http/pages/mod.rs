@@ -1,4 +1,5 @@
-//! Browser pages: sign-in, sign-out, the start page and password change.
+//! Browser pages: sign-in, sign-out, the start page, password change and
+//! the person's connected apps.
 //!
 //! Every page route sits behind the session layer and [`same_origin_posts`]:
 //! a state-changing request whose `Origin` is present and not the issuer's is
@@ -6,8 +7,10 @@
 //! session's CSRF token.
 
 mod account;
+pub mod apps;
 mod home;
 mod login;
+pub mod view;
 
 use axum::Router;
 use axum::extract::{Request, State};
@@ -24,6 +27,11 @@ pub fn router() -> Router<AppState> {
         .route("/", get(home::show))
         .route("/login", get(login::show).post(login::submit))
         .route("/logout", post(login::sign_out))
+        .route("/account/apps", get(apps::list))
+        .route(
+            "/account/apps/{grant}/disconnect",
+            get(apps::confirm).post(apps::disconnect),
+        )
         .route(
             super::session::CHANGE_PASSWORD_PATH,
             get(account::show_password).post(account::change_password),

@@ -1,0 +1,108 @@
+# Shared by the bench scripts (sourced, not run): wrk, a fresh Coop on
+# either engine with a test farm, and a clean stop.
+#
+# After `coop_start ENGINE [serve flags…]`: $coop_pid, $coop_url, $coop_db,
+# $coop_email, $coop_password. `coop_stop` ends the server and drops a
+# PostgreSQL database it made. Linux only (/proc for memory).
+
+BENCH_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+ROOT="$(cd "$BENCH_DIR/.." && pwd)"
+COOP_BIN="${COOP_BIN:-${CARGO_TARGET_DIR:-$ROOT/target}/release/coop}"
+PG_URL="${COOP_BENCH_POSTGRES_URL:-postgres://postgres@127.0.0.1:5432}"
+
+bench_require() {
+  [[ -x "$COOP_BIN" ]] || { echo "no release binary at $COOP_BIN; run cargo build --release" >&2; exit 1; }
+  if ! command -v wrk >/dev/null; then
+    echo "installing wrk" >&2
+    apt-get install -y -q wrk >/dev/null 2>&1 || { apt-get update -q >/dev/null && apt-get install -y -q wrk >/dev/null; }
+  fi
+  bench_work="$(mktemp -d)"
+}
+
+free_port() {
+  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+
+coop_cli() {
+  COOP_DATABASE_URL="$coop_db" RUST_LOG=warn "$COOP_BIN" "$@"
+}
+
+# A farm, a house, 5 flocks and an owner, through the real CLI.
+coop_fixture() {
+  local slug
+  slug="$(coop_cli admin farm add --name "Bench Farm")"
+  coop_cli admin house add --farm "$slug" --name "House 1" >/dev/null
+  for n in 1 2 3 4 5; do
+    coop_cli admin flock add --farm "$slug" --house "House 1" --name "Flock $n" \
+      --breed "ISA Brown" --placed 2026-01-15 --head-count 1200 >/dev/null
+  done
+  coop_email="owner@bench.example"
+  coop_password="bench password $(date +%s)"
+  printf '%s' "$coop_password" | coop_cli admin user add --farm "$slug" \
+    --email "$coop_email" --role owner --password-stdin >/dev/null
+}
+
+coop_start() {
+  local engine="$1"; shift
+  local port; port="$(free_port)"
+  case "$engine" in
+    sqlite) coop_db="sqlite://$bench_work/coop-$port.db"; coop_pgdb="" ;;
+    postgres)
+      coop_pgdb="coop_bench_$$_$port"
+      psql "$PG_URL/postgres" -q -c "create database $coop_pgdb" >/dev/null
+      coop_db="$PG_URL/$coop_pgdb" ;;
+    *) echo "unknown engine $engine" >&2; exit 1 ;;
+  esac
+  coop_fixture
+  COOP_DATABASE_URL="$coop_db" RUST_LOG=warn "$COOP_BIN" serve --bind "127.0.0.1:$port" "$@" \
+    >"$bench_work/coop-$port.log" 2>&1 &
+  coop_pid=$!
+  coop_url="http://127.0.0.1:$port"
+  for _ in $(seq 1 100); do
+    curl -fsS "$coop_url/readyz" >/dev/null 2>&1 && return 0
+    sleep 0.1
+  done
+  echo "coop not ready; log:" >&2; cat "$bench_work/coop-$port.log" >&2; exit 1
+}
+
+coop_stop() {
+  if [[ -n "${coop_pid:-}" ]]; then
+    kill -TERM "$coop_pid" 2>/dev/null || true
+    wait "$coop_pid" 2>/dev/null || true
+    coop_pid=""
+  fi
+  if [[ -n "${coop_pgdb:-}" ]]; then
+    psql "$PG_URL/postgres" -q -c "drop database if exists $coop_pgdb" >/dev/null 2>&1 || true
+    coop_pgdb=""
+  fi
+}
+
+bench_cleanup() {
+  coop_stop
+  [[ -n "${bench_work:-}" ]] && rm -rf "$bench_work"
+}
+
+# Peak and current resident memory of the server, from /proc.
+coop_memory() {
+  awk '/^VmHWM/ {h=$2} /^VmRSS/ {r=$2} END {printf "peak RSS (VmHWM) %.1f MB, RSS now %.1f MB\n", h/1024, r/1024}' \
+    "/proc/$coop_pid/status"
+}
+
+# wrk with the reporting Lua; prints one line:
+#   <label> c=<connections> <rps> req/s p50 <ms> p99 <ms> (<n> requests, <e> errors)
+# and leaves the rate in $last_rps; a run with errors sets $bench_failed.
+# Usage: run_wrk LABEL CONNECTIONS DURATION SCRIPT URL
+run_wrk() {
+  local label="$1" c="$2" d="$3" script="$4" url="$5"
+  local t=2; (( c < 2 )) && t=1
+  local out
+  out="$(BENCH_THREADS="$t" BENCH_LUA_DIR="$BENCH_DIR/lua" wrk -t"$t" -c"$c" -d"${d}s" --timeout 5s -s "$script" "$url")"
+  local result; result="$(grep '^RESULT' <<<"$out" || true)"
+  [[ -n "$result" ]] || { echo "$out" >&2; echo "wrk printed no RESULT line" >&2; exit 1; }
+  printf '%-28s c=%-3s %s\n' "$label" "$c" "${result#RESULT }"
+  last_rps="$(awk '{print $2}' <<<"$result")"
+  if ! grep -q ', 0 errors)' <<<"$result"; then
+    echo "  ^ errors: the figures above are not valid" >&2
+    bench_failed=1
+  fi
+}

@@ -1,0 +1,117 @@
+//! Connected apps from the operator's side and the one way any grant is
+//! disconnected: by the person who approved it, by their farm's owner, or
+//! by the operator (`coop admin apps …`).
+//!
+//! Disconnecting revokes the grant; every code, refresh token and access
+//! token it issued is checked against the grant on use, so they all stop
+//! at once, on every replica. Each disconnect is audited with the client
+//! and grant, and who did it.
+
+use time::OffsetDateTime;
+
+use super::{AdminResult, refused};
+use crate::domain::{Email, GrantId, UserId};
+use crate::storage::audit::{self, AuditEvent, AuditKind};
+use crate::storage::connected_apps::{self, AppFilter, ConnectedApp};
+use crate::storage::{Store, StoreResult, grants};
+
+/// Who disconnects.
+#[derive(Clone, Copy, Debug)]
+pub enum Actor<'a> {
+    /// A signed-in member (the app's own user, or their farm's owner).
+    Member { id: UserId, email: &'a str },
+    /// The operator, from the command line.
+    Operator,
+}
+
+impl Actor<'_> {
+    pub fn describe(&self) -> String {
+        match self {
+            Self::Member { email, .. } => (*email).to_owned(),
+            Self::Operator => "operator".to_owned(),
+        }
+    }
+}
+
+/// Ends `app`'s grant and audits it. Returns whether it was still active
+/// (a second, racing disconnect changes nothing and audits nothing).
+pub async fn disconnect(
+    store: &Store,
+    app: &ConnectedApp,
+    by: Actor<'_>,
+    now: OffsetDateTime,
+) -> StoreResult<bool> {
+    let ended = grants::revoke(store, app.grant(), "disconnected", now).await?;
+    if ended {
+        let mut event = AuditEvent::new(AuditKind::Disconnect);
+        event.farm = Some(app.farm());
+        // The entry is about the member whose app it was; `by` says who acted.
+        event.user = Some(app.user());
+        event.client_id = Some(&app.client_id);
+        event.grant = Some(app.grant());
+        event.detail = serde_json::json!({ "by": by.describe() });
+        audit::record(store, &event, now).await?;
+    }
+    Ok(ended)
+}
+
+/// `coop admin apps list [--farm SLUG] [--user EMAIL]`.
+pub async fn list(
+    store: &Store,
+    farm_slug: Option<&str>,
+    email: Option<&str>,
+) -> AdminResult<Vec<ConnectedApp>> {
+    let farm = match farm_slug {
+        Some(slug) => Some(super::farm(store, slug).await?.farm_id()),
+        None => None,
+    };
+    let email = email.map(Email::parse).transpose().map_err(refused)?;
+    let filter = AppFilter {
+        farm,
+        email: email.as_ref().map(Email::as_str),
+        ..AppFilter::default()
+    };
+    Ok(connected_apps::list(store, &filter).await?)
+}
+
+/// `coop admin apps disconnect GRANT_ID`: returns the app disconnected.
+pub async fn disconnect_by_id(
+    store: &Store,
+    raw_id: &str,
+    now: OffsetDateTime,
+) -> AdminResult<ConnectedApp> {
+    let id =
+        GrantId::parse(raw_id).ok_or_else(|| refused(format!("{raw_id:?} is not a grant id")))?;
+    let app = connected_apps::find_active(store, id)
+        .await?
+        .ok_or_else(|| refused(format!("no active grant has the id {id}")))?;
+    if !disconnect(store, &app, Actor::Operator, now).await? {
+        return Err(refused(format!("no active grant has the id {id}")));
+    }
+    Ok(app)
+}
+
+/// One line of `coop admin apps list`, tab-separated: grant id, user,
+/// farm, client name, client id, scopes (comma-separated), last used
+/// (RFC 3339, or `never`).
+pub fn list_line(app: &ConnectedApp) -> String {
+    let last_used = app
+        .last_used_at
+        .and_then(|t| time::OffsetDateTime::from_unix_timestamp(t).ok())
+        .and_then(|t| {
+            t.format(&time::format_description::well_known::Rfc3339)
+                .ok()
+        })
+        .unwrap_or_else(|| "never".to_owned());
+    let scopes = app.scope.split_whitespace().collect::<Vec<_>>().join(",");
+    format!(
+        "{}\t{}\t{}\t{}\t{}\t{}\t{}",
+        app.grant_id,
+        app.email,
+        app.farm_slug,
+        app.client_name,
+        app.client_id,
+        if scopes.is_empty() { "-" } else { &scopes },
+        last_used
+    )
+}

@@ -1,0 +1,169 @@
+//! `/admin/audit`: the farm's audit log, newest first, paged, filtered by
+//! member, app and kind.
+
+use crate::apps_support::{self, csrf, page, post};
+use crate::helpers::{Engine, TestApp};
+use crate::oauth_client::{self, db_execute, sign_in_browser};
+use crate::on_both_engines;
+
+on_both_engines!(
+    the_log_is_newest_first_and_filters_by_member_app_and_kind,
+    a_tool_write_shows_its_app_and_grant,
+    the_log_is_paged,
+);
+
+fn rows(html: &str) -> usize {
+    html.matches("<td data-label=\"When\">").count()
+}
+
+fn whats(html: &str) -> Vec<String> {
+    html.split("<td data-label=\"What\">")
+        .skip(1)
+        .map(|s| s.split('<').next().unwrap().to_owned())
+        .collect()
+}
+
+async fn the_log_is_newest_first_and_filters_by_member_app_and_kind(engine: Engine) {
+    let app = TestApp::spawn(engine).await;
+    let farm = apps_support::farm(&app, "Hillside Farm").await;
+    let other = apps_support::farm(&app, "Valley Farm").await;
+    assert_eq!(
+        app.sign_in(&farm.worker.email, "wrong password here")
+            .await
+            .status(),
+        401
+    );
+    let tokens = oauth_client::connect(&app, &farm.worker, "farm:read").await;
+    oauth_client::connect(&app, &other.worker, "farm:read").await;
+    let worker = sign_in_browser(&app, &farm.worker).await;
+    let grant = apps_support::grant_of(&app, &farm.worker.email).await;
+    let path = format!("/account/apps/{grant}/disconnect");
+    let token = csrf(&worker, &app, &path).await;
+    assert_eq!(
+        post(&worker, &app, &path, &[("csrf", &token)])
+            .await
+            .status(),
+        303
+    );
+
+    let owner = sign_in_browser(&app, &farm.owner).await;
+    let (status, html) = page(&owner, &app, "/admin/audit").await;
+    assert_eq!(status, 200);
+    let kinds = whats(&html);
+    // Newest first: the owner's sign-in, the disconnect, the worker's
+    // second sign-in, the consent, the first sign-in, the failed one.
+    assert_eq!(
+        kinds,
+        [
+            "Signed in",
+            "App disconnected",
+            "Signed in",
+            "Approved an app",
+            "Signed in",
+            "Sign-in failed"
+        ],
+        "{html}"
+    );
+    assert!(!html.contains(&other.worker.email));
+
+    let (_, html) = page(&owner, &app, "/admin/audit?kind=sign_in_failed").await;
+    assert_eq!(whats(&html), ["Sign-in failed"]);
+    assert!(html.contains("<option value=\"sign_in_failed\" selected>"));
+
+    let worker_id = {
+        let (_, members) = page(&owner, &app, "/admin/audit").await;
+        let at = members
+            .find(&format!(">{}</option>", farm.worker.email))
+            .unwrap();
+        let start = members[..at].rfind("value=\"").unwrap() + 7;
+        members[start..start + 36].to_owned()
+    };
+    let (_, html) = page(&owner, &app, &format!("/admin/audit?user={worker_id}")).await;
+    assert_eq!(rows(&html), 5, "{html}");
+    assert!(!html.contains(&format!(
+        "<td data-label=\"Member\">{}</td>",
+        farm.owner.email
+    )));
+
+    let (_, html) = page(
+        &owner,
+        &app,
+        &format!("/admin/audit?client={}", tokens.client_id),
+    )
+    .await;
+    assert_eq!(
+        whats(&html),
+        ["App disconnected", "Approved an app"],
+        "{html}"
+    );
+    assert!(html.contains(&format!("<code>{grant}</code>")));
+
+    let (_, html) = page(&owner, &app, "/admin/audit?kind=tool_write").await;
+    assert!(html.contains("Nothing recorded that matches"));
+}
+
+async fn a_tool_write_shows_its_app_and_grant(engine: Engine) {
+    let app = TestApp::spawn(engine).await;
+    let farm = apps_support::farm(&app, "Hillside Farm").await;
+    let tokens = oauth_client::connect(&app, &farm.worker, "farm:read daily-entries:write").await;
+    let grant = apps_support::grant_of(&app, &farm.worker.email).await;
+    // The row a tool's write leaves (written by the MCP layer in the same
+    // transaction as the write itself).
+    db_execute(
+        &app,
+        &format!(
+            "insert into audit_log (id, farm_id, user_id, client_id, grant_id, kind, detail, created_at)
+             select {id}, m.farm_id, m.user_id, '{client}', g.id, 'tool_write',
+                    '{{\"tool\":\"record_daily_entry\"}}', 2000000000
+             from memberships m join grants g on g.user_id = m.user_id
+             where g.client_id = '{client}'",
+            id = match engine {
+                Engine::Sqlite => "randomblob(16)",
+                Engine::Postgres => "gen_random_uuid()",
+            },
+            client = tokens.client_id,
+        ),
+    )
+    .await;
+    let owner = sign_in_browser(&app, &farm.owner).await;
+    let (_, html) = page(&owner, &app, "/admin/audit?kind=tool_write").await;
+    assert_eq!(whats(&html), ["Wrote through an app"], "{html}");
+    assert!(html.contains("<td data-label=\"App\">Test Assistant</td>"));
+    assert!(html.contains(&format!("<code>{grant}</code>")));
+    assert!(html.contains("tool: record_daily_entry"));
+}
+
+async fn the_log_is_paged(engine: Engine) {
+    let app = TestApp::spawn(engine).await;
+    let farm = apps_support::farm(&app, "Hillside Farm").await;
+    let owner = sign_in_browser(&app, &farm.owner).await;
+    let token = csrf(&owner, &app, "/admin").await;
+    for i in 0..55 {
+        let state = if i % 2 == 0 { "off" } else { "on" };
+        let response = post(
+            &owner,
+            &app,
+            "/admin/connected-apps",
+            &[("csrf", &token), ("enabled", state)],
+        )
+        .await;
+        assert_eq!(response.status(), 303);
+    }
+    let (_, first) = page(&owner, &app, "/admin/audit?kind=admin_action").await;
+    assert_eq!(rows(&first), 50);
+    let start = first.find("href=\"/admin/audit?").unwrap() + 6;
+    let href = first[start..]
+        .split('"')
+        .next()
+        .unwrap()
+        .replace("&#38;", "&");
+    assert!(href.contains("kind=admin_action"), "{href}");
+    let (_, second) = page(&owner, &app, &href).await;
+    assert_eq!(rows(&second), 5, "{href}");
+    assert!(!second.contains("Older entries"));
+    // The last page ends with the first toggle (off), then nothing older.
+    assert!(
+        second.rfind("turned connected apps off").unwrap()
+            > second.rfind("turned connected apps on").unwrap()
+    );
+}

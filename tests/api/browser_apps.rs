@@ -1,0 +1,197 @@
+//! In a real browser (headless Chromium): consent with one scope unticked,
+//! the app in connected apps, disconnect; and an owner disconnecting a
+//! member's app and flipping the connected-apps switch. Screenshots of each
+//! page at phone and desktop widths go to `<target>/screenshots/`.
+
+use crate::apps_support::{self, assert_cut_off, assert_works};
+use crate::browser_support::Browser;
+use crate::helpers::{Engine, TestApp, TestUser};
+use crate::oauth_client::{self, Pkce, REDIRECT_URI, authorize_path};
+use crate::on_both_engines;
+
+on_both_engines!(
+    a_person_connects_read_only_then_disconnects,
+    an_owner_disconnects_a_members_app_and_flips_the_switch,
+);
+
+async fn sign_in(browser: &Browser, app: &TestApp, user: &TestUser) {
+    browser.fill("#email", &user.email).await;
+    browser.fill("#password", &user.password).await;
+    browser
+        .click("form[action='/login'] button[type=submit]")
+        .await;
+    let _ = app;
+}
+
+async fn a_person_connects_read_only_then_disconnects(engine: Engine) {
+    let Some(browser) = Browser::start().await else {
+        return;
+    };
+    let shots = engine == Engine::Sqlite;
+    let app = TestApp::spawn(engine).await;
+    let farm = apps_support::farm(&app, "Hillside Farm").await;
+    let client_id = oauth_client::register_public_client(&app).await;
+    let pkce = Pkce::new();
+    let path = authorize_path(
+        &app,
+        &client_id,
+        &pkce,
+        "farm:read daily-entries:write",
+        &[],
+    );
+
+    // Signed out: the authorization request goes through sign-in and back.
+    browser.goto(&app.url(&path)).await;
+    assert!(browser.path().await.starts_with("/login?return_to="));
+    sign_in(&browser, &app, &farm.worker).await;
+    let consent = browser.source().await;
+    assert!(
+        consent.contains("Connect <strong>Test Assistant</strong>"),
+        "{consent}"
+    );
+    if shots {
+        browser.screenshots("consent").await;
+    }
+    browser
+        .click("input[name=scope][value='daily-entries:write']")
+        .await;
+    browser.click("button[name=decision][value=approve]").await;
+
+    // Chromium followed the redirect to the client (nothing listens there).
+    let url = browser.client.current_url().await.unwrap();
+    assert!(url.as_str().starts_with(REDIRECT_URI), "{url}");
+    let code = url
+        .query_pairs()
+        .find(|(k, _)| k == "code")
+        .map(|(_, v)| v.into_owned())
+        .expect("a code");
+    let response = oauth_client::exchange_code(&app, &client_id, &code, &pkce.verifier).await;
+    assert_eq!(response.status(), 200);
+    let body: serde_json::Value = response.json().await.unwrap();
+    assert_eq!(body["scope"], "farm:read");
+    let tokens = oauth_client::Tokens {
+        access_token: body["access_token"].as_str().unwrap().to_owned(),
+        refresh_token: body["refresh_token"].as_str().unwrap().to_owned(),
+        client_id: client_id.clone(),
+        scope: "farm:read".into(),
+        expires_in: body["expires_in"].as_i64().unwrap(),
+        redirect_uri: REDIRECT_URI.into(),
+    };
+
+    browser.goto(&app.url("/account/apps")).await;
+    let html = browser.source().await;
+    assert!(html.contains("Test Assistant"), "{html}");
+    assert!(html.contains("Read the farm's records"));
+    assert!(!html.contains("Record daily entries"));
+    if shots {
+        browser.screenshots("connected-apps").await;
+    }
+    browser.click("a.button.danger").await;
+    assert!(browser.path().await.ends_with("/disconnect"));
+    if shots {
+        browser.screenshots("disconnect-confirm").await;
+    }
+    browser.click("form button.danger").await;
+    assert_eq!(browser.path().await, "/account/apps?done=disconnected");
+    let html = browser.source().await;
+    assert!(html.contains("The app is disconnected."), "{html}");
+    assert!(html.contains("No apps are connected"));
+    if shots {
+        browser.screenshots("connected-apps-empty").await;
+    }
+    assert_cut_off(&app, &tokens).await;
+
+    browser.goto(&app.url("/")).await;
+    if shots {
+        browser.screenshots("home").await;
+    }
+    browser.close().await;
+}
+
+async fn an_owner_disconnects_a_members_app_and_flips_the_switch(engine: Engine) {
+    let Some(browser) = Browser::start().await else {
+        return;
+    };
+    let shots = engine == Engine::Sqlite;
+    let app = TestApp::spawn(engine).await;
+    let farm = apps_support::farm(&app, "Hillside Farm").await;
+    let worker_tokens =
+        oauth_client::connect(&app, &farm.worker, "farm:read daily-entries:write").await;
+    let mut owner_tokens = oauth_client::connect(&app, &farm.owner, "farm:read").await;
+    app.cli(&[
+        "admin", "house", "add", "--farm", &farm.slug, "--name", "North",
+    ])
+    .await;
+    app.cli(&[
+        "admin",
+        "flock",
+        "add",
+        "--farm",
+        &farm.slug,
+        "--house",
+        "North",
+        "--name",
+        "Flock A",
+        "--breed",
+        "Hy-Line Brown",
+        "--placed",
+        "2026-01-05",
+        "--head-count",
+        "1200",
+    ])
+    .await;
+
+    browser.goto(&app.url("/login")).await;
+    sign_in(&browser, &app, &farm.owner).await;
+    assert_eq!(browser.path().await, "/");
+    browser.click("a[href='/admin']").await;
+    let html = browser.source().await;
+    assert!(html.contains(&farm.worker.email), "{html}");
+    if shots {
+        browser.screenshots("admin-apps").await;
+    }
+    let grant = apps_support::grant_of(&app, &farm.worker.email).await;
+    browser
+        .click(&format!("a[href='/admin/apps/{grant}/disconnect']"))
+        .await;
+    browser.click("form button.danger").await;
+    assert_eq!(browser.path().await, "/admin?done=disconnected");
+    assert_cut_off(&app, &worker_tokens).await;
+    assert_works(&app, &mut owner_tokens).await;
+
+    browser
+        .click("form[action='/admin/connected-apps'] button")
+        .await;
+    assert_eq!(browser.path().await, "/admin?done=apps-off");
+    assert!(
+        browser
+            .source()
+            .await
+            .contains("<span class=\"state off\">off</span>")
+    );
+    if shots {
+        browser.screenshots("admin-apps-off").await;
+    }
+    assert_cut_off(&app, &owner_tokens).await;
+    browser
+        .click("form[action='/admin/connected-apps'] button")
+        .await;
+    assert_eq!(browser.path().await, "/admin?done=apps-on");
+    assert_works(&app, &mut owner_tokens).await;
+
+    for (path, name) in [
+        ("/admin/members", "admin-members"),
+        ("/admin/farm", "admin-farm"),
+        ("/admin/audit", "admin-audit"),
+    ] {
+        browser.goto(&app.url(path)).await;
+        assert!(
+            browser.source().await.contains("Farm administration"),
+            "{path}"
+        );
+        if shots {
+            browser.screenshots(name).await;
+        }
+    }
+    browser.close().await;
+}

@@ -1,0 +1,185 @@
+//! Two Coop servers on one database, behind one issuer, are one server: a
+//! session or token made on one is good on the other, and every kind of
+//! revocation made through one is refused on the other's very next
+//! request. (On SQLite both share the file, as two processes on one host
+//! would; on PostgreSQL this is the scale-out setup docs/operations.md
+//! describes.)
+
+use std::sync::Arc;
+
+use coop::config::Issuer;
+
+use crate::apps_support::{self, Farm, assert_cut_off, assert_works, csrf, page, post};
+use crate::helpers::{Engine, TestApp};
+use crate::oauth_client::{self, Tokens, sign_in_browser};
+use crate::on_both_engines;
+
+on_both_engines!(
+    a_session_made_on_one_replica_works_on_the_other,
+    a_token_minted_by_one_replica_is_accepted_by_the_other,
+    a_disconnect_through_one_replica_is_refused_on_the_other,
+    an_epoch_move_through_one_replica_is_refused_on_the_other,
+    a_user_disabled_through_one_replica_is_refused_on_the_other,
+    a_farm_suspended_by_the_operator_is_refused_on_both,
+    connected_apps_off_through_one_replica_is_refused_on_the_other,
+);
+
+/// Replica `a`, and `b` on the same database with `a`'s issuer.
+async fn replicas(engine: Engine) -> (TestApp, TestApp) {
+    let a = TestApp::spawn(engine).await;
+    let issuer = Issuer::parse(&a.issuer).unwrap();
+    let b = TestApp::spawn_on(Arc::clone(&a.db), |config| config.issuer = Some(issuer)).await;
+    assert_eq!(a.issuer, b.issuer);
+    assert_ne!(a.address, b.address);
+    (a, b)
+}
+
+/// A farm, and the worker's app connected through replica `a`.
+async fn connected(a: &TestApp) -> (Farm, Tokens) {
+    let farm = apps_support::farm(a, "Hillside Farm").await;
+    let tokens = oauth_client::connect(a, &farm.worker, "farm:read").await;
+    (farm, tokens)
+}
+
+/// A browser signed in on `a`, carrying its session cookie to `b` too.
+async fn shared_browser(a: &TestApp, user: &crate::helpers::TestUser) -> reqwest::Client {
+    // Cookies are per host, not per port: the jar sends the session made on
+    // one replica's port to the other's, as a load balancer's single origin
+    // would.
+    sign_in_browser(a, user).await
+}
+
+async fn a_session_made_on_one_replica_works_on_the_other(engine: Engine) {
+    let (a, b) = replicas(engine).await;
+    let farm = apps_support::farm(&a, "Hillside Farm").await;
+    let browser = shared_browser(&a, &farm.owner).await;
+    let (status, html) = page(&browser, &b, "/").await;
+    assert_eq!(status, 200, "{html}");
+    assert!(html.contains("Hillside Farm"));
+    // A form made on one is accepted by the other (the CSRF token lives in
+    // the shared session).
+    let token = csrf(&browser, &a, "/admin").await;
+    let response = post(
+        &browser,
+        &b,
+        "/admin/connected-apps",
+        &[("csrf", &token), ("enabled", "off")],
+    )
+    .await;
+    assert_eq!(response.status(), 303);
+}
+
+async fn a_token_minted_by_one_replica_is_accepted_by_the_other(engine: Engine) {
+    let (a, b) = replicas(engine).await;
+    let (_, mut tokens) = connected(&a).await;
+    // The refresh token minted by `a` is redeemed at `b`, and `b`'s at `a`.
+    assert_works(&b, &mut tokens).await;
+    assert_works(&a, &mut tokens).await;
+    // Both publish the same signing key.
+    let jwks = |app: &TestApp| {
+        let url = app.url("/jwks.json");
+        async move { reqwest::get(url).await.unwrap().text().await.unwrap() }
+    };
+    assert_eq!(jwks(&a).await, jwks(&b).await);
+}
+
+async fn a_disconnect_through_one_replica_is_refused_on_the_other(engine: Engine) {
+    let (a, b) = replicas(engine).await;
+    let (farm, tokens) = connected(&a).await;
+    let browser = shared_browser(&a, &farm.worker).await;
+    let grant = apps_support::grant_of(&a, &farm.worker.email).await;
+    let path = format!("/account/apps/{grant}/disconnect");
+    let token = csrf(&browser, &a, &path).await;
+    assert_eq!(
+        post(&browser, &a, &path, &[("csrf", &token)])
+            .await
+            .status(),
+        303
+    );
+    assert_cut_off(&b, &tokens).await;
+}
+
+/// The worker's member id, read off the owner's members page on `app`.
+async fn worker_id(owner: &reqwest::Client, app: &TestApp, farm: &Farm) -> String {
+    let (_, html) = page(owner, app, "/admin/members").await;
+    let heading = html.find(&format!(">{}", farm.worker.email)).unwrap();
+    let marker = "action=\"/admin/members/";
+    let start = html[heading..].find(marker).unwrap() + heading + marker.len();
+    html[start..start + 36].to_owned()
+}
+
+async fn an_epoch_move_through_one_replica_is_refused_on_the_other(engine: Engine) {
+    let (a, b) = replicas(engine).await;
+    let (farm, tokens) = connected(&a).await;
+    let worker = shared_browser(&b, &farm.worker).await;
+    assert_eq!(page(&worker, &b, "/").await.0, 200);
+    let owner = shared_browser(&a, &farm.owner).await;
+    let id = worker_id(&owner, &a, &farm).await;
+    let token = csrf(&owner, &a, "/admin/members").await;
+    let response = post(
+        &owner,
+        &a,
+        &format!("/admin/members/{id}"),
+        &[("csrf", &token), ("action", "sign_out_everywhere")],
+    )
+    .await;
+    assert_eq!(response.status(), 303);
+    assert_cut_off(&b, &tokens).await;
+    assert_eq!(page(&worker, &b, "/").await.0, 303);
+}
+
+async fn a_user_disabled_through_one_replica_is_refused_on_the_other(engine: Engine) {
+    let (a, b) = replicas(engine).await;
+    let (farm, tokens) = connected(&a).await;
+    let worker = shared_browser(&b, &farm.worker).await;
+    let owner = shared_browser(&a, &farm.owner).await;
+    let id = worker_id(&owner, &a, &farm).await;
+    let token = csrf(&owner, &a, "/admin/members").await;
+    let response = post(
+        &owner,
+        &a,
+        &format!("/admin/members/{id}"),
+        &[("csrf", &token), ("action", "disable")],
+    )
+    .await;
+    assert_eq!(response.status(), 303);
+    assert_cut_off(&b, &tokens).await;
+    assert_eq!(page(&worker, &b, "/").await.0, 303);
+}
+
+async fn a_farm_suspended_by_the_operator_is_refused_on_both(engine: Engine) {
+    let (a, b) = replicas(engine).await;
+    let (farm, mut tokens) = connected(&a).await;
+    let (code, _, err) = a.cli(&["admin", "farm", "suspend", &farm.slug]).await;
+    assert_eq!(code, 0, "{err}");
+    assert_cut_off(&a, &tokens).await;
+    assert_cut_off(&b, &tokens).await;
+    let (code, _, _) = b.cli(&["admin", "farm", "resume", &farm.slug]).await;
+    assert_eq!(code, 0);
+    assert_works(&b, &mut tokens).await;
+}
+
+async fn connected_apps_off_through_one_replica_is_refused_on_the_other(engine: Engine) {
+    let (a, b) = replicas(engine).await;
+    let (farm, mut tokens) = connected(&a).await;
+    let owner = shared_browser(&a, &farm.owner).await;
+    let token = csrf(&owner, &a, "/admin").await;
+    let response = post(
+        &owner,
+        &a,
+        "/admin/connected-apps",
+        &[("csrf", &token), ("enabled", "off")],
+    )
+    .await;
+    assert_eq!(response.status(), 303);
+    assert_cut_off(&b, &tokens).await;
+    let response = post(
+        &owner,
+        &b,
+        "/admin/connected-apps",
+        &[("csrf", &token), ("enabled", "on")],
+    )
+    .await;
+    assert_eq!(response.status(), 303);
+    assert_works(&a, &mut tokens).await;
+}
