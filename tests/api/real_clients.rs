@@ -140,7 +140,32 @@ impl Row {
         let Some(installed) = Installed::find(self.client) else {
             return;
         };
+        let (ok, output) = self.attempt(&installed, engine).await;
+        if ok || !dropped_connection(&output) {
+            return self.judge(engine, ok, &output);
+        }
+        // A connection dropped under the load of the whole suite on two
+        // cores is not a protocol failure: the row runs once more, from a
+        // fresh server, and says so (tests/clients/SERVER-NEEDS.md).
+        eprintln!(
+            "── {} on {engine:?}: a connection dropped; running the row again",
+            self.name()
+        );
+        let (ok, output) = self.attempt(&installed, engine).await;
+        self.judge(engine, ok, &output);
+    }
 
+    fn judge(&self, engine: Engine, ok: bool, output: &str) {
+        assert!(
+            ok,
+            "{} on {engine:?}: a step failed:\n{output}",
+            self.name()
+        );
+        assert!(!output.contains("FAIL"), "{output}");
+    }
+
+    /// One run of the row on a fresh server: (script passed, its output).
+    async fn attempt(&self, installed: &Installed, engine: Engine) -> (bool, String) {
         // The CIMD rows: the document on an https host whose CA Coop trusts
         // through the test-only setting (loopback admitted too).
         let host = if self.mode == "cimd" {
@@ -197,19 +222,25 @@ impl Row {
             self.name(),
             started.elapsed().as_secs_f64()
         );
-        assert!(
-            ok,
-            "{} on {engine:?}: a step failed:\n{output}",
-            self.name()
-        );
-        assert!(!output.contains("FAIL"), "{output}");
-        if let Some(host) = &host {
+        if ok && let Some(host) = &host {
             assert!(
                 host.hits(&document_path) >= 1,
                 "Coop never fetched the metadata document"
             );
         }
+        (ok, output)
     }
+}
+
+/// Whether a script failed because a TCP connection dropped, not on a step.
+fn dropped_connection(output: &str) -> bool {
+    [
+        "Server disconnected without sending a response",
+        "ECONNRESET",
+        "socket hang up",
+    ]
+    .iter()
+    .any(|sign| output.contains(sign))
 }
 
 /// A farm with a house and a flock placed two months ago, and one member.
