@@ -13,6 +13,7 @@ on_both_engines!(
     each_grant_has_its_request_budget,
     a_foreign_origin_is_refused_before_the_token,
     batches_are_refused,
+    a_refusal_waits_for_the_body_and_keeps_the_connection,
 );
 
 async fn a_body_over_64_kib_is_refused_unread(engine: Engine) {
@@ -156,4 +157,34 @@ async fn a_chunked_body_over_64_kib_is_cut_while_reading(engine: Engine) {
     let _ = stream.read_to_end(&mut answer).await;
     let answer = String::from_utf8_lossy(&answer);
     assert!(answer.starts_with("HTTP/1.1 413"), "{answer}");
+}
+
+/// httpx writes a request's head and body separately; a 401 sent before the
+/// body arrived used to make the server drop the connection, and the
+/// Python SDK's next request on it failed with "server disconnected".
+async fn a_refusal_waits_for_the_body_and_keeps_the_connection(engine: Engine) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let app = TestApp::spawn(engine).await;
+    let authority = app.address.trim_start_matches("http://").to_owned();
+    let mut stream = tokio::net::TcpStream::connect(&authority).await.unwrap();
+    let body = r#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#;
+    let head = format!(
+        "POST /mcp HTTP/1.1\r\nHost: {authority}\r\nContent-Type: application/json\r\n\
+         Accept: application/json, text/event-stream\r\nMCP-Protocol-Version: 2025-11-25\r\n\
+         Content-Length: {}\r\n\r\n",
+        body.len()
+    );
+    stream.write_all(head.as_bytes()).await.unwrap();
+    tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    let _ = stream.write_all(body.as_bytes()).await;
+    let second = format!("GET /healthz HTTP/1.1\r\nHost: {authority}\r\nConnection: close\r\n\r\n");
+    let _ = stream.write_all(second.as_bytes()).await;
+    let mut answer = Vec::new();
+    let _ = stream.read_to_end(&mut answer).await;
+    let answer = String::from_utf8_lossy(&answer);
+    assert!(answer.starts_with("HTTP/1.1 401"), "{answer}");
+    assert!(
+        answer.contains("HTTP/1.1 200"),
+        "the connection was dropped after the 401: {answer}"
+    );
 }

@@ -141,17 +141,6 @@ impl Row {
             return;
         };
         let (ok, output) = self.attempt(&installed, engine).await;
-        if ok || !dropped_connection(&output) {
-            return self.judge(engine, ok, &output);
-        }
-        // A connection dropped under the load of the whole suite on two
-        // cores is not a protocol failure: the row runs once more, from a
-        // fresh server, and says so (tests/clients/SERVER-NEEDS.md).
-        eprintln!(
-            "── {} on {engine:?}: a connection dropped; running the row again",
-            self.name()
-        );
-        let (ok, output) = self.attempt(&installed, engine).await;
         self.judge(engine, ok, &output);
     }
 
@@ -230,17 +219,6 @@ impl Row {
         }
         (ok, output)
     }
-}
-
-/// Whether a script failed because a TCP connection dropped, not on a step.
-fn dropped_connection(output: &str) -> bool {
-    [
-        "Server disconnected without sending a response",
-        "ECONNRESET",
-        "socket hang up",
-    ]
-    .iter()
-    .any(|sign| output.contains(sign))
 }
 
 /// A farm with a house and a flock placed two months ago, and one member.

@@ -20,6 +20,7 @@
 
 use axum::body::Body;
 use axum::extract::{Request, State};
+use axum::http::request::Parts;
 use axum::http::{HeaderMap, HeaderName, Method, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::Response;
@@ -29,6 +30,7 @@ use serde_json::Value;
 use super::error;
 use super::rate_limit::GrantLimit;
 use crate::config::Issuer;
+use crate::mcp::CallContext;
 use crate::mcp::bearer::{self, AuthError};
 use crate::mcp::wire;
 use crate::state::AppState;
@@ -50,16 +52,16 @@ fn header_str(headers: &HeaderMap, name: HeaderName) -> Option<&str> {
 }
 
 /// `Host` is the issuer's authority; `Origin`, when present, its origin.
-fn same_site(issuer: &Issuer, request: &Request) -> Result<(), &'static str> {
+fn same_site(issuer: &Issuer, request: &Parts) -> Result<(), &'static str> {
     let host = request
-        .uri()
+        .uri
         .authority()
         .map(|a| a.as_str())
-        .or_else(|| header_str(request.headers(), header::HOST));
+        .or_else(|| header_str(&request.headers, header::HOST));
     if !host.is_some_and(|h| h.eq_ignore_ascii_case(issuer.authority())) {
         return Err("Host");
     }
-    match request.headers().get(header::ORIGIN) {
+    match request.headers.get(header::ORIGIN) {
         None => Ok(()),
         Some(origin) if origin.as_bytes() == issuer.as_str().as_bytes() => Ok(()),
         Some(_) => Err("Origin"),
@@ -95,48 +97,64 @@ fn is_json(headers: &HeaderMap) -> bool {
     })
 }
 
-pub async fn guard(State(guard): State<Guard>, request: Request, next: Next) -> Response {
+/// Steps 1 to 5: the request's site, declared size, token, budget and the
+/// store's word, ending in the caller's context or the refusal to send.
+async fn admit(guard: &Guard, parts: &Parts) -> Result<CallContext, Response> {
     let app = &guard.app;
-    if let Err(what) = same_site(&app.issuer, &request) {
+    if let Err(what) = same_site(&app.issuer, parts) {
         tracing::info!(header = what, "MCP request refused: foreign Host or Origin");
-        return error::forbidden_origin(what);
+        return Err(error::forbidden_origin(what));
     }
-    if declared_length(request.headers()).is_some_and(|n| n > MAX_BODY as u64) {
-        return error::body_too_large(MAX_BODY);
+    if declared_length(&parts.headers).is_some_and(|n| n > MAX_BODY as u64) {
+        return Err(error::body_too_large(MAX_BODY));
     }
 
-    let token = match bearer::presented_token(
-        header_str(request.headers(), header::AUTHORIZATION),
-        request.uri().query(),
-    ) {
-        Ok(token) => token,
-        Err(refusal) => return error::refusal(&app.issuer, &refusal),
-    };
+    let token = bearer::presented_token(
+        header_str(&parts.headers, header::AUTHORIZATION),
+        parts.uri.query(),
+    )
+    .map_err(|refusal| error::refusal(&app.issuer, &refusal))?;
     let now = app.clock.now();
-    let claims = match bearer::verify_token(&app.keys, &app.issuer, token, now).await {
-        Ok(claims) => claims,
-        Err(refusal) => return error::refusal(&app.issuer, &refusal),
-    };
+    let claims = bearer::verify_token(&app.keys, &app.issuer, token, now)
+        .await
+        .map_err(|refusal| error::refusal(&app.issuer, &refusal))?;
     if let Some(grant) = claims.grant_id()
         && let Err(wait) = guard.limit.check(grant.0)
     {
         tracing::info!(grant = %grant, "MCP rate limit reached");
-        return error::rate_limited(wait);
+        return Err(error::rate_limited(wait));
     }
     let authorized = match bearer::authorize(&app.store, &claims, now).await {
         Ok(authorized) => authorized,
-        Err(AuthError::Refused(refusal)) => return error::refusal(&app.issuer, &refusal),
-        Err(AuthError::Store(err)) => return error::internal(&err),
+        Err(AuthError::Refused(refusal)) => return Err(error::refusal(&app.issuer, &refusal)),
+        Err(AuthError::Store(err)) => return Err(error::internal(&err)),
     };
-    let context = authorized.context;
     if authorized.touch_last_used
-        && let Err(err) = grants::touch_last_used(&app.store, context.grant, now).await
+        && let Err(err) = grants::touch_last_used(&app.store, authorized.context.grant, now).await
     {
         // Bookkeeping for the connected-apps page; the call itself is fine.
         tracing::warn!(error = %err, "could not record the grant's last use");
     }
+    Ok(authorized.context)
+}
 
+pub async fn guard(State(guard): State<Guard>, request: Request, next: Next) -> Response {
     let (mut parts, body) = request.into_parts();
+    let context = match admit(&guard, &parts).await {
+        Ok(context) => context,
+        Err(refusal) => {
+            // A refusal sent before the body has arrived makes hyper close
+            // the connection without saying so, and a client that reuses
+            // it (httpx does) sees "server disconnected" instead of our
+            // 401. Reading the (capped) body first keeps the connection
+            // usable; a body declared over the cap is not worth reading.
+            if declared_length(&parts.headers).is_none_or(|n| n <= MAX_BODY as u64) {
+                let _ = read_body(body).await;
+            }
+            return refusal;
+        }
+    };
+
     let mut id = Value::Null;
     let body = if parts.method == Method::POST {
         let bytes = match read_body(body).await {
@@ -152,7 +170,7 @@ pub async fn guard(State(guard): State<Guard>, request: Request, next: Next) -> 
             && let Some(scope) = bearer::step_up_scope(&context, tool)
         {
             tracing::info!(tool = %tool, scope = scope.as_str(), "MCP call needs step-up");
-            return error::step_up(&app.issuer, scope);
+            return error::step_up(&guard.app.issuer, scope);
         }
         id = envelope.id;
         Body::from(bytes)
