@@ -20,6 +20,7 @@ async fn sign_in(browser: &Browser, app: &TestApp, user: &TestUser) {
     browser
         .click("form[action='/login'] button[type=submit]")
         .await;
+    browser.wait_to_leave("/login").await;
     let _ = app;
 }
 
@@ -56,6 +57,7 @@ async fn a_person_connects_read_only_then_disconnects(engine: Engine) {
         .click("input[name=scope][value='daily-entries:write']")
         .await;
     browser.click("button[name=decision][value=approve]").await;
+    browser.wait_to_leave("/authorize").await;
 
     // Chromium followed the redirect to the client (nothing listens there).
     let url = browser.client.current_url().await.unwrap();

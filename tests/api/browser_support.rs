@@ -116,6 +116,19 @@ impl Browser {
         }
     }
 
+    /// Waits until the browser has left pages under `prefix`. A click that
+    /// submits a form can return before the next page is in: sign-in
+    /// hashes a password, which takes a while on a loaded machine.
+    pub async fn wait_to_leave(&self, prefix: &str) {
+        for _ in 0..300 {
+            if !self.path().await.starts_with(prefix) {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        panic!("still on {prefix} after 30 s: {}", self.source().await);
+    }
+
     /// Saves the page at phone (390 px) and desktop (1280 px) widths as
     /// `<screenshots>/<name>-phone.png` and `<name>-desktop.png`.
     pub async fn screenshots(&self, name: &str) {
