@@ -6,6 +6,7 @@
 //! check it again. Storage and protocol code depend on this module; it
 //! depends on nothing of Coop's.
 
+pub mod access;
 pub mod dates;
 pub mod email;
 pub mod ids;
@@ -14,6 +15,7 @@ pub mod paging;
 pub mod role;
 pub mod scope;
 
+pub use access::{Access, AccessError};
 pub use dates::{EntryDate, Period};
 pub use email::Email;
 pub use ids::{ClientId, FarmId, FlockId, GrantId, HouseId, UserId};

@@ -1,6 +1,7 @@
 //! A farm's members as its owner manages them: list, and change one member
-//! (role, disabled, credential epoch, must-change-password) under the rule
-//! that a farm always keeps at least one enabled owner.
+//! (role and flock restriction, disabled, credential epoch,
+//! must-change-password) under the rule that a farm always keeps at least
+//! one enabled owner.
 //!
 //! Every change names the farm and the user: a user of another farm is
 //! [`MemberOutcome::NotFound`], never touched.
@@ -9,7 +10,7 @@ use time::OffsetDateTime;
 use uuid::Uuid;
 
 use super::{Store, StoreResult, unix};
-use crate::domain::{FarmId, Role, UserId};
+use crate::domain::{Access, FarmId, Role, UserId};
 use crate::on_pool;
 
 #[derive(Clone, Debug, sqlx::FromRow)]
@@ -61,14 +62,13 @@ pub async fn find(store: &Store, farm: FarmId, user: UserId) -> StoreResult<Opti
     Ok(row)
 }
 
-/// (user id, flock name) for every flock-restricted member of the farm.
-pub async fn restricted_flocks(store: &Store, farm: FarmId) -> StoreResult<Vec<(Uuid, String)>> {
-    let rows: Vec<(Uuid, String)> = on_pool!(store, |pool| {
+/// (user id, flock id) for every flock-restricted member of the farm.
+pub async fn restricted_flocks(store: &Store, farm: FarmId) -> StoreResult<Vec<(Uuid, Uuid)>> {
+    let rows: Vec<(Uuid, Uuid)> = on_pool!(store, |pool| {
         sqlx::query_as(
-            "select mf.user_id, f.name from membership_flocks mf
+            "select mf.user_id, mf.flock_id from membership_flocks mf
              join flocks f on f.id = mf.flock_id
-             where f.farm_id = $1
-             order by f.name",
+             where f.farm_id = $1",
         )
         .bind(farm.0)
         .fetch_all(pool)
@@ -78,16 +78,43 @@ pub async fn restricted_flocks(store: &Store, farm: FarmId) -> StoreResult<Vec<(
 }
 
 /// One change to one member.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub enum MemberChange {
     Disable,
     Enable,
     /// Moves the credential epoch: every session and token of the user dies.
     SignOutEverywhere,
     RequirePasswordChange,
-    /// A new role. A worker's flock restriction ends with the role: only
-    /// workers may be restricted.
-    SetRole(Role),
+    /// A new role and flock restriction, always set together so that a
+    /// role change never silently widens or narrows what a worker sees.
+    SetAccess(Access),
+}
+
+impl MemberChange {
+    /// Whether applying this to an enabled owner leaves them no longer an
+    /// enabled owner.
+    fn removes_an_owner(&self) -> bool {
+        match self {
+            Self::Disable => true,
+            Self::SetAccess(access) => access.role() != Role::Owner,
+            Self::Enable | Self::SignOutEverywhere | Self::RequirePasswordChange => false,
+        }
+    }
+
+    fn user_statement(&self) -> &'static str {
+        match self {
+            Self::Disable => "update users set disabled = true, updated_at = $2 where id = $1",
+            Self::Enable => "update users set disabled = false, updated_at = $2 where id = $1",
+            Self::SignOutEverywhere => {
+                "update users set credential_epoch = credential_epoch + 1, updated_at = $2
+                 where id = $1"
+            }
+            Self::RequirePasswordChange => {
+                "update users set must_change_password = true, updated_at = $2 where id = $1"
+            }
+            Self::SetAccess(_) => "update users set updated_at = $2 where id = $1",
+        }
+    }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -97,9 +124,12 @@ pub enum MemberOutcome {
     NotFound,
     /// The change would leave the farm without an enabled owner.
     LastOwner,
+    /// One of the flocks named is not a flock of this farm; nothing changed.
+    UnknownFlock,
 }
 
-/// Applies `change` to `user` on `farm` in one transaction.
+/// Applies `change` to `user` on `farm` in one transaction; a refused change
+/// leaves nothing behind.
 ///
 /// The transaction first writes the farm row: on PostgreSQL that locks it,
 /// so two owners demoting each other at once are serialised and the second
@@ -109,7 +139,7 @@ pub async fn change(
     store: &Store,
     farm: FarmId,
     user: UserId,
-    change: MemberChange,
+    change: &MemberChange,
     now: OffsetDateTime,
 ) -> StoreResult<MemberOutcome> {
     let outcome = on_pool!(store, |pool| {
@@ -126,81 +156,63 @@ pub async fn change(
         .bind(user.0)
         .fetch_optional(&mut *tx)
         .await?;
-        let outcome = match target {
-            None => MemberOutcome::NotFound,
-            Some((role, disabled)) => {
-                let removes_an_owner = role == Role::Owner.as_str()
-                    && !disabled
-                    && matches!(
-                        change,
-                        MemberChange::Disable
-                            | MemberChange::SetRole(Role::Manager | Role::Worker | Role::Viewer)
-                    );
-                let other_owners: i64 = if removes_an_owner {
-                    sqlx::query_scalar(
-                        "select count(*) from memberships m join users u on u.id = m.user_id
-                         where m.farm_id = $1 and m.role = 'owner' and not u.disabled
-                           and m.user_id <> $2",
-                    )
-                    .bind(farm.0)
-                    .bind(user.0)
-                    .fetch_one(&mut *tx)
-                    .await?
-                } else {
-                    1
-                };
-                if other_owners == 0 {
-                    MemberOutcome::LastOwner
-                } else {
-                    let statement = match change {
-                        MemberChange::Disable => {
-                            "update users set disabled = true, updated_at = $2 where id = $1"
-                        }
-                        MemberChange::Enable => {
-                            "update users set disabled = false, updated_at = $2 where id = $1"
-                        }
-                        MemberChange::SignOutEverywhere => {
-                            "update users set credential_epoch = credential_epoch + 1,
-                                 updated_at = $2 where id = $1"
-                        }
-                        MemberChange::RequirePasswordChange => {
-                            "update users set must_change_password = true, updated_at = $2
-                             where id = $1"
-                        }
-                        MemberChange::SetRole(_) => {
-                            "update users set updated_at = $2 where id = $1"
-                        }
-                    };
-                    sqlx::query(statement)
-                        .bind(user.0)
-                        .bind(unix(now))
-                        .execute(&mut *tx)
-                        .await?;
-                    if let MemberChange::SetRole(new_role) = change {
-                        let keeps_restriction = new_role.may_be_flock_restricted();
-                        sqlx::query(
-                            "update memberships set role = $2,
-                                 flock_restricted = flock_restricted and $3
-                             where user_id = $1",
-                        )
-                        .bind(user.0)
-                        .bind(new_role.as_str())
-                        .bind(keeps_restriction)
-                        .execute(&mut *tx)
-                        .await?;
-                        if !keeps_restriction {
-                            sqlx::query("delete from membership_flocks where user_id = $1")
-                                .bind(user.0)
-                                .execute(&mut *tx)
-                                .await?;
-                        }
-                    }
-                    MemberOutcome::Done
+        let Some((role, disabled)) = target else {
+            return Ok(MemberOutcome::NotFound);
+        };
+        if role == Role::Owner.as_str() && !disabled && change.removes_an_owner() {
+            let other_owners: i64 = sqlx::query_scalar(
+                "select count(*) from memberships m join users u on u.id = m.user_id
+                 where m.farm_id = $1 and m.role = 'owner' and not u.disabled
+                   and m.user_id <> $2",
+            )
+            .bind(farm.0)
+            .bind(user.0)
+            .fetch_one(&mut *tx)
+            .await?;
+            if other_owners == 0 {
+                return Ok(MemberOutcome::LastOwner);
+            }
+        }
+        sqlx::query(change.user_statement())
+            .bind(user.0)
+            .bind(unix(now))
+            .execute(&mut *tx)
+            .await?;
+        if let MemberChange::SetAccess(access) = change {
+            sqlx::query(
+                "update memberships set role = $3, flock_restricted = $4
+                 where user_id = $1 and farm_id = $2",
+            )
+            .bind(user.0)
+            .bind(farm.0)
+            .bind(access.role().as_str())
+            .bind(access.limited_to().is_some())
+            .execute(&mut *tx)
+            .await?;
+            sqlx::query("delete from membership_flocks where user_id = $1")
+                .bind(user.0)
+                .execute(&mut *tx)
+                .await?;
+            for flock in access.limited_to().unwrap_or_default() {
+                // Inserted only when the flock is this farm's: another
+                // farm's id inserts nothing and the transaction is dropped.
+                let inserted = sqlx::query(
+                    "insert into membership_flocks (user_id, flock_id)
+                     select $1, id from flocks where id = $2 and farm_id = $3",
+                )
+                .bind(user.0)
+                .bind(flock.0)
+                .bind(farm.0)
+                .execute(&mut *tx)
+                .await?
+                .rows_affected();
+                if inserted == 0 {
+                    return Ok(MemberOutcome::UnknownFlock);
                 }
             }
-        };
+        }
         tx.commit().await?;
-        outcome
+        MemberOutcome::Done
     });
     Ok(outcome)
 }

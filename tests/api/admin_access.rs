@@ -1,13 +1,16 @@
 //! `/admin` is for owners: every other role gets a 403 page on every admin
-//! page and action, and is never shown the links.
+//! page and action, and is never shown the links. Every action also needs
+//! the session's CSRF token.
 
-use crate::apps_support::{self, assert_page, csrf, page, post};
+use crate::apps_support::{self, Farm, assert_works, csrf, page, post};
 use crate::helpers::{Engine, TestApp};
-use crate::oauth_client::{audit_count, sign_in_browser};
+use crate::mcp_support;
+use crate::oauth_client::{self, audit_count, db_count, sign_in_browser};
 use crate::on_both_engines;
 
 on_both_engines!(
     only_owners_see_and_use_farm_administration,
+    every_admin_action_needs_the_owner_and_the_csrf_token,
     signed_out_people_are_sent_to_sign_in,
 );
 
@@ -35,12 +38,6 @@ async fn only_owners_see_and_use_farm_administration(engine: Engine) {
         assert!(html.contains("<title>Farm admin: "), "{path}: {html}");
     }
 
-    let worker_id = {
-        let (_, html) = page(&owner, &app, "/admin/members").await;
-        let marker = "action=\"/admin/members/";
-        let start = html.find(marker).unwrap() + marker.len();
-        html[start..start + 36].to_owned()
-    };
     for email in [
         farm.worker.email.clone(),
         "manager@hillside-farm.example".to_owned(),
@@ -57,30 +54,183 @@ async fn only_owners_see_and_use_farm_administration(engine: Engine) {
         for path in PAGES {
             let (status, html) = page(&browser, &app, path).await;
             assert_eq!(status, 403, "{path}");
-            assert!(
-                html.contains("Only the farm&#39;s owner")
-                    || html.contains("Only the farm's owner"),
-                "{html}"
-            );
-        }
-        let token = csrf(&browser, &app, "/account/apps").await;
-        for (path, form) in [
-            ("/admin/connected-apps", vec![("enabled", "off")]),
-            (
-                &*format!("/admin/members/{worker_id}"),
-                vec![("action", "disable")],
-            ),
-            ("/admin/houses", vec![("name", "Barn 9")]),
-        ] {
-            let mut form = form.clone();
-            form.push(("csrf", &token));
-            let response = post(&browser, &app, path, &form).await;
-            assert_page(response, 403, "Not allowed").await;
+            assert!(html.contains(NOT_OWNER), "{html}");
         }
     }
+}
+
+const NOT_OWNER: &str = "Only the farm&#39;s owner can use farm administration.";
+
+/// Every admin action with a well-formed form, as (path, fields).
+async fn every_action(app: &TestApp, farm: &Farm) -> Vec<(String, Vec<(&'static str, String)>)> {
+    let owner = sign_in_browser(app, &farm.owner).await;
+    let grant = apps_support::grant_of(app, &farm.worker.email).await;
+    let (_, members) = page(&owner, app, "/admin/members").await;
+    let worker = id_after(&members, &farm.worker.email, "/admin/members/");
+    let (_, records) = page(&owner, app, "/admin/farm").await;
+    let house = id_after(&records, "Houses", "/admin/houses/");
+    let flock = id_after(&records, "Hens A", "/admin/flocks/");
+    let text = |pairs: &[(&'static str, &str)]| -> Vec<(&'static str, String)> {
+        pairs.iter().map(|(k, v)| (*k, (*v).to_owned())).collect()
+    };
+    vec![
+        (
+            "/admin/connected-apps".to_owned(),
+            text(&[("enabled", "off")]),
+        ),
+        (format!("/admin/apps/{grant}/disconnect"), text(&[])),
+        (
+            format!("/admin/members/{worker}"),
+            text(&[("action", "disable")]),
+        ),
+        (
+            format!("/admin/members/{worker}"),
+            text(&[("action", "role"), ("role", "viewer")]),
+        ),
+        (
+            format!("/admin/members/{worker}"),
+            text(&[("action", "sign_out_everywhere")]),
+        ),
+        ("/admin/houses".to_owned(), text(&[("name", "East")])),
+        (
+            format!("/admin/houses/{house}"),
+            text(&[("name", "Renamed")]),
+        ),
+        (
+            "/admin/flocks".to_owned(),
+            vec![
+                ("house", house.clone()),
+                ("name", "Hens C".to_owned()),
+                ("breed", "Hy-Line".to_owned()),
+                ("placed_on", "2026-01-05".to_owned()),
+                ("head_count", "100".to_owned()),
+            ],
+        ),
+        (
+            format!("/admin/flocks/{flock}"),
+            text(&[("action", "deplete")]),
+        ),
+        (
+            format!("/admin/flocks/{flock}"),
+            text(&[("action", "rename"), ("name", "Renamed")]),
+        ),
+    ]
+}
+
+/// The id in the first `action="<prefix><id>"` after `after`.
+fn id_after(html: &str, after: &str, prefix: &str) -> String {
+    let from = html.find(after).unwrap();
+    let marker = format!("action=\"{prefix}");
+    let start = html[from..].find(&marker).unwrap() + from + marker.len();
+    html[start..start + 36].to_owned()
+}
+
+/// Sends every admin action as `browser`, with `csrf` when given; returns
+/// the actions whose answer was not a 403 page with `words`.
+async fn refused_everywhere(
+    app: &TestApp,
+    browser: &reqwest::Client,
+    actions: &[(String, Vec<(&'static str, String)>)],
+    csrf: Option<&str>,
+    words: &str,
+) -> Vec<String> {
+    let mut wrong = Vec::new();
+    for (path, fields) in actions {
+        let mut form: Vec<(&str, &str)> = fields.iter().map(|(k, v)| (*k, v.as_str())).collect();
+        if let Some(token) = csrf {
+            form.push(("csrf", token));
+        }
+        let response = post(browser, app, path, &form).await;
+        let status = response.status().as_u16();
+        let body = response.text().await.unwrap();
+        if status != 403 || !body.contains(words) {
+            wrong.push(format!("{path} {fields:?}: {status}"));
+        }
+    }
+    wrong
+}
+
+/// Each action is checked on its own: the list of those that got through
+/// names every missing check at once.
+async fn every_admin_action_needs_the_owner_and_the_csrf_token(engine: Engine) {
+    let app = TestApp::spawn(engine).await;
+    let farm = apps_support::farm(&app, "Hillside Farm").await;
+    mcp_support::admin(
+        &app,
+        &["house", "add", "--farm", &farm.slug, "--name", "North"],
+    )
+    .await;
+    mcp_support::add_flock(&app, &farm.slug, "North", "Hens A").await;
+    let mut tokens = oauth_client::connect(&app, &farm.worker, "farm:read").await;
+    let actions = every_action(&app, &farm).await;
+
+    let owner = sign_in_browser(&app, &farm.owner).await;
+    let wrong = refused_everywhere(&app, &owner, &actions, None, "Please try again").await;
+    assert!(
+        wrong.is_empty(),
+        "acted on without the CSRF token: {wrong:#?}"
+    );
+    let wrong =
+        refused_everywhere(&app, &owner, &actions, Some("forged"), "Please try again").await;
+    assert!(
+        wrong.is_empty(),
+        "acted on with a wrong CSRF token: {wrong:#?}"
+    );
+
+    for role in ["manager", "worker", "viewer"] {
+        let user = if role == "worker" {
+            farm.worker.clone()
+        } else {
+            let email = format!("{role}@hillside-farm.example");
+            mcp_support::add_member(&app, &farm.slug, &email, role, None).await
+        };
+        let browser = sign_in_browser(&app, &user).await;
+        let token = csrf(&browser, &app, "/account/apps").await;
+        let wrong = refused_everywhere(&app, &browser, &actions, Some(&token), NOT_OWNER).await;
+        assert!(wrong.is_empty(), "a {role} acted as owner: {wrong:#?}");
+        let grant = apps_support::grant_of(&app, &farm.worker.email).await;
+        let (status, html) = page(&browser, &app, &format!("/admin/apps/{grant}/disconnect")).await;
+        assert_eq!(status, 403, "{html}");
+    }
+
+    // Nothing happened: the worker's app works, the records are as made.
+    assert_works(&app, &mut tokens).await;
     assert_eq!(audit_count(&app, "admin_action").await, 0);
+    assert_eq!(
+        db_count(
+            &app,
+            "select count(*) from users where disabled or credential_epoch <> 0"
+        )
+        .await,
+        0
+    );
+    assert_eq!(
+        db_count(
+            &app,
+            "select count(*) from memberships where role = 'viewer'"
+        )
+        .await,
+        1
+    );
+    assert_eq!(
+        db_count(
+            &app,
+            "select count(*) from houses where name in ('East', 'Renamed')"
+        )
+        .await,
+        0
+    );
+    assert_eq!(
+        db_count(
+            &app,
+            "select count(*) from flocks where name <> 'Hens A' or status <> 'active'"
+        )
+        .await,
+        0
+    );
     let (code, out, _) = app.cli(&["admin", "apps", "list"]).await;
-    assert_eq!((code, out.as_str()), (0, ""));
+    assert_eq!(code, 0);
+    assert_eq!(out.lines().count(), 1, "{out}");
 }
 
 async fn signed_out_people_are_sent_to_sign_in(engine: Engine) {

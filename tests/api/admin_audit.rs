@@ -3,7 +3,10 @@
 
 use crate::apps_support::{self, csrf, page, post};
 use crate::helpers::{Engine, TestApp};
-use crate::oauth_client::{self, db_execute, sign_in_browser};
+use serde_json::json;
+
+use crate::mcp_support;
+use crate::oauth_client::{self, sign_in_browser};
 use crate::on_both_engines;
 
 on_both_engines!(
@@ -105,32 +108,37 @@ async fn the_log_is_newest_first_and_filters_by_member_app_and_kind(engine: Engi
 async fn a_tool_write_shows_its_app_and_grant(engine: Engine) {
     let app = TestApp::spawn(engine).await;
     let farm = apps_support::farm(&app, "Hillside Farm").await;
-    let tokens = oauth_client::connect(&app, &farm.worker, "farm:read daily-entries:write").await;
-    let grant = apps_support::grant_of(&app, &farm.worker.email).await;
-    // The row a tool's write leaves (written by the MCP layer in the same
-    // transaction as the write itself).
-    db_execute(
+    mcp_support::admin(
         &app,
-        &format!(
-            "insert into audit_log (id, farm_id, user_id, client_id, grant_id, kind, detail, created_at)
-             select {id}, m.farm_id, m.user_id, '{client}', g.id, 'tool_write',
-                    '{{\"tool\":\"record_daily_entry\"}}', 2000000000
-             from memberships m join grants g on g.user_id = m.user_id
-             where g.client_id = '{client}'",
-            id = match engine {
-                Engine::Sqlite => "randomblob(16)",
-                Engine::Postgres => "gen_random_uuid()",
-            },
-            client = tokens.client_id,
-        ),
+        &["house", "add", "--farm", &farm.slug, "--name", "North"],
     )
     .await;
+    mcp_support::add_flock(&app, &farm.slug, "North", "Hens A").await;
+    let tokens = oauth_client::connect(&app, &farm.worker, "farm:read daily-entries:write").await;
+    let grant = apps_support::grant_of(&app, &farm.worker.email).await;
     let owner = sign_in_browser(&app, &farm.owner).await;
     let (_, html) = page(&owner, &app, "/admin/audit?kind=tool_write").await;
+    assert!(html.contains("Nothing recorded that matches"), "{html}");
+
+    // A real write through the app, and a read that must leave no row.
+    mcp_support::tool_ok(
+        &app,
+        &tokens.access_token,
+        "record_daily_entry",
+        json!({"flock": "Hens A", "date": "2025-03-01", "eggs_collected": 900}),
+    )
+    .await;
+    mcp_support::tool_ok(&app, &tokens.access_token, "list_flocks", json!({})).await;
+
+    let (_, html) = page(&owner, &app, "/admin/audit?kind=tool_write").await;
     assert_eq!(whats(&html), ["Wrote through an app"], "{html}");
-    assert!(html.contains("<td data-label=\"App\">Test Assistant</td>"));
-    assert!(html.contains(&format!("<code>{grant}</code>")));
-    assert!(html.contains("tool: record_daily_entry"));
+    assert!(
+        html.contains("<td data-label=\"App\">Test Assistant</td>"),
+        "{html}"
+    );
+    assert!(html.contains(&format!("<code>{grant}</code>")), "{html}");
+    assert!(html.contains("tool: record_daily_entry"), "{html}");
+    assert!(html.contains(&farm.worker.email), "{html}");
 }
 
 async fn the_log_is_paged(engine: Engine) {

@@ -212,14 +212,17 @@ async fn farm_record_refusals(engine: Engine) {
         &uuid::Uuid::now_v7().to_string(),
         "zzz",
     ] {
-        let response = post(
-            &owner,
-            &app,
-            &format!("/admin/flocks/{flock}"),
-            &[("csrf", &token), ("action", "deplete")],
-        )
-        .await;
-        assert_page(response, 404, "Not found").await;
+        for form in [
+            vec![("csrf", token.as_str()), ("action", "deplete")],
+            vec![
+                ("csrf", token.as_str()),
+                ("action", "rename"),
+                ("name", "Mine now"),
+            ],
+        ] {
+            let response = post(&owner, &app, &format!("/admin/flocks/{flock}"), &form).await;
+            assert_page(response, 404, "Not found").await;
+        }
     }
     // Without the CSRF token.
     let response = post(&owner, &app, "/admin/houses", &[("name", "East")]).await;
@@ -236,7 +239,8 @@ async fn farm_record_refusals(engine: Engine) {
     assert_eq!(
         db_count(
             &app,
-            "select count(*) from houses where name = 'Mine now' or name = 'East'"
+            "select (select count(*) from houses where name = 'Mine now' or name = 'East')
+                  + (select count(*) from flocks where name = 'Mine now')"
         )
         .await,
         0

@@ -1,10 +1,13 @@
-//! `/admin/members`: role, sign out everywhere, require a password change,
-//! disable and enable; the last owner stays.
+//! `/admin/members`: role and flocks, sign out everywhere, require a
+//! password change, disable and enable; the last owner stays.
 
 use crate::apps_support::{
     self, Farm, assert_cut_off, assert_page, assert_works, csrf, page, post,
 };
-use crate::helpers::{Engine, TestApp, TestUser, location};
+use serde_json::json;
+
+use crate::helpers::{Engine, TestApp, location};
+use crate::mcp_support;
 use crate::oauth_client::{self, audit_count, db_count, sign_in_browser};
 use crate::on_both_engines;
 
@@ -12,7 +15,9 @@ on_both_engines!(
     signing_a_member_out_everywhere_ends_their_sessions_and_tokens,
     a_disabled_member_is_cut_off_and_an_enabled_one_comes_back,
     requiring_a_password_change_sends_the_member_to_change_it,
-    the_role_changes_and_a_restricted_worker_loses_the_restriction,
+    a_workers_flocks_are_chosen_and_the_next_mcp_call_sees_only_them,
+    a_role_change_never_silently_changes_a_workers_flocks,
+    flock_choice_refusals,
     the_last_owner_cannot_be_disabled_or_demoted,
     member_refusals,
 );
@@ -113,90 +118,241 @@ async fn requiring_a_password_change_sends_the_member_to_change_it(engine: Engin
     assert!(html.contains("must change password"));
 }
 
-async fn the_role_changes_and_a_restricted_worker_loses_the_restriction(engine: Engine) {
-    let app = TestApp::spawn(engine).await;
-    let (farm, owner) = setup(&app).await;
-    app.cli(&[
-        "admin", "house", "add", "--farm", &farm.slug, "--name", "North",
-    ])
-    .await;
-    let (code, _, err) = app
-        .cli(&[
-            "admin",
-            "flock",
-            "add",
-            "--farm",
-            &farm.slug,
-            "--house",
-            "North",
-            "--name",
-            "Flock A",
-            "--breed",
-            "Hy-Line",
-            "--placed",
-            "2026-01-05",
-            "--head-count",
-            "100",
-        ])
-        .await;
-    assert_eq!(code, 0, "{err}");
-    let (code, _, err) = app
-        .cli_with_stdin(
-            &[
-                "admin",
-                "user",
-                "add",
-                "--farm",
-                &farm.slug,
-                "--email",
-                "picker@hillside-farm.example",
-                "--role",
-                "worker",
-                "--flocks",
-                "Flock A",
-                "--password-stdin",
-            ],
-            Some(apps_support::PASSWORD),
-        )
-        .await;
-    assert_eq!(code, 0, "{err}");
-    let (_, html) = page(&owner, &app, "/admin/members").await;
-    assert!(html.contains("Only Flock A"), "{html}");
-
-    let id = member_id(&owner, &app, "picker@hillside-farm.example").await;
-    let response = act(
-        &owner,
-        &app,
-        &id,
-        &[("action", "role"), ("role", "manager")],
+/// A farm with flocks "Hens A" and "Hens B" in house North.
+async fn setup_with_flocks(app: &TestApp) -> (Farm, reqwest::Client) {
+    let (farm, owner) = setup(app).await;
+    mcp_support::admin(
+        app,
+        &["house", "add", "--farm", &farm.slug, "--name", "North"],
     )
     .await;
+    mcp_support::add_flock(app, &farm.slug, "North", "Hens A").await;
+    mcp_support::add_flock(app, &farm.slug, "North", "Hens B").await;
+    (farm, owner)
+}
+
+/// The id of flock `name`, read off the owner's members page.
+async fn flock_id(owner: &reqwest::Client, app: &TestApp, name: &str) -> String {
+    let (_, html) = page(owner, app, "/admin/members").await;
+    let marker = "name=\"flock\" value=\"";
+    html.split(marker)
+        .skip(1)
+        .find(|rest| {
+            let label = &rest[..rest.find("</label>").unwrap()];
+            label.contains(&format!("<span>{name} <span"))
+        })
+        .map(|rest| rest[..36].to_owned())
+        .unwrap_or_else(|| panic!("no flock {name} in {html}"))
+}
+
+/// The flock names `list_flocks` returns to `token`, sorted.
+async fn visible_flocks(app: &TestApp, token: &str) -> Vec<String> {
+    let flocks = mcp_support::tool_ok(app, token, "list_flocks", json!({})).await;
+    let mut names: Vec<String> = flocks["flocks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["name"].as_str().unwrap().to_owned())
+        .collect();
+    names.sort();
+    names
+}
+
+async fn restriction_rows(app: &TestApp) -> (i64, i64) {
+    (
+        db_count(
+            app,
+            "select count(*) from memberships where flock_restricted",
+        )
+        .await,
+        db_count(app, "select count(*) from membership_flocks").await,
+    )
+}
+
+async fn a_workers_flocks_are_chosen_and_the_next_mcp_call_sees_only_them(engine: Engine) {
+    let app = TestApp::spawn(engine).await;
+    let (farm, owner) = setup_with_flocks(&app).await;
+    let tokens = oauth_client::connect(&app, &farm.worker, "farm:read").await;
+    assert_eq!(
+        visible_flocks(&app, &tokens.access_token).await,
+        ["Hens A", "Hens B"]
+    );
+    let id = member_id(&owner, &app, &farm.worker.email).await;
+    let hens_a = flock_id(&owner, &app, "Hens A").await;
+
+    let form = [
+        ("action", "role"),
+        ("role", "worker"),
+        ("flocks", "some"),
+        ("flock", &hens_a),
+    ];
+    let response = act(&owner, &app, &id, &form).await;
     assert_eq!(response.status(), 303);
-    let picker = TestUser {
-        farm: farm.slug.clone(),
-        email: "picker@hillside-farm.example".into(),
-        password: apps_support::PASSWORD.into(),
-    };
+    assert_eq!(location(&response), "/admin/members?done=member");
+    assert_eq!(visible_flocks(&app, &tokens.access_token).await, ["Hens A"]);
+    let refusal = mcp_support::tool_refused(
+        &app,
+        &tokens.access_token,
+        "get_flock",
+        json!({"flock": "Hens B"}),
+    )
+    .await;
+    assert!(refusal.contains("Hens B"), "{refusal}");
+    let (_, html) = page(&owner, &app, "/admin/members").await;
+    assert!(html.contains("<dd>Only Hens A</dd>"), "{html}");
+    assert!(
+        html.contains(&format!("name=\"flock\" value=\"{hens_a}\" checked>")),
+        "the form shows the current choice: {html}"
+    );
+    assert_eq!(
+        db_count(&app, "select count(*) from audit_log where detail like '%member_role_changed%' and detail like '%Hens A%'").await,
+        1
+    );
+
+    let form = [
+        ("action", "role"),
+        ("role", "worker"),
+        ("flocks", "all"),
+        ("flock", &hens_a),
+    ];
+    let response = act(&owner, &app, &id, &form).await;
+    assert_eq!(response.status(), 303);
+    assert_eq!(
+        visible_flocks(&app, &tokens.access_token).await,
+        ["Hens A", "Hens B"]
+    );
+    assert_eq!(restriction_rows(&app).await, (0, 0));
+    let (_, html) = page(&owner, &app, "/admin/members").await;
+    assert!(!html.contains("<dd>Only "), "{html}");
+}
+
+async fn a_role_change_never_silently_changes_a_workers_flocks(engine: Engine) {
+    let app = TestApp::spawn(engine).await;
+    let (farm, owner) = setup_with_flocks(&app).await;
+    let picker = mcp_support::add_member(
+        &app,
+        &farm.slug,
+        "picker@hillside-farm.example",
+        "worker",
+        Some("Hens A"),
+    )
+    .await;
+    let tokens = oauth_client::connect(&app, &picker, "farm:read").await;
+    assert_eq!(visible_flocks(&app, &tokens.access_token).await, ["Hens A"]);
+    let id = member_id(&owner, &app, &picker.email).await;
+    let hens_a = flock_id(&owner, &app, "Hens A").await;
+
+    // Only a worker can be limited: a manager limited to Hens A is refused,
+    // and the worker keeps exactly their flocks.
+    let form = [
+        ("action", "role"),
+        ("role", "manager"),
+        ("flocks", "some"),
+        ("flock", &hens_a),
+    ];
+    let response = act(&owner, &app, &id, &form).await;
+    assert_page(response, 400, "Only a worker can be limited to some flocks").await;
+    assert_eq!(visible_flocks(&app, &tokens.access_token).await, ["Hens A"]);
+    assert_eq!(restriction_rows(&app).await, (1, 1));
+
+    let form = [("action", "role"), ("role", "manager"), ("flocks", "all")];
+    let response = act(&owner, &app, &id, &form).await;
+    assert_eq!(response.status(), 303);
+    assert_eq!(
+        visible_flocks(&app, &tokens.access_token).await,
+        ["Hens A", "Hens B"]
+    );
+    assert_eq!(restriction_rows(&app).await, (0, 0));
     let browser = sign_in_browser(&app, &picker).await;
     let (_, home) = page(&browser, &app, "/").await;
     assert!(
         home.contains("<dt>Your role</dt><dd>manager</dd>"),
         "{home}"
     );
-    assert_eq!(
-        db_count(
-            &app,
-            "select count(*) from memberships where flock_restricted"
-        )
-        .await,
-        0
+
+    // Becoming a worker needs a choice of flocks: never assumed.
+    let response = act(&owner, &app, &id, &[("action", "role"), ("role", "worker")]).await;
+    assert_page(response, 400, "Choose which flocks this worker sees").await;
+    let (_, home) = page(&browser, &app, "/").await;
+    assert!(
+        home.contains("<dt>Your role</dt><dd>manager</dd>"),
+        "{home}"
     );
-    assert_eq!(
-        db_count(&app, "select count(*) from membership_flocks").await,
-        0
-    );
+
+    let form = [
+        ("action", "role"),
+        ("role", "worker"),
+        ("flocks", "some"),
+        ("flock", &hens_a),
+    ];
+    let response = act(&owner, &app, &id, &form).await;
+    assert_eq!(response.status(), 303);
+    assert_eq!(visible_flocks(&app, &tokens.access_token).await, ["Hens A"]);
+    assert_eq!(restriction_rows(&app).await, (1, 1));
+
     let response = act(&owner, &app, &id, &[("action", "role"), ("role", "chief")]).await;
     assert_page(response, 400, "is not a role").await;
+}
+
+async fn flock_choice_refusals(engine: Engine) {
+    let app = TestApp::spawn(engine).await;
+    let (farm, owner) = setup_with_flocks(&app).await;
+    let other = apps_support::farm(&app, "Valley Farm").await;
+    mcp_support::admin(
+        &app,
+        &["house", "add", "--farm", &other.slug, "--name", "Barn"],
+    )
+    .await;
+    mcp_support::add_flock(&app, &other.slug, "Barn", "Valley Hens").await;
+    let foreign = {
+        let browser = sign_in_browser(&app, &other.owner).await;
+        flock_id(&browser, &app, "Valley Hens").await
+    };
+    let tokens = oauth_client::connect(&app, &farm.worker, "farm:read").await;
+    let id = member_id(&owner, &app, &farm.worker.email).await;
+    let hens_a = flock_id(&owner, &app, "Hens A").await;
+    let unknown = uuid::Uuid::now_v7().to_string();
+
+    let not_ours = "That flock is not on this farm.";
+    for ticked in [
+        vec![foreign.as_str()],
+        // One good flock does not carry a foreign one through.
+        vec![hens_a.as_str(), foreign.as_str()],
+        vec![unknown.as_str()],
+        vec!["not-a-flock"],
+    ] {
+        let mut form = vec![("action", "role"), ("role", "worker"), ("flocks", "some")];
+        form.extend(ticked.iter().map(|f| ("flock", *f)));
+        let response = act(&owner, &app, &id, &form).await;
+        assert_page(response, 400, not_ours).await;
+    }
+    let form = [("action", "role"), ("role", "worker"), ("flocks", "some")];
+    let response = act(&owner, &app, &id, &form).await;
+    assert_page(response, 400, "Tick at least one flock").await;
+    let form = [
+        ("action", "role"),
+        ("role", "worker"),
+        ("flocks", "everything"),
+    ];
+    let response = act(&owner, &app, &id, &form).await;
+    assert_page(response, 400, "Choose which flocks this worker sees").await;
+    let form = [
+        ("action", "role"),
+        ("role", "worker"),
+        ("role", "owner"),
+        ("flocks", "all"),
+    ];
+    let response = act(&owner, &app, &id, &form).await;
+    assert_page(response, 400, "The form field role is repeated.").await;
+
+    // Nothing changed: the worker still sees the whole farm, and nothing
+    // was logged.
+    assert_eq!(restriction_rows(&app).await, (0, 0));
+    assert_eq!(
+        visible_flocks(&app, &tokens.access_token).await,
+        ["Hens A", "Hens B"]
+    );
+    assert_eq!(audit_count(&app, "admin_action").await, 0);
 }
 
 async fn the_last_owner_cannot_be_disabled_or_demoted(engine: Engine) {

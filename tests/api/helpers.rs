@@ -296,6 +296,7 @@ impl TestApp {
     }
 }
 
+#[derive(Clone, Debug)]
 pub struct TestUser {
     pub farm: String,
     pub email: String,

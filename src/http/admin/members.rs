@@ -1,25 +1,27 @@
 //! `/admin/members`: each member's role, flock restriction and state, and
-//! what the owner can do to them: change the role, sign them out
-//! everywhere (moves the credential epoch: every session and token of
-//! theirs dies), require a password change, disable or enable. The farm
-//! always keeps an enabled owner: disabling or demoting the last one is a
-//! 409 page.
+//! what the owner can do to them: set the role and the flocks a worker sees
+//! (one form, so a role change never silently changes what a worker sees),
+//! sign them out everywhere (moves the credential epoch: every session and
+//! token of theirs dies), require a password change, disable or enable. The
+//! farm always keeps an enabled owner: disabling or demoting the last one is
+//! a 409 page.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use askama::Template;
-use axum::Form;
+use axum::body::Bytes;
 use axum::extract::{Path, Query, State};
 use axum::response::{IntoResponse, Redirect, Response};
-use serde::Deserialize;
 
 use super::{RequireOwner, audit_action};
-use crate::domain::{Role, UserId};
+use crate::domain::{Access, FarmId, FlockId, Role, UserId};
 use crate::http::error::{PageError, render};
 use crate::http::pages::apps::{NoticeQuery, notice};
 use crate::http::pages::view::Nav;
 use crate::http::session;
+use crate::oauth::params::Params;
 use crate::state::AppState;
+use crate::storage::farm_admin::{self, FlockAdminRow};
 use crate::storage::members::{self, MemberChange, MemberOutcome};
 
 struct MemberView {
@@ -28,9 +30,19 @@ struct MemberView {
     role: &'static str,
     /// `None`: sees the whole farm.
     flocks: Option<String>,
+    /// Every flock of the farm, ticked when this member is limited to it.
+    choices: Vec<FlockChoice>,
     disabled: bool,
     must_change_password: bool,
     is_you: bool,
+}
+
+struct FlockChoice {
+    id: String,
+    name: String,
+    house: String,
+    depleted: bool,
+    ticked: bool,
 }
 
 #[derive(Template)]
@@ -50,27 +62,31 @@ pub async fn show(
 ) -> Result<Response, PageError> {
     let farm = owner.account.farm();
     let rows = members::list(&state.store, farm).await?;
-    let mut flocks: HashMap<uuid::Uuid, Vec<String>> = HashMap::new();
-    for (user, name) in members::restricted_flocks(&state.store, farm).await? {
-        flocks.entry(user).or_default().push(name);
+    let farm_flocks = farm_admin::flocks(&state.store, farm).await?;
+    let mut limited: HashMap<uuid::Uuid, HashSet<uuid::Uuid>> = HashMap::new();
+    for (user, flock) in members::restricted_flocks(&state.store, farm).await? {
+        limited.entry(user).or_default().insert(flock);
     }
+    let none = HashSet::new();
     let members = rows
         .iter()
-        .map(|m| MemberView {
-            id: m.user_id.to_string(),
-            email: m.email.clone(),
-            role: m.role().as_str(),
-            flocks: m.flock_restricted.then(|| {
-                let names = flocks.get(&m.user_id).cloned().unwrap_or_default();
-                if names.is_empty() {
-                    "no flocks".to_owned()
-                } else {
-                    names.join(", ")
-                }
-            }),
-            disabled: m.disabled,
-            must_change_password: m.must_change_password,
-            is_you: m.id() == owner.account.user_id(),
+        .map(|m| {
+            let theirs = limited.get(&m.user_id).unwrap_or(&none);
+            MemberView {
+                id: m.user_id.to_string(),
+                email: m.email.clone(),
+                role: m.role().as_str(),
+                flocks: m
+                    .flock_restricted
+                    .then(|| flock_names(&farm_flocks, theirs)),
+                choices: farm_flocks
+                    .iter()
+                    .map(|f| choice(f, m.flock_restricted && theirs.contains(&f.id)))
+                    .collect(),
+                disabled: m.disabled,
+                must_change_password: m.must_change_password,
+                is_you: m.id() == owner.account.user_id(),
+            }
         })
         .collect();
     Ok(render(&MembersPage {
@@ -82,36 +98,105 @@ pub async fn show(
     }))
 }
 
-#[derive(Deserialize)]
-pub struct MemberForm {
-    #[serde(default)]
-    csrf: String,
-    #[serde(default)]
-    action: String,
-    #[serde(default)]
-    role: String,
+fn flock_names(farm_flocks: &[FlockAdminRow], theirs: &HashSet<uuid::Uuid>) -> String {
+    let names: Vec<&str> = farm_flocks
+        .iter()
+        .filter(|f| theirs.contains(&f.id))
+        .map(|f| f.name.as_str())
+        .collect();
+    if names.is_empty() {
+        "no flocks".to_owned()
+    } else {
+        names.join(", ")
+    }
+}
+
+fn choice(flock: &FlockAdminRow, ticked: bool) -> FlockChoice {
+    FlockChoice {
+        id: flock.id.to_string(),
+        name: flock.name.clone(),
+        house: flock.house.clone(),
+        depleted: flock.status == "depleted",
+        ticked,
+    }
+}
+
+/// The fields of a member's forms. Read as pairs because a limited
+/// worker's flocks arrive as one `flock` field per ticked box.
+struct MemberForm<'a> {
+    csrf: &'a str,
+    action: &'a str,
+    role: &'a str,
+    /// `all` or `some`.
+    flocks: &'a str,
+    ticked: Vec<&'a str>,
+}
+
+fn member_form(params: &Params) -> Result<MemberForm<'_>, PageError> {
+    let one = |name| {
+        params
+            .single(name)
+            .map(Option::unwrap_or_default)
+            .map_err(|_| PageError::BadRequest(format!("The form field {name} is repeated.")))
+    };
+    Ok(MemberForm {
+        csrf: one("csrf")?,
+        action: one("action")?,
+        role: one("role")?,
+        flocks: one("flocks")?,
+        ticked: params.all("flock"),
+    })
+}
+
+/// The role and flocks chosen on the form. A worker's flocks must be
+/// chosen (all, or some), never assumed; another role needs no choice.
+fn chosen_access(form: &MemberForm<'_>) -> Result<Access, PageError> {
+    let role = Role::parse(form.role).map_err(PageError::BadRequest)?;
+    let limited_to = match form.flocks {
+        "all" => None,
+        "some" => Some(
+            form.ticked
+                .iter()
+                .map(|raw| FlockId::parse(raw).ok_or_else(unknown_flock))
+                .collect::<Result<Vec<_>, _>>()?,
+        ),
+        "" if !role.may_be_flock_restricted() => None,
+        _ => {
+            return Err(PageError::BadRequest(
+                "Choose which flocks this worker sees: all flocks, or only some.".to_owned(),
+            ));
+        }
+    };
+    Access::new(role, limited_to).map_err(|err| PageError::BadRequest(err.to_string()))
+}
+
+fn unknown_flock() -> PageError {
+    PageError::BadRequest("That flock is not on this farm.".to_owned())
 }
 
 pub async fn change(
     State(state): State<AppState>,
     RequireOwner(owner): RequireOwner,
     Path(raw_id): Path<String>,
-    Form(form): Form<MemberForm>,
+    body: Bytes,
 ) -> Result<Response, PageError> {
-    session::verify_csrf(&owner.session, &form.csrf).await?;
+    let params = Params::parse(&body);
+    let form = member_form(&params)?;
+    session::verify_csrf(&owner.session, form.csrf).await?;
     let user = UserId::parse(&raw_id).ok_or(PageError::NotFound)?;
-    let change = match form.action.as_str() {
+    let change = match form.action {
         "disable" => MemberChange::Disable,
         "enable" => MemberChange::Enable,
         "sign_out_everywhere" => MemberChange::SignOutEverywhere,
         "require_password_change" => MemberChange::RequirePasswordChange,
-        "role" => MemberChange::SetRole(Role::parse(&form.role).map_err(PageError::BadRequest)?),
+        "role" => MemberChange::SetAccess(chosen_access(&form)?),
         _ => return Err(PageError::BadRequest("Choose an action.".to_owned())),
     };
     let farm = owner.account.farm();
-    match members::change(&state.store, farm, user, change, state.clock.now()).await? {
+    match members::change(&state.store, farm, user, &change, state.clock.now()).await? {
         MemberOutcome::Done => {}
         MemberOutcome::NotFound => return Err(PageError::NotFound),
+        MemberOutcome::UnknownFlock => return Err(unknown_flock()),
         MemberOutcome::LastOwner => {
             return Err(PageError::Conflict(
                 "The farm needs at least one owner who can sign in. Make another member owner first."
@@ -119,30 +204,43 @@ pub async fn change(
             ));
         }
     }
-    let detail = match change {
-        MemberChange::SetRole(role) => serde_json::json!({ "role": role.as_str() }),
-        _ => serde_json::json!({}),
-    };
-    let action = match change {
-        MemberChange::Disable => "member_disabled",
-        MemberChange::Enable => "member_enabled",
-        MemberChange::SignOutEverywhere => "member_signed_out_everywhere",
-        MemberChange::RequirePasswordChange => "member_must_change_password",
-        MemberChange::SetRole(_) => "member_role_changed",
+    let (action, detail) = match &change {
+        MemberChange::Disable => ("member_disabled", serde_json::json!({})),
+        MemberChange::Enable => ("member_enabled", serde_json::json!({})),
+        MemberChange::SignOutEverywhere => ("member_signed_out_everywhere", serde_json::json!({})),
+        MemberChange::RequirePasswordChange => {
+            ("member_must_change_password", serde_json::json!({}))
+        }
+        MemberChange::SetAccess(access) => (
+            "member_role_changed",
+            serde_json::json!({
+                "role": access.role().as_str(),
+                "flocks": flock_words(&state, farm, access).await?,
+            }),
+        ),
     };
     audit_action(&state, &owner, Some(user), action, detail).await?;
     // Signing oneself out everywhere ends this session too; an owner who
     // stepped down can no longer see this page.
-    let target = match change {
-        MemberChange::SignOutEverywhere | MemberChange::Disable
-            if user == owner.account.user_id() =>
-        {
-            "/login"
-        }
-        MemberChange::SetRole(role) if user == owner.account.user_id() && role != Role::Owner => {
-            "/"
-        }
+    let is_me = user == owner.account.user_id();
+    let target = match &change {
+        MemberChange::SignOutEverywhere | MemberChange::Disable if is_me => "/login",
+        MemberChange::SetAccess(access) if is_me && access.role() != Role::Owner => "/",
         _ => "/admin/members?done=member",
     };
     Ok(Redirect::to(target).into_response())
+}
+
+/// "all" or the names of the flocks a worker is limited to, for the log.
+async fn flock_words(state: &AppState, farm: FarmId, access: &Access) -> Result<String, PageError> {
+    let Some(limited_to) = access.limited_to() else {
+        return Ok("all".to_owned());
+    };
+    let names: Vec<String> = farm_admin::flocks(&state.store, farm)
+        .await?
+        .into_iter()
+        .filter(|f| limited_to.contains(&FlockId(f.id)))
+        .map(|f| f.name)
+        .collect();
+    Ok(names.join(", "))
 }
