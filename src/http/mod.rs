@@ -8,6 +8,7 @@
 
 pub mod admin;
 pub mod error;
+pub mod form;
 pub mod health;
 pub mod mcp;
 pub mod metrics;

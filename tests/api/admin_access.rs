@@ -155,12 +155,7 @@ async fn refused_everywhere(
 async fn every_admin_action_needs_the_owner_and_the_csrf_token(engine: Engine) {
     let app = TestApp::spawn(engine).await;
     let farm = apps_support::farm(&app, "Hillside Farm").await;
-    mcp_support::admin(
-        &app,
-        &["house", "add", "--farm", &farm.slug, "--name", "North"],
-    )
-    .await;
-    mcp_support::add_flock(&app, &farm.slug, "North", "Hens A").await;
+    apps_support::add_flocks(&app, &farm, &["Hens A"]).await;
     let mut tokens = oauth_client::connect(&app, &farm.worker, "farm:read").await;
     let actions = every_action(&app, &farm).await;
 

@@ -108,12 +108,7 @@ async fn the_log_is_newest_first_and_filters_by_member_app_and_kind(engine: Engi
 async fn a_tool_write_shows_its_app_and_grant(engine: Engine) {
     let app = TestApp::spawn(engine).await;
     let farm = apps_support::farm(&app, "Hillside Farm").await;
-    mcp_support::admin(
-        &app,
-        &["house", "add", "--farm", &farm.slug, "--name", "North"],
-    )
-    .await;
-    mcp_support::add_flock(&app, &farm.slug, "North", "Hens A").await;
+    apps_support::add_flocks(&app, &farm, &["Hens A"]).await;
     let tokens = oauth_client::connect(&app, &farm.worker, "farm:read daily-entries:write").await;
     let grant = apps_support::grant_of(&app, &farm.worker.email).await;
     let owner = sign_in_browser(&app, &farm.owner).await;

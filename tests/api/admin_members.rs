@@ -121,14 +121,19 @@ async fn requiring_a_password_change_sends_the_member_to_change_it(engine: Engin
 /// A farm with flocks "Hens A" and "Hens B" in house North.
 async fn setup_with_flocks(app: &TestApp) -> (Farm, reqwest::Client) {
     let (farm, owner) = setup(app).await;
-    mcp_support::admin(
-        app,
-        &["house", "add", "--farm", &farm.slug, "--name", "North"],
-    )
-    .await;
-    mcp_support::add_flock(app, &farm.slug, "North", "Hens A").await;
-    mcp_support::add_flock(app, &farm.slug, "North", "Hens B").await;
+    apps_support::add_flocks(app, &farm, &["Hens A", "Hens B"]).await;
     (farm, owner)
+}
+
+/// The members form that sets `role` and, with `flocks` "all" or "some",
+/// which flocks; `ticked` are the flock boxes ticked.
+fn access<'a>(role: &'a str, flocks: &'a str, ticked: &[&'a str]) -> Vec<(&'a str, &'a str)> {
+    let mut form = vec![("action", "role"), ("role", role)];
+    if !flocks.is_empty() {
+        form.push(("flocks", flocks));
+    }
+    form.extend(ticked.iter().map(|id| ("flock", *id)));
+    form
 }
 
 /// The id of flock `name`, read off the owner's members page.
@@ -169,6 +174,13 @@ async fn restriction_rows(app: &TestApp) -> (i64, i64) {
     )
 }
 
+/// The next MCP call of `token` lists exactly `names`, and the store holds
+/// `rows` (restricted memberships, restriction rows).
+async fn assert_sees(app: &TestApp, token: &str, names: &[&str], rows: (i64, i64)) {
+    assert_eq!(visible_flocks(app, token).await, names);
+    assert_eq!(restriction_rows(app).await, rows);
+}
+
 async fn a_workers_flocks_are_chosen_and_the_next_mcp_call_sees_only_them(engine: Engine) {
     let app = TestApp::spawn(engine).await;
     let (farm, owner) = setup_with_flocks(&app).await;
@@ -180,12 +192,7 @@ async fn a_workers_flocks_are_chosen_and_the_next_mcp_call_sees_only_them(engine
     let id = member_id(&owner, &app, &farm.worker.email).await;
     let hens_a = flock_id(&owner, &app, "Hens A").await;
 
-    let form = [
-        ("action", "role"),
-        ("role", "worker"),
-        ("flocks", "some"),
-        ("flock", &hens_a),
-    ];
+    let form = access("worker", "some", &[&hens_a]);
     let response = act(&owner, &app, &id, &form).await;
     assert_eq!(response.status(), 303);
     assert_eq!(location(&response), "/admin/members?done=member");
@@ -209,19 +216,10 @@ async fn a_workers_flocks_are_chosen_and_the_next_mcp_call_sees_only_them(engine
         1
     );
 
-    let form = [
-        ("action", "role"),
-        ("role", "worker"),
-        ("flocks", "all"),
-        ("flock", &hens_a),
-    ];
+    let form = access("worker", "all", &[&hens_a]);
     let response = act(&owner, &app, &id, &form).await;
     assert_eq!(response.status(), 303);
-    assert_eq!(
-        visible_flocks(&app, &tokens.access_token).await,
-        ["Hens A", "Hens B"]
-    );
-    assert_eq!(restriction_rows(&app).await, (0, 0));
+    assert_sees(&app, &tokens.access_token, &["Hens A", "Hens B"], (0, 0)).await;
     let (_, html) = page(&owner, &app, "/admin/members").await;
     assert!(!html.contains("<dd>Only "), "{html}");
 }
@@ -244,25 +242,15 @@ async fn a_role_change_never_silently_changes_a_workers_flocks(engine: Engine) {
 
     // Only a worker can be limited: a manager limited to Hens A is refused,
     // and the worker keeps exactly their flocks.
-    let form = [
-        ("action", "role"),
-        ("role", "manager"),
-        ("flocks", "some"),
-        ("flock", &hens_a),
-    ];
+    let form = access("manager", "some", &[&hens_a]);
     let response = act(&owner, &app, &id, &form).await;
     assert_page(response, 400, "Only a worker can be limited to some flocks").await;
-    assert_eq!(visible_flocks(&app, &tokens.access_token).await, ["Hens A"]);
-    assert_eq!(restriction_rows(&app).await, (1, 1));
+    assert_sees(&app, &tokens.access_token, &["Hens A"], (1, 1)).await;
 
-    let form = [("action", "role"), ("role", "manager"), ("flocks", "all")];
+    let form = access("manager", "all", &[]);
     let response = act(&owner, &app, &id, &form).await;
     assert_eq!(response.status(), 303);
-    assert_eq!(
-        visible_flocks(&app, &tokens.access_token).await,
-        ["Hens A", "Hens B"]
-    );
-    assert_eq!(restriction_rows(&app).await, (0, 0));
+    assert_sees(&app, &tokens.access_token, &["Hens A", "Hens B"], (0, 0)).await;
     let browser = sign_in_browser(&app, &picker).await;
     let (_, home) = page(&browser, &app, "/").await;
     assert!(
@@ -271,7 +259,7 @@ async fn a_role_change_never_silently_changes_a_workers_flocks(engine: Engine) {
     );
 
     // Becoming a worker needs a choice of flocks: never assumed.
-    let response = act(&owner, &app, &id, &[("action", "role"), ("role", "worker")]).await;
+    let response = act(&owner, &app, &id, &access("worker", "", &[])).await;
     assert_page(response, 400, "Choose which flocks this worker sees").await;
     let (_, home) = page(&browser, &app, "/").await;
     assert!(
@@ -279,18 +267,12 @@ async fn a_role_change_never_silently_changes_a_workers_flocks(engine: Engine) {
         "{home}"
     );
 
-    let form = [
-        ("action", "role"),
-        ("role", "worker"),
-        ("flocks", "some"),
-        ("flock", &hens_a),
-    ];
+    let form = access("worker", "some", &[&hens_a]);
     let response = act(&owner, &app, &id, &form).await;
     assert_eq!(response.status(), 303);
-    assert_eq!(visible_flocks(&app, &tokens.access_token).await, ["Hens A"]);
-    assert_eq!(restriction_rows(&app).await, (1, 1));
+    assert_sees(&app, &tokens.access_token, &["Hens A"], (1, 1)).await;
 
-    let response = act(&owner, &app, &id, &[("action", "role"), ("role", "chief")]).await;
+    let response = act(&owner, &app, &id, &access("chief", "", &[])).await;
     assert_page(response, 400, "is not a role").await;
 }
 
@@ -298,12 +280,7 @@ async fn flock_choice_refusals(engine: Engine) {
     let app = TestApp::spawn(engine).await;
     let (farm, owner) = setup_with_flocks(&app).await;
     let other = apps_support::farm(&app, "Valley Farm").await;
-    mcp_support::admin(
-        &app,
-        &["house", "add", "--farm", &other.slug, "--name", "Barn"],
-    )
-    .await;
-    mcp_support::add_flock(&app, &other.slug, "Barn", "Valley Hens").await;
+    apps_support::add_flocks(&app, &other, &["Valley Hens"]).await;
     let foreign = {
         let browser = sign_in_browser(&app, &other.owner).await;
         flock_id(&browser, &app, "Valley Hens").await
@@ -321,19 +298,13 @@ async fn flock_choice_refusals(engine: Engine) {
         vec![unknown.as_str()],
         vec!["not-a-flock"],
     ] {
-        let mut form = vec![("action", "role"), ("role", "worker"), ("flocks", "some")];
-        form.extend(ticked.iter().map(|f| ("flock", *f)));
-        let response = act(&owner, &app, &id, &form).await;
+        let response = act(&owner, &app, &id, &access("worker", "some", &ticked)).await;
         assert_page(response, 400, not_ours).await;
     }
-    let form = [("action", "role"), ("role", "worker"), ("flocks", "some")];
+    let form = access("worker", "some", &[]);
     let response = act(&owner, &app, &id, &form).await;
     assert_page(response, 400, "Tick at least one flock").await;
-    let form = [
-        ("action", "role"),
-        ("role", "worker"),
-        ("flocks", "everything"),
-    ];
+    let form = access("worker", "everything", &[]);
     let response = act(&owner, &app, &id, &form).await;
     assert_page(response, 400, "Choose which flocks this worker sees").await;
     let form = [
@@ -347,11 +318,7 @@ async fn flock_choice_refusals(engine: Engine) {
 
     // Nothing changed: the worker still sees the whole farm, and nothing
     // was logged.
-    assert_eq!(restriction_rows(&app).await, (0, 0));
-    assert_eq!(
-        visible_flocks(&app, &tokens.access_token).await,
-        ["Hens A", "Hens B"]
-    );
+    assert_sees(&app, &tokens.access_token, &["Hens A", "Hens B"], (0, 0)).await;
     assert_eq!(audit_count(&app, "admin_action").await, 0);
 }
 
@@ -359,10 +326,7 @@ async fn the_last_owner_cannot_be_disabled_or_demoted(engine: Engine) {
     let app = TestApp::spawn(engine).await;
     let (farm, owner) = setup(&app).await;
     let me = member_id(&owner, &app, &farm.owner.email).await;
-    for form in [
-        vec![("action", "disable")],
-        vec![("action", "role"), ("role", "manager")],
-    ] {
+    for form in [vec![("action", "disable")], access("manager", "", &[])] {
         let response = act(&owner, &app, &me, &form).await;
         assert_page(response, 409, "at least one owner").await;
     }
@@ -371,21 +335,9 @@ async fn the_last_owner_cannot_be_disabled_or_demoted(engine: Engine) {
 
     // With a second owner, the first may step down; then the second is the last.
     let worker = member_id(&owner, &app, &farm.worker.email).await;
-    let response = act(
-        &owner,
-        &app,
-        &worker,
-        &[("action", "role"), ("role", "owner")],
-    )
-    .await;
+    let response = act(&owner, &app, &worker, &access("owner", "", &[])).await;
     assert_eq!(response.status(), 303);
-    let response = act(
-        &owner,
-        &app,
-        &me,
-        &[("action", "role"), ("role", "manager")],
-    )
-    .await;
+    let response = act(&owner, &app, &me, &access("manager", "", &[])).await;
     assert_eq!(response.status(), 303);
     assert_eq!(location(&response), "/");
     assert_eq!(page(&owner, &app, "/admin").await.0, 403);
@@ -394,7 +346,7 @@ async fn the_last_owner_cannot_be_disabled_or_demoted(engine: Engine) {
     let response = act(&second, &app, &worker, &[("action", "disable")]).await;
     assert_page(response, 409, "at least one owner").await;
     // A disabled owner does not count as the farm's owner.
-    let response = act(&second, &app, &me, &[("action", "role"), ("role", "owner")]).await;
+    let response = act(&second, &app, &me, &access("owner", "", &[])).await;
     assert_eq!(response.status(), 303);
     let response = act(&second, &app, &me, &[("action", "disable")]).await;
     assert_eq!(response.status(), 303);

@@ -35,6 +35,18 @@ pub async fn farm(app: &TestApp, name: &str) -> Farm {
     }
 }
 
+/// House "North" on `farm` with a flock of each name in it.
+pub async fn add_flocks(app: &TestApp, farm: &Farm, names: &[&str]) {
+    crate::mcp_support::admin(
+        app,
+        &["house", "add", "--farm", &farm.slug, "--name", "North"],
+    )
+    .await;
+    for name in names {
+        crate::mcp_support::add_flock(app, &farm.slug, "North", name).await;
+    }
+}
+
 /// GET with a browser; (status, body).
 pub async fn page(browser: &reqwest::Client, app: &TestApp, path: &str) -> (u16, String) {
     let response = browser.get(app.url(path)).send().await.unwrap();

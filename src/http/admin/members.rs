@@ -16,6 +16,7 @@ use axum::response::{IntoResponse, Redirect, Response};
 use super::{RequireOwner, audit_action};
 use crate::domain::{Access, FarmId, FlockId, Role, UserId};
 use crate::http::error::{PageError, render};
+use crate::http::form;
 use crate::http::pages::apps::{NoticeQuery, notice};
 use crate::http::pages::view::Nav;
 use crate::http::session;
@@ -133,12 +134,7 @@ struct MemberForm<'a> {
 }
 
 fn member_form(params: &Params) -> Result<MemberForm<'_>, PageError> {
-    let one = |name| {
-        params
-            .single(name)
-            .map(Option::unwrap_or_default)
-            .map_err(|_| PageError::BadRequest(format!("The form field {name} is repeated.")))
-    };
+    let one = |name| form::single(params, name);
     Ok(MemberForm {
         csrf: one("csrf")?,
         action: one("action")?,

@@ -27,6 +27,7 @@ use serde::Deserialize;
 use super::error::refusal_redirect;
 use super::pending;
 use crate::http::error::{PageError, render};
+use crate::http::form;
 use crate::http::session::{self, SignedIn};
 use crate::oauth::authorize::{AuthorizationRequest, RedirectRefusal};
 use crate::oauth::client::ClientKind;
@@ -241,12 +242,7 @@ struct ConsentForm<'a> {
 }
 
 fn consent_form(params: &Params) -> Result<ConsentForm<'_>, PageError> {
-    let one = |name| {
-        params
-            .single(name)
-            .map(Option::unwrap_or_default)
-            .map_err(|_| PageError::BadRequest(format!("The form field {name} is repeated.")))
-    };
+    let one = |name| form::single(params, name);
     Ok(ConsentForm {
         csrf: one("csrf")?,
         request: one("request")?,

@@ -1,0 +1,14 @@
+//! Reading the pages' forms that carry a repeated field (the consent
+//! screen's scopes, a worker's flocks), where serde's one-value-per-name
+//! forms do not fit: every other field must appear at most once.
+
+use crate::http::error::PageError;
+use crate::oauth::params::Params;
+
+/// The one value of `name`, "" when absent; a repeated field is a 400 page.
+pub fn single<'a>(params: &'a Params, name: &'static str) -> Result<&'a str, PageError> {
+    params
+        .single(name)
+        .map(Option::unwrap_or_default)
+        .map_err(|_| PageError::BadRequest(format!("The form field {name} is repeated.")))
+}
