@@ -126,6 +126,10 @@ impl Store {
                 let pool = SqlitePoolOptions::new()
                     .max_connections(8)
                     .acquire_timeout(Duration::from_secs(10))
+                    // An embedded database has no link to lose: a ping on
+                    // every acquire only doubles the hand-offs to sqlx's
+                    // connection thread (see docs/decisions/0003).
+                    .test_before_acquire(false)
                     .connect_with(options)
                     .await?;
                 sqlx::migrate!("./migrations/sqlite").run(&pool).await?;
@@ -140,6 +144,10 @@ impl Store {
                 let pool = PgPoolOptions::new()
                     .max_connections(16)
                     .acquire_timeout(Duration::from_secs(10))
+                    // No round trip before every statement's acquire; a
+                    // connection the server dropped fails its one request
+                    // and is closed (docs/decisions/0003).
+                    .test_before_acquire(false)
                     .connect_with(options)
                     .await?;
                 sqlx::migrate!("./migrations/postgres").run(&pool).await?;
