@@ -89,12 +89,14 @@ async fn a_person_connects_read_only_then_disconnects(engine: Engine) {
         browser.screenshots("connected-apps").await;
     }
     browser.click("a.button.danger").await;
-    assert!(browser.path().await.ends_with("/disconnect"));
+    browser
+        .wait_for("to confirm", |path| path.ends_with("/disconnect"))
+        .await;
     if shots {
         browser.screenshots("disconnect-confirm").await;
     }
     browser.click("form button.danger").await;
-    assert_eq!(browser.path().await, "/account/apps?done=disconnected");
+    browser.wait_at("/account/apps?done=disconnected").await;
     let html = browser.source().await;
     assert!(html.contains("The app is disconnected."), "{html}");
     assert!(html.contains("No apps are connected"));
@@ -145,7 +147,7 @@ async fn an_owner_disconnects_a_members_app_and_flips_the_switch(engine: Engine)
 
     browser.goto(&app.url("/login")).await;
     sign_in(&browser, &app, &farm.owner).await;
-    assert_eq!(browser.path().await, "/");
+    browser.wait_at("/").await;
     browser.click("a[href='/admin']").await;
     let html = browser.source().await;
     assert!(html.contains(&farm.worker.email), "{html}");
@@ -157,14 +159,14 @@ async fn an_owner_disconnects_a_members_app_and_flips_the_switch(engine: Engine)
         .click(&format!("a[href='/admin/apps/{grant}/disconnect']"))
         .await;
     browser.click("form button.danger").await;
-    assert_eq!(browser.path().await, "/admin?done=disconnected");
+    browser.wait_at("/admin?done=disconnected").await;
     assert_cut_off(&app, &worker_tokens).await;
     assert_works(&app, &mut owner_tokens).await;
 
     browser
         .click("form[action='/admin/connected-apps'] button")
         .await;
-    assert_eq!(browser.path().await, "/admin?done=apps-off");
+    browser.wait_at("/admin?done=apps-off").await;
     assert!(
         browser
             .source()
@@ -178,7 +180,7 @@ async fn an_owner_disconnects_a_members_app_and_flips_the_switch(engine: Engine)
     browser
         .click("form[action='/admin/connected-apps'] button")
         .await;
-    assert_eq!(browser.path().await, "/admin?done=apps-on");
+    browser.wait_at("/admin?done=apps-on").await;
     assert_works(&app, &mut owner_tokens).await;
 
     for (path, name) in [

@@ -120,13 +120,33 @@ impl Browser {
     /// submits a form can return before the next page is in: sign-in
     /// hashes a password, which takes a while on a loaded machine.
     pub async fn wait_to_leave(&self, prefix: &str) {
+        self.wait_for(&format!("to leave {prefix}"), |path| {
+            !path.starts_with(prefix)
+        })
+        .await;
+    }
+
+    /// Waits until the browser is at `expected` (path and query), for the
+    /// same reason: a click returns before the page it leads to is in.
+    pub async fn wait_at(&self, expected: &str) {
+        self.wait_for(&format!("to be at {expected}"), |path| path == expected)
+            .await;
+    }
+
+    /// Waits until the path (with its query) passes `arrived`.
+    pub async fn wait_for(&self, what: &str, arrived: impl Fn(&str) -> bool) {
+        let mut path = String::new();
         for _ in 0..300 {
-            if !self.path().await.starts_with(prefix) {
+            path = self.path().await;
+            if arrived(&path) {
                 return;
             }
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
-        panic!("still on {prefix} after 30 s: {}", self.source().await);
+        panic!(
+            "waited 30 s {what}, still at {path}: {}",
+            self.source().await
+        );
     }
 
     /// Saves the page at phone (390 px) and desktop (1280 px) widths as
