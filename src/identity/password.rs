@@ -5,11 +5,18 @@
 //! cores caps how many run at once: a flood of sign-ins queues here instead
 //! of occupying every blocking thread and every core, and `/mcp`, which never
 //! hashes a password, keeps answering.
+//!
+//! A verification works in memory kept between calls, one buffer per permit
+//! at most. Allocating 19 MiB afresh for each one left glibc's per-thread
+//! arenas holding freed blocks they could not hand back: a sign-in flood
+//! grew a 2-core server from 30 MB to 480 MB resident (`bench/signin-flood.sh`).
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
-use argon2::password_hash::{PasswordHasher, PasswordVerifier};
-use argon2::{Algorithm, Argon2, Params, Version};
+use argon2::password_hash::PasswordHasher;
+use argon2::password_hash::phc::PasswordHash;
+use argon2::{Algorithm, Argon2, Block, Params, Version};
+use subtle::ConstantTimeEq;
 use tokio::sync::Semaphore;
 
 #[derive(Debug, thiserror::Error)]
@@ -24,6 +31,8 @@ pub enum PasswordError {
 #[derive(Clone)]
 pub struct Passwords {
     permits: Arc<Semaphore>,
+    /// Argon2's working memory, taken by a verification and put back after.
+    memory: Arc<Mutex<Vec<Vec<Block>>>>,
     /// A real hash of a random password, verified against when the account
     /// does not exist, so an unknown email costs the same as a wrong password.
     decoy_hash: Arc<str>,
@@ -51,14 +60,47 @@ fn hash_blocking(password: &str) -> Result<String, PasswordError> {
         .map_err(|e| PasswordError::Hasher(e.to_string()))
 }
 
-fn verify_blocking(password: &str, phc: &str) -> Result<bool, PasswordError> {
-    let parsed = argon2::password_hash::phc::PasswordHash::new(phc)
-        .map_err(|e| PasswordError::Hasher(e.to_string()))?;
-    // The parameters come from the stored PHC string, so hashes made with
-    // older parameters still verify.
-    Ok(argon2()?
-        .verify_password(password.as_bytes(), &parsed)
-        .is_ok())
+fn hasher_error(err: impl std::fmt::Display) -> PasswordError {
+    PasswordError::Hasher(err.to_string())
+}
+
+/// Checks `password` against the PHC string `phc`, working in `memory`
+/// (grown when the stored parameters need more). The algorithm, version and
+/// parameters come from the stored string, so hashes made with older
+/// parameters still verify.
+fn verify_blocking(
+    password: &str,
+    phc: &str,
+    memory: &mut Vec<Block>,
+) -> Result<bool, PasswordError> {
+    let stored = PasswordHash::new(phc).map_err(hasher_error)?;
+    let (Some(salt), Some(expected)) = (&stored.salt, &stored.hash) else {
+        return Err(PasswordError::Hasher(
+            "the stored hash has no salt or output".into(),
+        ));
+    };
+    let algorithm = Algorithm::try_from(stored.algorithm.as_str()).map_err(hasher_error)?;
+    let version = stored
+        .version
+        .map(Version::try_from)
+        .transpose()
+        .map_err(hasher_error)?
+        .unwrap_or_default();
+    let params = Params::try_from(&stored).map_err(hasher_error)?;
+    let blocks = params.block_count();
+    if memory.len() < blocks {
+        memory.resize(blocks, Block::default());
+    }
+    let mut computed = vec![0u8; expected.len()];
+    Argon2::new(algorithm, version, params)
+        .hash_password_into_with_memory(
+            password.as_bytes(),
+            salt,
+            &mut computed,
+            &mut memory[..blocks],
+        )
+        .map_err(hasher_error)?;
+    Ok(computed.as_slice().ct_eq(expected.as_bytes()).into())
 }
 
 impl Passwords {
@@ -66,6 +108,7 @@ impl Passwords {
         let decoy = crate::secrets::random_token(16);
         Ok(Self {
             permits: Arc::new(Semaphore::new(concurrency.max(1))),
+            memory: Arc::default(),
             decoy_hash: hash_blocking(&decoy)?.into(),
         })
     }
@@ -100,9 +143,26 @@ impl Passwords {
         let exists = stored.is_some();
         let phc = stored.unwrap_or(&self.decoy_hash).to_owned();
         let password = password.to_owned();
-        let matched = self.run(move || verify_blocking(&password, &phc)).await?;
+        let pool = Arc::clone(&self.memory);
+        let matched = self
+            .run(move || {
+                // Under a permit, so the pool never holds more buffers than
+                // there are permits.
+                let mut memory = lock(&pool).pop().unwrap_or_default();
+                let matched = verify_blocking(&password, &phc, &mut memory);
+                lock(&pool).push(memory);
+                matched
+            })
+            .await?;
         Ok(exists && matched)
     }
+}
+
+/// The pool's lock; a panic elsewhere while holding it leaves only a list of
+/// buffers behind, which is still sound to use.
+fn lock(pool: &Mutex<Vec<Vec<Block>>>) -> std::sync::MutexGuard<'_, Vec<Vec<Block>>> {
+    pool.lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 /// A new password must be at least this long; length beats composition rules
@@ -146,6 +206,54 @@ mod tests {
                 .await
                 .unwrap()
         );
+    }
+
+    #[tokio::test]
+    async fn older_parameters_verify_in_the_reused_memory() {
+        let passwords = Passwords::new(1).unwrap();
+        let current = passwords.hash("the current parameters").await.unwrap();
+        let older = Argon2::new(
+            Algorithm::Argon2id,
+            Version::V0x13,
+            Params::new(4096, 3, 1, None).unwrap(),
+        )
+        .hash_password(b"made with older ones")
+        .unwrap()
+        .to_string();
+        // Larger, smaller, then larger again: the one buffer serves each.
+        for (password, hash, expected) in [
+            ("the current parameters", &current, true),
+            ("made with older ones", &older, true),
+            ("made with older one", &older, false),
+            ("the current parameter", &current, false),
+        ] {
+            assert_eq!(
+                passwords.verify(password, Some(hash)).await.unwrap(),
+                expected,
+                "{password}"
+            );
+        }
+        assert_eq!(lock(&passwords.memory).len(), 1, "one buffer per permit");
+    }
+
+    #[tokio::test]
+    async fn a_damaged_stored_hash_is_an_error_not_a_match() {
+        let passwords = Passwords::new(1).unwrap();
+        let hash = passwords.hash("correct horse battery").await.unwrap();
+        let (head, _) = hash.rsplit_once('$').unwrap();
+        for damaged in [
+            "not a hash",
+            head,
+            "$argon2id$v=19$m=19456,t=2,p=1$c2FsdHNhbHQ$",
+        ] {
+            assert!(
+                passwords
+                    .verify("correct horse battery", Some(damaged))
+                    .await
+                    .is_err(),
+                "{damaged}"
+            );
+        }
     }
 
     #[tokio::test]
