@@ -13,6 +13,7 @@ mod cimd;
 mod cimd_authorize;
 mod cli;
 mod config;
+mod database;
 mod health;
 mod login;
 mod mcp_auth;
