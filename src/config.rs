@@ -230,6 +230,25 @@ pub fn parse_bind(raw: &str) -> Result<SocketAddr, ConfigError> {
     })
 }
 
+/// Parses how many of something may run at once, within `range`.
+pub fn parse_concurrency(
+    setting: &'static str,
+    raw: &str,
+    range: std::ops::RangeInclusive<usize>,
+) -> Result<usize, ConfigError> {
+    let count: usize = raw
+        .trim()
+        .parse()
+        .map_err(|_| ConfigError::new(setting, format!("{raw:?} is not a whole number")))?;
+    if !range.contains(&count) {
+        return Err(ConfigError::new(
+            setting,
+            format!("must be between {} and {}", range.start(), range.end()),
+        ));
+    }
+    Ok(count)
+}
+
 /// Parses a duration in whole seconds within `range`, naming the setting.
 pub fn parse_seconds(
     setting: &'static str,
@@ -304,5 +323,9 @@ mod tests {
         assert!(parse_seconds("--x", "60", 60..=3600).is_ok());
         assert!(parse_seconds("--x", "59", 60..=3600).is_err());
         assert!(parse_seconds("--x", "ten", 60..=3600).is_err());
+        assert_eq!(parse_concurrency("--x", " 2 ", 1..=64).unwrap(), 2);
+        for bad in ["0", "65", "-1", "two"] {
+            assert!(parse_concurrency("--x", bad, 1..=64).is_err(), "{bad}");
+        }
     }
 }

@@ -91,6 +91,14 @@ struct ServeArgs {
         allow_negative_numbers = true
     )]
     register_rate_limit: String,
+    /// Password checks run at once (1–64; default: the number of cores).
+    /// Fewer leaves more of the machine to /mcp during a sign-in flood.
+    #[arg(
+        long,
+        env = "COOP_PASSWORD_HASH_CONCURRENCY",
+        allow_negative_numbers = true
+    )]
+    password_hash_concurrency: Option<String>,
     /// Fill an empty database with a demo farm and print how to sign in.
     #[arg(long)]
     demo: bool,
@@ -265,6 +273,13 @@ fn serve_config(database: &DatabaseArgs, args: &ServeArgs) -> Result<Config, con
         &args.register_rate_limit,
         "registrations per hour",
     )?;
+    if let Some(raw) = &args.password_hash_concurrency {
+        config.password_hash_concurrency = config::parse_concurrency(
+            "--password-hash-concurrency / COOP_PASSWORD_HASH_CONCURRENCY",
+            raw,
+            1..=64,
+        )?;
+    }
     config.cimd_test = config::CimdTestSettings::parse(
         args.cimd_test_extra_ca.as_deref(),
         args.cimd_test_allow_loopback,

@@ -62,6 +62,17 @@ async fn a_bad_rate_limit_is_refused() {
     serve_refuses(&["--mcp-rate-limit", "lots"], "COOP_MCP_RATE_LIMIT").await;
 }
 
+#[tokio::test]
+async fn a_bad_password_hash_concurrency_is_refused() {
+    for bad in ["0", "65", "lots"] {
+        serve_refuses(
+            &["--password-hash-concurrency", bad],
+            "COOP_PASSWORD_HASH_CONCURRENCY",
+        )
+        .await;
+    }
+}
+
 /// A database that cannot be opened is reported as a mistake in the
 /// database setting, with the cause, on one line, by `serve` and `admin`.
 #[tokio::test]
