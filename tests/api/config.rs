@@ -60,6 +60,12 @@ async fn the_issuer_defaults_to_the_bound_address_and_drops_a_trailing_slash() {
 async fn a_bad_rate_limit_is_refused() {
     serve_refuses(&["--mcp-rate-limit", "-1"], "COOP_MCP_RATE_LIMIT").await;
     serve_refuses(&["--mcp-rate-limit", "lots"], "COOP_MCP_RATE_LIMIT").await;
+    serve_refuses(&["--token-rate-limit", "-1"], "COOP_TOKEN_RATE_LIMIT").await;
+    serve_refuses(
+        &["--register-rate-limit", "lots"],
+        "COOP_REGISTER_RATE_LIMIT",
+    )
+    .await;
 }
 
 #[tokio::test]
