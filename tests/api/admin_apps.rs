@@ -175,6 +175,14 @@ async fn the_switch_needs_its_csrf_token_and_a_state(engine: Engine) {
     )
     .await;
     assert_page(response, 400, "Choose on or off.").await;
+    let response = post(
+        &owner,
+        &app,
+        "/admin/connected-apps",
+        &[("csrf", &token), ("csrf", &token), ("enabled", "off")],
+    )
+    .await;
+    assert_page(response, 400, "The form field csrf is repeated.").await;
     assert_works(&app, &mut tokens).await;
     assert_eq!(audit_count(&app, "admin_action").await, 0);
 }

@@ -6,18 +6,17 @@
 //! a page saying why; on again, the grants it stopped work again.
 
 use askama::Template;
-use axum::Form;
 use axum::extract::{Path, Query, State};
 use axum::response::{IntoResponse, Redirect, Response};
 use serde::Deserialize;
 
-use super::{RequireOwner, audit_action};
+use super::{OwnerPost, RequireOwner, audit_action};
 use crate::admin::apps::{self as app_admin, Actor};
 use crate::domain::GrantId;
 use crate::http::error::{PageError, render};
-use crate::http::pages::apps::{CsrfForm, DisconnectPage, NoticeQuery, notice};
+use crate::http::pages::apps::{DisconnectPage, NoticeQuery, notice};
 use crate::http::pages::view::{AppView, Nav};
-use crate::http::session::{self, SignedIn};
+use crate::http::session::SignedIn;
 use crate::state::AppState;
 use crate::storage::connected_apps::{self, AppFilter, ConnectedApp};
 use crate::storage::farms;
@@ -59,17 +58,14 @@ pub async fn show(
 #[derive(Deserialize)]
 pub struct SwitchForm {
     #[serde(default)]
-    csrf: String,
-    #[serde(default)]
     enabled: String,
 }
 
 pub async fn switch(
     State(state): State<AppState>,
-    RequireOwner(owner): RequireOwner,
-    Form(form): Form<SwitchForm>,
+    OwnerPost { owner, form }: OwnerPost,
 ) -> Result<Response, PageError> {
-    session::verify_csrf(&owner.session, &form.csrf).await?;
+    let form: SwitchForm = form.fields()?;
     let enabled = match form.enabled.as_str() {
         "on" => true,
         "off" => false,
@@ -121,11 +117,9 @@ pub async fn confirm(
 
 pub async fn disconnect(
     State(state): State<AppState>,
-    RequireOwner(owner): RequireOwner,
     Path(raw_id): Path<String>,
-    Form(form): Form<CsrfForm>,
+    OwnerPost { owner, .. }: OwnerPost,
 ) -> Result<Response, PageError> {
-    session::verify_csrf(&owner.session, &form.csrf).await?;
     let app = farm_app(&state, &owner, &raw_id).await?;
     let actor = Actor::Member {
         id: owner.account.user_id(),

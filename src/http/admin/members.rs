@@ -9,17 +9,15 @@
 use std::collections::{HashMap, HashSet};
 
 use askama::Template;
-use axum::body::Bytes;
 use axum::extract::{Path, Query, State};
 use axum::response::{IntoResponse, Redirect, Response};
 
-use super::{RequireOwner, audit_action};
+use super::{OwnerPost, RequireOwner, audit_action};
 use crate::domain::{Access, FarmId, FlockId, Role, UserId};
 use crate::http::error::{PageError, render};
 use crate::http::form;
 use crate::http::pages::apps::{NoticeQuery, notice};
 use crate::http::pages::view::Nav;
-use crate::http::session;
 use crate::oauth::params::Params;
 use crate::state::AppState;
 use crate::storage::farm_admin::{self, FlockAdminRow};
@@ -125,7 +123,6 @@ fn choice(flock: &FlockAdminRow, ticked: bool) -> FlockChoice {
 /// The fields of a member's forms. Read as pairs because a limited
 /// worker's flocks arrive as one `flock` field per ticked box.
 struct MemberForm<'a> {
-    csrf: &'a str,
     action: &'a str,
     role: &'a str,
     /// `all` or `some`.
@@ -136,7 +133,6 @@ struct MemberForm<'a> {
 fn member_form(params: &Params) -> Result<MemberForm<'_>, PageError> {
     let one = |name| form::single(params, name);
     Ok(MemberForm {
-        csrf: one("csrf")?,
         action: one("action")?,
         role: one("role")?,
         flocks: one("flocks")?,
@@ -172,13 +168,10 @@ fn unknown_flock() -> PageError {
 
 pub async fn change(
     State(state): State<AppState>,
-    RequireOwner(owner): RequireOwner,
     Path(raw_id): Path<String>,
-    body: Bytes,
+    OwnerPost { owner, form }: OwnerPost,
 ) -> Result<Response, PageError> {
-    let params = Params::parse(&body);
-    let form = member_form(&params)?;
-    session::verify_csrf(&owner.session, form.csrf).await?;
+    let form = member_form(form.params())?;
     let user = UserId::parse(&raw_id).ok_or(PageError::NotFound)?;
     let change = match form.action {
         "disable" => MemberChange::Disable,

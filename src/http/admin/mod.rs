@@ -8,9 +8,10 @@
 //! | `/admin/audit`: the audit log, newest first, paged and filtered | [`audit`] |
 //!
 //! [`RequireOwner`] lets owners through; anyone else signed in gets a 403
-//! page (and never sees the links). Every action is a POST carrying the
-//! session's CSRF token, behind the same-origin check of every page, and
-//! is audited with who did it. An id naming something of another farm, or
+//! page (and never sees the links). Every action is a POST taken as an
+//! [`OwnerPost`], which checks the session's CSRF token before a handler
+//! sees a field, behind the same-origin check of every page; each action is
+//! audited with who did it. An id naming something of another farm, or
 //! nothing, is a 404 page.
 
 pub mod apps;
@@ -19,14 +20,19 @@ pub mod members;
 pub mod records;
 
 use axum::Router;
-use axum::extract::FromRequestParts;
+use axum::body::Bytes;
+use axum::extract::{FromRequest, FromRequestParts, Request};
 use axum::http::request::Parts;
+use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
+use serde::de::DeserializeOwned;
 
 use crate::admin::AdminError;
 use crate::domain::{Role, UserId};
 use crate::http::error::PageError;
-use crate::http::session::{RequireUser, RequireUserRejection, SignedIn};
+use crate::http::form;
+use crate::http::session::{self, RequireUser, RequireUserRejection, SignedIn};
+use crate::oauth::params::Params;
 use crate::state::AppState;
 use crate::storage::StoreError;
 use crate::storage::audit::{self as audit_log, AuditEvent, AuditKind};
@@ -67,6 +73,57 @@ impl FromRequestParts<AppState> for RequireOwner {
             )));
         }
         Ok(Self(user))
+    }
+}
+
+/// An admin action: a signed-in owner, and a form body whose CSRF token
+/// matched the session's. Every admin POST takes this, so no action can
+/// reach its fields without the check; the owner check comes first, as for
+/// the pages.
+pub struct OwnerPost {
+    pub owner: SignedIn,
+    pub form: CheckedForm,
+}
+
+/// A form body that passed the CSRF check.
+pub struct CheckedForm {
+    params: Params,
+    body: Bytes,
+}
+
+impl CheckedForm {
+    /// The fields as `T` (unknown fields, the CSRF token among them, ignored).
+    pub fn fields<T: DeserializeOwned>(&self) -> Result<T, PageError> {
+        serde_urlencoded::from_bytes(&self.body)
+            .map_err(|_| PageError::BadRequest("The form could not be read.".to_owned()))
+    }
+
+    /// The fields as name-value pairs, for a form with a repeated field.
+    pub fn params(&self) -> &Params {
+        &self.params
+    }
+}
+
+impl FromRequest<AppState> for OwnerPost {
+    type Rejection = Response;
+
+    async fn from_request(request: Request, state: &AppState) -> Result<Self, Self::Rejection> {
+        let (mut parts, body) = request.into_parts();
+        let RequireOwner(owner) = RequireOwner::from_request_parts(&mut parts, state)
+            .await
+            .map_err(IntoResponse::into_response)?;
+        let body = Bytes::from_request(Request::from_parts(parts, body), state)
+            .await
+            .map_err(IntoResponse::into_response)?;
+        let params = Params::parse(&body);
+        let token = form::single(&params, "csrf").map_err(IntoResponse::into_response)?;
+        session::verify_csrf(&owner.session, token)
+            .await
+            .map_err(IntoResponse::into_response)?;
+        Ok(Self {
+            owner,
+            form: CheckedForm { params, body },
+        })
     }
 }
 

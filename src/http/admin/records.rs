@@ -3,18 +3,16 @@
 //! line checks them; a duplicate is a 400 page saying so.
 
 use askama::Template;
-use axum::Form;
 use axum::extract::{Path, Query, State};
 use axum::response::{IntoResponse, Redirect, Response};
 use serde::Deserialize;
 
-use super::{RequireOwner, audit_action, page_error};
+use super::{OwnerPost, RequireOwner, audit_action, page_error};
 use crate::admin::farm_records::{self, FlockForm};
 use crate::domain::{FlockId, HouseId};
 use crate::http::error::{PageError, render};
 use crate::http::pages::apps::{NoticeQuery, notice};
 use crate::http::pages::view::Nav;
-use crate::http::session;
 use crate::state::AppState;
 use crate::storage::farm_admin::{self, FlockAdminRow, HouseRow};
 
@@ -48,17 +46,14 @@ pub async fn show(
 #[derive(Deserialize)]
 pub struct NameForm {
     #[serde(default)]
-    csrf: String,
-    #[serde(default)]
     name: String,
 }
 
 pub async fn add_house(
     State(state): State<AppState>,
-    RequireOwner(owner): RequireOwner,
-    Form(form): Form<NameForm>,
+    OwnerPost { owner, form }: OwnerPost,
 ) -> Result<Response, PageError> {
-    session::verify_csrf(&owner.session, &form.csrf).await?;
+    let form: NameForm = form.fields()?;
     let name = farm_records::add_house(
         &state.store,
         owner.account.farm(),
@@ -80,11 +75,10 @@ pub async fn add_house(
 
 pub async fn rename_house(
     State(state): State<AppState>,
-    RequireOwner(owner): RequireOwner,
     Path(raw_id): Path<String>,
-    Form(form): Form<NameForm>,
+    OwnerPost { owner, form }: OwnerPost,
 ) -> Result<Response, PageError> {
-    session::verify_csrf(&owner.session, &form.csrf).await?;
+    let form: NameForm = form.fields()?;
     let house = HouseId::parse(&raw_id).ok_or(PageError::NotFound)?;
     let name = farm_records::rename_house(&state.store, owner.account.farm(), house, &form.name)
         .await
@@ -96,8 +90,6 @@ pub async fn rename_house(
 
 #[derive(Deserialize)]
 pub struct NewFlockForm {
-    #[serde(default)]
-    csrf: String,
     #[serde(default)]
     house: String,
     #[serde(default)]
@@ -112,10 +104,9 @@ pub struct NewFlockForm {
 
 pub async fn add_flock(
     State(state): State<AppState>,
-    RequireOwner(owner): RequireOwner,
-    Form(form): Form<NewFlockForm>,
+    OwnerPost { owner, form }: OwnerPost,
 ) -> Result<Response, PageError> {
-    session::verify_csrf(&owner.session, &form.csrf).await?;
+    let form: NewFlockForm = form.fields()?;
     let house = HouseId::parse(&form.house).ok_or(PageError::NotFound)?;
     let input = FlockForm {
         house,
@@ -139,8 +130,6 @@ pub async fn add_flock(
 
 #[derive(Deserialize)]
 pub struct FlockChangeForm {
-    #[serde(default)]
-    csrf: String,
     /// `rename` or `deplete`.
     #[serde(default)]
     action: String,
@@ -150,11 +139,10 @@ pub struct FlockChangeForm {
 
 pub async fn change_flock(
     State(state): State<AppState>,
-    RequireOwner(owner): RequireOwner,
     Path(raw_id): Path<String>,
-    Form(form): Form<FlockChangeForm>,
+    OwnerPost { owner, form }: OwnerPost,
 ) -> Result<Response, PageError> {
-    session::verify_csrf(&owner.session, &form.csrf).await?;
+    let form: FlockChangeForm = form.fields()?;
     let flock = FlockId::parse(&raw_id).ok_or(PageError::NotFound)?;
     let farm = owner.account.farm();
     let (action, detail) = match form.action.as_str() {
