@@ -14,9 +14,10 @@ use time::{Date, OffsetDateTime};
 use crate::domain::{Email, FarmId, FlockId, Role};
 use crate::identity::Passwords;
 use crate::identity::password::check_new_password;
-use crate::storage::farms::{self, FarmRow, NewFlock};
+use crate::storage::farms::{self, FarmRow};
 use crate::storage::users::{self, NewMember};
 use crate::storage::{Store, StoreError};
+use farm_records::FlockForm;
 
 #[derive(Debug, thiserror::Error)]
 pub enum AdminError {
@@ -134,14 +135,8 @@ pub async fn add_house(
     now: OffsetDateTime,
 ) -> AdminResult<()> {
     let farm = farm(store, farm_slug).await?;
-    let name = check_name("house", name)?;
-    match farms::add_house(store, farm.farm_id(), &name, now).await {
-        Ok(_) => Ok(()),
-        Err(StoreError::Conflict(_)) => Err(refused(format!(
-            "the farm already has a house named {name:?}"
-        ))),
-        Err(err) => Err(err.into()),
-    }
+    farm_records::add_house(store, farm.farm_id(), name, now).await?;
+    Ok(())
 }
 
 pub struct FlockInput<'a> {
@@ -153,6 +148,8 @@ pub struct FlockInput<'a> {
     pub head_count: &'a str,
 }
 
+/// `coop admin flock add`: the farm and house by name, then the same checks
+/// and insert as the owner's admin page.
 pub async fn add_flock(
     store: &Store,
     input: &FlockInput<'_>,
@@ -162,24 +159,15 @@ pub async fn add_flock(
     let house = farms::find_house(store, farm.farm_id(), input.house)
         .await?
         .ok_or_else(|| refused(format!("the farm has no house named {:?}", input.house)))?;
-    let name = check_name("flock", input.name)?;
-    let breed = check_name("breed", input.breed)?;
-    let placed_on = parse_date(input.placed)?;
-    let head_count = parse_head_count(input.head_count)?;
-    let flock = NewFlock {
+    let form = FlockForm {
         house,
-        name: &name,
-        breed: &breed,
-        placed_on,
-        head_count,
+        name: input.name,
+        breed: input.breed,
+        placed: input.placed,
+        head_count: input.head_count,
     };
-    match farms::add_flock(store, farm.farm_id(), &flock, now).await {
-        Ok(_) => Ok(()),
-        Err(StoreError::Conflict(_)) => Err(refused(format!(
-            "that house already has a flock named {name:?}"
-        ))),
-        Err(err) => Err(err.into()),
-    }
+    farm_records::add_flock(store, farm.farm_id(), &form, now).await?;
+    Ok(())
 }
 
 pub(crate) fn parse_head_count(raw: &str) -> AdminResult<i64> {
