@@ -113,36 +113,7 @@ async fn farm_record_refusals(engine: Engine) {
         "admin", "house", "add", "--farm", &farm.slug, "--name", "South",
     ])
     .await;
-    app.cli(&[
-        "admin",
-        "house",
-        "add",
-        "--farm",
-        &other.slug,
-        "--name",
-        "Theirs",
-    ])
-    .await;
-    let (code, _, err) = app
-        .cli(&[
-            "admin",
-            "flock",
-            "add",
-            "--farm",
-            &other.slug,
-            "--house",
-            "Theirs",
-            "--name",
-            "Their flock",
-            "--breed",
-            "Hy-Line",
-            "--placed",
-            "2026-01-05",
-            "--head-count",
-            "100",
-        ])
-        .await;
-    assert_eq!(code, 0, "{err}");
+    apps_support::add_flocks(&app, &other, &["Their flock"]).await;
     let (foreign_house, foreign_flock) = {
         let browser = sign_in_browser(&app, &other.owner).await;
         let (_, html) = page(&browser, &app, "/admin/farm").await;

@@ -122,28 +122,7 @@ async fn an_owner_disconnects_a_members_app_and_flips_the_switch(engine: Engine)
     let worker_tokens =
         oauth_client::connect(&app, &farm.worker, "farm:read daily-entries:write").await;
     let mut owner_tokens = oauth_client::connect(&app, &farm.owner, "farm:read").await;
-    app.cli(&[
-        "admin", "house", "add", "--farm", &farm.slug, "--name", "North",
-    ])
-    .await;
-    app.cli(&[
-        "admin",
-        "flock",
-        "add",
-        "--farm",
-        &farm.slug,
-        "--house",
-        "North",
-        "--name",
-        "Flock A",
-        "--breed",
-        "Hy-Line Brown",
-        "--placed",
-        "2026-01-05",
-        "--head-count",
-        "1200",
-    ])
-    .await;
+    apps_support::add_flocks(&app, &farm, &["Flock A"]).await;
 
     browser.goto(&app.url("/login")).await;
     sign_in(&browser, &app, &farm.owner).await;
