@@ -97,8 +97,9 @@ pub async fn record_document(
     document: &ClientMetadataDocument,
     now: OffsetDateTime,
 ) -> Result<(), StoreError> {
+    let mut tx = store.write().await?;
     stored::upsert_metadata_document(
-        store,
+        &mut tx,
         &DocumentClient {
             client_id: &document.client_id,
             client_name: &document.client_name,
@@ -108,7 +109,8 @@ pub async fn record_document(
         },
         now,
     )
-    .await
+    .await?;
+    tx.commit().await
 }
 
 /// What the person is told about an unusable document. Deliberately
@@ -139,7 +141,7 @@ pub async fn find_stored(
     client_id: &str,
     now: OffsetDateTime,
 ) -> Result<Option<Client>, StoreError> {
-    let Some(row) = stored::find(store, client_id).await? else {
+    let Some(row) = stored::find(&mut store.read().await?, client_id).await? else {
         return Ok(None);
     };
     if is_expired_registration(&row, now) {

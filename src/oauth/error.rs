@@ -104,7 +104,8 @@ mod tests {
         for err in [
             StoreError::NotFound,
             StoreError::Conflict("x".into()),
-            StoreError::Backend(sqlx::Error::PoolTimedOut),
+            StoreError::backend("boom"),
+            StoreError::from(sqlx::Error::PoolTimedOut),
         ] {
             assert_eq!(OAuthError::from(err).code(), "server_error");
         }
