@@ -35,6 +35,7 @@ mod oauth_register;
 mod oauth_revoke;
 mod oauth_token;
 mod real_clients;
+mod refresh_window;
 mod serve;
 
 mod apps_support;
