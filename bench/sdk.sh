@@ -45,8 +45,10 @@
 # statements prepared once, no logging, JSON instead of SSE, the fastest
 # event loop and HTTP parser each SDK can run on, no output-schema
 # validation. Coop is one process. They do less than Coop in places: no
-# last-used write, no audit, no rate limiter, no request ids or security
-# headers.
+# last-used write, no rate limiter, no request ids or security headers, and
+# the TypeScript servers no Host/Origin check. Beside calls/s, each run
+# prints the server's CPU time per call (its processes' user + system time
+# over the run / calls), which a loaded machine disturbs less.
 #
 # Installs on first use, into ${COOP_TOOLS_CACHE:-~/.cache/coop-tools},
 # outside the clone: a venv with the Python packages and, with Node 22 from
