@@ -190,7 +190,8 @@ impl Keys {
         claims: AccessClaims,
         now: OffsetDateTime,
     ) {
-        self.verified.insert(hash, kid, claims, now.unix_timestamp());
+        self.verified
+            .insert(hash, kid, claims, now.unix_timestamp());
     }
 
     /// Reloads when this process last read the key set more than `age` ago.
