@@ -6,14 +6,23 @@
 //!   `scope` per ticked box): Approve records the grant and redirects with
 //!   `code`, `state` and `iss`; Deny redirects with `access_denied`.
 //! - `POST /authorize/confirm` (CSRF token, request id, password): the
-//!   step-up, throttled like sign-in.
+//!   password again (step-up, `prompt=login`, `max_age`), throttled like
+//!   sign-in.
+//!
+//! The handlers read and render; what happens next is decided by
+//! [`crate::oauth::consent`], and waiting requests are kept and answered
+//! once by [`crate::oauth::pending`]: a form submitted twice gets the first
+//! submit's redirect (the same code), or a 409 page once that code is
+//! spent, never a second code.
 //!
 //! Every page here is `Cache-Control: no-store`, carries the frame-denying
 //! headers of every page (threat 10), and its forms the session's CSRF
 //! token (threat 9). What the screen shows is what threat 12 asks for: the
 //! client's name (marked unverified when self-registered), its document
 //! host, the redirect host with a warning when it is this computer, the
-//! resource, the farm, and each scope with its own box.
+//! resource, the farm, and each scope with its own box (marked "allowed
+//! before" when the person's grant holds it, with a note when a client
+//! approved before is asked again because it cannot prove who it is).
 
 use std::net::SocketAddr;
 
@@ -25,21 +34,24 @@ use axum::response::{IntoResponse, Redirect, Response};
 use serde::Deserialize;
 
 use super::error::refusal_redirect;
-use super::pending;
 use crate::http::error::{PageError, render};
 use crate::http::form;
-use crate::http::session::{self, SignedIn};
-use crate::oauth::authorize::{AuthorizationRequest, RedirectRefusal};
-use crate::oauth::client::ClientKind;
-use crate::oauth::consent::{self, FarmState, NextStep};
+use crate::http::session::{self, CHANGE_PASSWORD_PATH, SignedIn};
+use crate::oauth::authorize::AuthorizationRequest;
+use crate::oauth::client::{Client, ClientKind};
+use crate::oauth::consent::{self, FarmState, NextStep, Reauthenticate, Situation};
 use crate::oauth::params::Params;
+use crate::oauth::pending::{self, Decision, Pending};
 use crate::oauth::{clients, redirect_uri};
 use crate::state::AppState;
+use crate::storage::grants::GrantStatus;
 use crate::storage::{farms, grants};
 
 struct ScopeView {
     name: &'static str,
     description: &'static str,
+    /// The person's grant already holds it.
+    remembered: bool,
 }
 
 #[derive(Template)]
@@ -50,6 +62,9 @@ struct ConsentPage<'a> {
     document_host: Option<&'a str>,
     redirect_host: &'a str,
     loopback: bool,
+    /// Approved before, and asked again because the client cannot prove
+    /// who it is (RFC 8252 §8.6).
+    asked_again: bool,
     resource: &'a str,
     farm_name: &'a str,
     email: &'a str,
@@ -63,6 +78,8 @@ struct ConsentPage<'a> {
 #[template(path = "consent_password.html")]
 struct PasswordPage<'a> {
     client_name: &'a str,
+    /// The app asked for a fresh sign-in (rather than the sign-in being old).
+    requested: bool,
     email: &'a str,
     csrf: &'a str,
     request_id: &'a str,
@@ -74,67 +91,154 @@ fn no_store(mut response: Response) -> Response {
     response
 }
 
-/// Decides and answers the next step for a waiting request (see
-/// [`crate::oauth::consent`] for the order). `error` is shown on the
-/// consent screen when re-rendering it after a refused form.
-pub async fn proceed(
+/// A checked request: just arrived from `/authorize`, or waiting in the
+/// store under its id.
+#[derive(Clone, Copy)]
+pub enum Waiting<'a> {
+    New(&'a AuthorizationRequest),
+    Stored(&'a Pending),
+}
+
+impl<'a> Waiting<'a> {
+    fn request(self) -> &'a AuthorizationRequest {
+        match self {
+            Self::New(request) => request,
+            Self::Stored(pending) => &pending.request,
+        }
+    }
+}
+
+/// What a decision reads from the store besides the request.
+struct Facts {
+    farm: FarmState,
+    existing: Option<GrantStatus>,
+}
+
+async fn facts(
     state: &AppState,
     user: &SignedIn,
-    request_id: &str,
     request: &AuthorizationRequest,
-    error: Option<&str>,
-) -> Result<Response, PageError> {
-    let now = state.clock.now();
+) -> Result<Facts, PageError> {
     let account = &user.account;
     let farm = farms::find(&state.store, account.farm())
         .await?
         .ok_or_else(|| PageError::Internal("the member's farm is gone".into()))?;
     let existing = grants::active_for(&state.store, account.user_id(), &request.client_id).await?;
-    let step = consent::next_step(
-        request,
-        &FarmState {
+    Ok(Facts {
+        farm: FarmState {
             suspended: farm.suspended,
             connected_apps_enabled: farm.connected_apps_enabled,
         },
-        account.credential_epoch,
-        existing.as_ref(),
-        user.authenticated_at,
-        now,
-    );
+        existing,
+    })
+}
+
+fn situation<'a>(
+    state: &AppState,
+    user: &SignedIn,
+    client: &Client,
+    waiting: Waiting<'a>,
+    facts: &'a Facts,
+) -> Situation<'a> {
+    let request = waiting.request();
+    Situation {
+        request,
+        farm: facts.farm,
+        must_change_password: user.account.must_change_password,
+        user_epoch: user.account.credential_epoch,
+        existing: facts.existing.as_ref(),
+        client_proven: client.proven_by(&request.redirect_uri),
+        password_entered_at: user.authenticated_at,
+        reauthenticated: matches!(waiting, Waiting::Stored(p) if p.reauthenticated),
+        now: state.clock.now(),
+    }
+}
+
+/// Decides and answers the next step for a checked request (see
+/// [`crate::oauth::consent`] for the order).
+pub async fn proceed(
+    state: &AppState,
+    user: &SignedIn,
+    client: &Client,
+    waiting: Waiting<'_>,
+) -> Result<Response, PageError> {
+    let facts = facts(state, user, waiting.request()).await?;
+    let step = consent::next_step(&situation(state, user, client, waiting, &facts));
+    respond(state, user, client, waiting, step, None).await
+}
+
+/// Answers `step`. `error` is shown on the consent screen when re-rendering
+/// it after a refused form.
+async fn respond(
+    state: &AppState,
+    user: &SignedIn,
+    client: &Client,
+    waiting: Waiting<'_>,
+    step: NextStep,
+    error: Option<&str>,
+) -> Result<Response, PageError> {
+    let now = state.clock.now();
+    let request = waiting.request();
+    let account = &user.account;
     match step {
         NextStep::Refused(why) => {
-            pending::remove(&user.session, request_id, now).await?;
             Ok(PageError::Forbidden(why.message().to_owned()).into_response())
         }
+        NextStep::ChangePassword => Ok(Redirect::to(CHANGE_PASSWORD_PATH).into_response()),
+        NextStep::SendBack(refusal) => Ok(refusal_redirect(
+            &request.redirect_uri,
+            &refusal,
+            request.state.as_deref(),
+            &state.issuer,
+        )),
         NextStep::AlreadyApproved(grant) => {
-            pending::remove(&user.session, request_id, now).await?;
-            let code = consent::issue_code(
+            let code = match waiting {
+                Waiting::New(_) => consent::new_code(),
+                // A request that waited (for the password) is answered
+                // once, like a consent form.
+                Waiting::Stored(pending) => {
+                    if !pending::claim(
+                        &state.store,
+                        &pending.id,
+                        account.user_id(),
+                        Decision::Approve,
+                        now,
+                    )
+                    .await?
+                    {
+                        return lost_claim(state, user, pending).await;
+                    }
+                    pending::code_for(&pending.id)
+                }
+            };
+            let issued = consent::issue_code(
                 &state.store,
                 request,
                 account,
                 grant,
                 &request.scopes(),
+                &code,
                 now,
             )
-            .await?;
+            .await;
+            settle(state, waiting, issued).await?;
             code_redirect(state, request, &code)
         }
-        NextStep::ConfirmPassword => {
+        NextStep::ConfirmPassword(why) => {
+            let id = waiting_id(state, user, waiting).await?;
             let csrf = session::csrf_token(&user.session).await?;
-            let client_name = client_name(state, &request.client_id).await?;
             Ok(no_store(render(&PasswordPage {
-                client_name: &client_name,
+                client_name: &client.name,
+                requested: why == Reauthenticate::Requested,
                 email: &account.email,
                 csrf: &csrf,
-                request_id,
+                request_id: &id,
                 error: None,
             })))
         }
-        NextStep::AskConsent => {
+        NextStep::AskConsent { remembered } => {
+            let id = waiting_id(state, user, waiting).await?;
             let csrf = session::csrf_token(&user.session).await?;
-            let client = clients::find_stored(&state.store, &request.client_id, now)
-                .await?
-                .ok_or_else(|| PageError::BadRequest("The app is no longer registered.".into()))?;
             let document_host = match &client.kind {
                 ClientKind::MetadataDocument { document_host } => Some(document_host.as_str()),
                 _ => None,
@@ -146,6 +250,7 @@ pub async fn proceed(
                 document_host,
                 redirect_host: &redirect_host,
                 loopback: redirect_uri::is_loopback_uri(&request.redirect_uri),
+                asked_again: !remembered.is_empty() && !client.proven_by(&request.redirect_uri),
                 resource: &request.resource,
                 farm_name: &account.farm_name,
                 email: &account.email,
@@ -155,10 +260,11 @@ pub async fn proceed(
                     .map(|s| ScopeView {
                         name: s.as_str(),
                         description: s.description(),
+                        remembered: remembered.contains(s),
                     })
                     .collect(),
                 csrf: &csrf,
-                request_id,
+                request_id: &id,
                 error,
             });
             if error.is_some() {
@@ -169,13 +275,71 @@ pub async fn proceed(
     }
 }
 
-async fn client_name(state: &AppState, client_id: &str) -> Result<String, PageError> {
-    Ok(
-        clients::find_stored(&state.store, client_id, state.clock.now())
-            .await?
-            .map(|c| c.name)
-            .unwrap_or_else(|| client_id.to_owned()),
+/// The id the page's form names: the stored request's, or a new one for a
+/// request that must now wait for the person.
+async fn waiting_id(
+    state: &AppState,
+    user: &SignedIn,
+    waiting: Waiting<'_>,
+) -> Result<String, PageError> {
+    match waiting {
+        Waiting::Stored(pending) => Ok(pending.id.clone()),
+        Waiting::New(request) => Ok(pending::put(
+            &state.store,
+            user.account.user_id(),
+            request,
+            state.clock.now(),
+        )
+        .await?),
+    }
+}
+
+/// After a claimed answer was carried out (or failed): a failure gives the
+/// claim back, so the person can answer again, and is reported.
+async fn settle<E: Into<PageError>>(
+    state: &AppState,
+    waiting: Waiting<'_>,
+    outcome: Result<(), E>,
+) -> Result<(), PageError> {
+    let Err(err) = outcome else {
+        return Ok(());
+    };
+    if let Waiting::Stored(pending) = waiting
+        && let Err(release) = pending::release(&state.store, &pending.id).await
+    {
+        tracing::error!(error = %release, "a failed answer could not be given back");
+    }
+    Err(err.into())
+}
+
+/// A request answered before (a second submit of the same form, a reload):
+/// the first answer's redirect again, or a page saying it was answered.
+async fn answered_before(state: &AppState, pending: &Pending) -> Result<Response, PageError> {
+    match consent::replay(&state.store, pending, &state.issuer, state.clock.now()).await? {
+        Some(url) => Ok(Redirect::to(&url).into_response()),
+        None => Err(already_answered()),
+    }
+}
+
+fn already_answered() -> PageError {
+    PageError::Conflict(
+        "This request was already answered. If the app did not connect, go back to it and connect again."
+            .into(),
     )
+}
+
+/// A claim lost to another submit of the same form: read the winner's
+/// answer (the row as read before the claim predates it) and repeat it.
+async fn lost_claim(
+    state: &AppState,
+    user: &SignedIn,
+    pending: &Pending,
+) -> Result<Response, PageError> {
+    let now = state.clock.now();
+    match pending::get(&state.store, &pending.id, user.account.user_id(), now).await? {
+        Some(answered) if answered.answered.is_some() => answered_before(state, &answered).await,
+        _ => Err(already_answered()),
+    }
 }
 
 fn code_redirect(
@@ -204,6 +368,22 @@ fn sign_in_first(return_to: &str) -> Response {
     Redirect::to(&login).into_response()
 }
 
+/// A waiting request of the signed-in person, with its client.
+async fn load_waiting(
+    state: &AppState,
+    user: &SignedIn,
+    id: &str,
+) -> Result<(Pending, Client), PageError> {
+    let now = state.clock.now();
+    let pending = pending::get(&state.store, id, user.account.user_id(), now)
+        .await?
+        .ok_or_else(expired)?;
+    let client = clients::find_stored(&state.store, &pending.request.client_id, now)
+        .await?
+        .ok_or_else(|| PageError::BadRequest("The app is no longer registered.".into()))?;
+    Ok((pending, client))
+}
+
 #[derive(Deserialize)]
 pub struct ShowQuery {
     #[serde(default)]
@@ -222,15 +402,11 @@ pub async fn show(
         );
         return Ok(sign_in_first(&here));
     };
-    let request = pending::get(
-        &user.session,
-        &query.request,
-        user.account.id,
-        state.clock.now(),
-    )
-    .await?
-    .ok_or_else(expired)?;
-    proceed(&state, &user, &query.request, &request, None).await
+    let (pending, client) = load_waiting(&state, &user, &query.request).await?;
+    if pending.answered.is_some() {
+        return answered_before(&state, &pending).await;
+    }
+    proceed(&state, &user, &client, Waiting::Stored(&pending)).await
 }
 
 /// The fields of the consent form.
@@ -264,63 +440,71 @@ pub async fn answer(
         ));
     };
     session::verify_csrf(&user.session, form.csrf).await?;
+    let decision = match form.decision {
+        "approve" => Decision::Approve,
+        "deny" => Decision::Deny,
+        _ => return Err(PageError::BadRequest("Choose Approve or Deny.".into())),
+    };
+    let (pending, client) = load_waiting(&state, &user, form.request).await?;
+    if pending.answered.is_some() {
+        return answered_before(&state, &pending).await;
+    }
+    let waiting = Waiting::Stored(&pending);
+    let request = &pending.request;
+    let account = &user.account;
     let now = state.clock.now();
-    let request = pending::get(&user.session, form.request, user.account.id, now)
-        .await?
-        .ok_or_else(expired)?;
 
-    // The farm may have been suspended, or the sign-in grown old, while the
-    // screen was open: decide again before acting on the answer.
-    let farm = farms::find(&state.store, user.account.farm())
-        .await?
-        .ok_or_else(|| PageError::Internal("the member's farm is gone".into()))?;
-    let step = consent::next_step(
-        &request,
-        &FarmState {
-            suspended: farm.suspended,
-            connected_apps_enabled: farm.connected_apps_enabled,
-        },
-        user.account.credential_epoch,
-        None,
-        user.authenticated_at,
-        now,
-    );
-    if !matches!(step, NextStep::AskConsent) {
-        return proceed(&state, &user, form.request, &request, None).await;
+    // The farm may have been suspended, the password change required, or
+    // the sign-in grown old, while the screen was open.
+    let facts = facts(&state, &user, request).await?;
+    let situation = situation(&state, &user, &client, waiting, &facts);
+    if let Err(step) = consent::may_answer(&situation) {
+        return respond(&state, &user, &client, waiting, step, None).await;
     }
 
-    match form.decision {
-        "deny" => {
-            pending::remove(&user.session, form.request, now).await?;
-            consent::deny(&state.store, &request, &user.account, now).await?;
-            let refusal = RedirectRefusal::new("access_denied", "the person refused access");
+    let approved = match decision {
+        Decision::Deny => None,
+        Decision::Approve => match consent::approved_scopes(&request.scopes(), &form.scopes) {
+            Ok(scopes) => Some(scopes),
+            Err(why) => {
+                let step = NextStep::AskConsent {
+                    remembered: consent::remembered(&situation),
+                };
+                return respond(
+                    &state,
+                    &user,
+                    &client,
+                    waiting,
+                    step,
+                    Some(&why.to_string()),
+                )
+                .await;
+            }
+        },
+    };
+    // One decision per request: of two submits, one claims it; the other
+    // gets the same answer.
+    if !pending::claim(&state.store, &pending.id, account.user_id(), decision, now).await? {
+        return lost_claim(&state, &user, &pending).await;
+    }
+    match approved {
+        None => {
+            let audited = consent::deny(&state.store, request, account, now).await;
+            settle(&state, waiting, audited).await?;
             Ok(refusal_redirect(
                 &request.redirect_uri,
-                &refusal,
+                &consent::denied(),
                 request.state.as_deref(),
                 &state.issuer,
             ))
         }
-        "approve" => {
-            let approved = match consent::approved_scopes(&request.scopes(), &form.scopes) {
-                Ok(scopes) => scopes,
-                Err(why) => {
-                    return proceed(
-                        &state,
-                        &user,
-                        form.request,
-                        &request,
-                        Some(&why.to_string()),
-                    )
-                    .await;
-                }
-            };
-            pending::remove(&user.session, form.request, now).await?;
-            let code =
-                consent::approve(&state.store, &request, &user.account, &approved, now).await?;
-            code_redirect(&state, &request, &code)
+        Some(scopes) => {
+            let code = pending::code_for(&pending.id);
+            let approved =
+                consent::approve(&state.store, request, account, &scopes, &code, now).await;
+            settle(&state, waiting, approved).await?;
+            code_redirect(&state, request, &code)
         }
-        _ => Err(PageError::BadRequest("Choose Approve or Deny.".into())),
     }
 }
 
@@ -347,9 +531,10 @@ pub async fn confirm_password(
     };
     session::verify_csrf(&user.session, &form.csrf).await?;
     let now = state.clock.now();
-    let request = pending::get(&user.session, &form.request, user.account.id, now)
-        .await?
-        .ok_or_else(expired)?;
+    let (pending, client) = load_waiting(&state, &user, &form.request).await?;
+    if pending.answered.is_some() {
+        return Err(expired());
+    }
     state
         .login_throttle
         .attempt(&user.account.email, peer.ip())
@@ -360,9 +545,9 @@ pub async fn confirm_password(
         .await?;
     if !ok {
         let csrf = session::csrf_token(&user.session).await?;
-        let name = client_name(&state, &request.client_id).await?;
         let mut response = render(&PasswordPage {
-            client_name: &name,
+            client_name: &client.name,
+            requested: pending.request.prompt.login || pending.request.max_age.is_some(),
             email: &user.account.email,
             csrf: &csrf,
             request_id: &form.request,
@@ -372,6 +557,7 @@ pub async fn confirm_password(
         return Ok(no_store(response));
     }
     session::password_confirmed(&user.session, now).await?;
+    pending::reauthenticated(&state.store, &pending.id, user.account.user_id(), now).await?;
     let next = format!(
         "/authorize/consent?{}",
         serde_urlencoded::to_string([("request", form.request.as_str())]).unwrap_or_default()
@@ -392,12 +578,14 @@ mod tests {
             document_host: None,
             redirect_host: "127.0.0.1",
             loopback: true,
+            asked_again: true,
             resource: "https://coop.example/mcp",
             farm_name: "Hillside",
             email: "a@b.example",
             scopes: vec![ScopeView {
                 name: "farm:read",
                 description: Scope::FarmRead.description(),
+                remembered: true,
             }],
             csrf: "c",
             request_id: "r",
@@ -407,5 +595,6 @@ mod tests {
         assert!(!html.contains("<script>"), "{html}");
         assert!(html.contains("script&#62;alert(1)"), "{html}");
         assert!(html.contains("unverified"));
+        assert!(html.contains("allowed before"), "{html}");
     }
 }
