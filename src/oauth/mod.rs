@@ -12,7 +12,7 @@
 //!    |                  |   checks 1–8 in order                authorize::check_*
 //!    |                  |   sign-in (return_to) / password again   consent::next_step
 //!    |                  |   consent screen: per-scope boxes, Approve / Deny
-//!    |                  |   POST consent → grant + code          consent::approve
+//!    |                  |   POST consent → grant + code          approval::approve
 //!    |<-- redirect_uri?code&state&iss ------|
 //!    |--- POST /token grant_type=authorization_code&code&code_verifier ------>
 //!    |                                      check all, sign, then spend   token::exchange
@@ -24,6 +24,8 @@
 //! - [`authorize`]: the authorization request's six ordered checks.
 //! - [`consent`]: refuse / re-authenticate / skip / step-up / ask (and
 //!   `prompt`, `max_age`), approving (grant + code), denying.
+//! - [`approval`]: carrying out an answer (grant, code, audit), the
+//!   redirects with `state` and `iss`.
 //! - [`pending`]: requests waiting for the person, answered once.
 //! - [`token`]: the two grants, "check everything, then spend", reuse
 //!   detection that revokes the grant.
@@ -38,6 +40,7 @@
 //! - [`error`]: RFC error codes; storage failures become `server_error`.
 
 pub mod access_token;
+pub mod approval;
 pub mod authorize;
 pub mod cimd;
 pub mod client;

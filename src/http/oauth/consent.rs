@@ -37,6 +37,7 @@ use super::error::refusal_redirect;
 use crate::http::error::{PageError, render};
 use crate::http::form;
 use crate::http::session::{self, CHANGE_PASSWORD_PATH, SignedIn};
+use crate::oauth::approval;
 use crate::oauth::authorize::AuthorizationRequest;
 use crate::oauth::client::{Client, ClientKind};
 use crate::oauth::consent::{self, FarmState, NextStep, Reauthenticate, Situation};
@@ -193,7 +194,7 @@ async fn respond(
         )),
         NextStep::AlreadyApproved(grant) => {
             let code = match waiting {
-                Waiting::New(_) => consent::new_code(),
+                Waiting::New(_) => approval::new_code(),
                 // A request that waited (for the password) is answered
                 // once, like a consent form.
                 Waiting::Stored(pending) => {
@@ -211,7 +212,7 @@ async fn respond(
                     pending::code_for(&pending.id)
                 }
             };
-            let issued = consent::issue_code(
+            let issued = approval::issue_code(
                 &state.store,
                 request,
                 account,
@@ -315,7 +316,7 @@ async fn settle<E: Into<PageError>>(
 /// A request answered before (a second submit of the same form, a reload):
 /// the first answer's redirect again, or a page saying it was answered.
 async fn answered_before(state: &AppState, pending: &Pending) -> Result<Response, PageError> {
-    match consent::replay(&state.store, pending, &state.issuer, state.clock.now()).await? {
+    match approval::replay(&state.store, pending, &state.issuer, state.clock.now()).await? {
         Some(url) => Ok(Redirect::to(&url).into_response()),
         None => Err(already_answered()),
     }
@@ -347,7 +348,7 @@ fn code_redirect(
     request: &AuthorizationRequest,
     code: &str,
 ) -> Result<Response, PageError> {
-    let url = consent::code_redirect(request, code, &state.issuer)
+    let url = approval::code_redirect(request, code, &state.issuer)
         .ok_or_else(|| PageError::Internal("a validated redirect URI did not parse".into()))?;
     Ok(Redirect::to(&url).into_response())
 }
@@ -464,7 +465,7 @@ pub async fn answer(
 
     let approved = match decision {
         Decision::Deny => None,
-        Decision::Approve => match consent::approved_scopes(&request.scopes(), &form.scopes) {
+        Decision::Approve => match approval::approved_scopes(&request.scopes(), &form.scopes) {
             Ok(scopes) => Some(scopes),
             Err(why) => {
                 let step = NextStep::AskConsent {
@@ -489,11 +490,11 @@ pub async fn answer(
     }
     match approved {
         None => {
-            let audited = consent::deny(&state.store, request, account, now).await;
+            let audited = approval::deny(&state.store, request, account, now).await;
             settle(&state, waiting, audited).await?;
             Ok(refusal_redirect(
                 &request.redirect_uri,
-                &consent::denied(),
+                &approval::denied(),
                 request.state.as_deref(),
                 &state.issuer,
             ))
@@ -501,7 +502,7 @@ pub async fn answer(
         Some(scopes) => {
             let code = pending::code_for(&pending.id);
             let approved =
-                consent::approve(&state.store, request, account, &scopes, &code, now).await;
+                approval::approve(&state.store, request, account, &scopes, &code, now).await;
             settle(&state, waiting, approved).await?;
             code_redirect(&state, request, &code)
         }
