@@ -1,14 +1,15 @@
-//! Carrying out the person's answer: approving records the consent
-//! (creating, narrowing or widening the (user, client) grant), issues a
-//! code and writes the audit entry; denying writes the audit entry. The
+//! Carrying out the person's answer, each in one transaction with the
+//! claim on the waiting request ([`crate::oauth::pending::claim`]):
+//! approving records the consent (creating, narrowing or widening the
+//! (user, client) grant), issues a code and writes the audit entries;
+//! denying writes the audit entry. The
 //! redirects that hand the client its code or the refusal, with `state`
 //! and `iss` (RFC 9207), and [`replay`], which repeats a waiting request's
 //! answer for a second submit of its form.
 //!
 //! Codes are 256-bit values stored only as hashes, single use, valid for
-//! [`CODE_TTL`]: random for a request approved at once ([`new_code`]),
-//! derived from the waiting request's id otherwise
-//! ([`crate::oauth::pending::code_for`]).
+//! [`CODE_TTL`]: random for a request approved at once, derived from the
+//! waiting request's id otherwise ([`crate::oauth::pending::code_for`]).
 
 use time::OffsetDateTime;
 
@@ -21,7 +22,7 @@ use crate::storage::audit::{self, AuditEvent, AuditKind};
 use crate::storage::codes::{self, NewCode};
 use crate::storage::grants::{self, Consent, ConsentOutcome};
 use crate::storage::users::Account;
-use crate::storage::{Store, StoreError};
+use crate::storage::{Store, StoreError, Tx};
 
 /// How long a code may wait to be exchanged.
 pub const CODE_TTL: time::Duration = time::Duration::seconds(60);
@@ -57,23 +58,53 @@ pub fn grant_scope_after(
     kept.union(approved)
 }
 
-/// Records an approval: the grant, then `code` for `scope` (the caller
-/// sends it to the client, once).
+/// Approves the waiting request `pending` for `scope`, in one
+/// transaction: its claim, the grant, the audit rows and its code
+/// ([`pending::code_for`]). `Ok(None)`: another submit of the same form
+/// answered first, and nothing was written.
 pub async fn approve(
     store: &Store,
-    request: &AuthorizationRequest,
+    pending: &Pending,
     account: &Account,
     scope: &ScopeSet,
-    code: &str,
     now: OffsetDateTime,
-) -> Result<(), StoreError> {
+) -> Result<Option<String>, StoreError> {
+    match approve_once(store, pending, account, scope, now).await {
+        // PostgreSQL: a consent for the same (user, client), from another
+        // request, committed between our read and our insert. Once more
+        // finds its grant.
+        Err(StoreError::Conflict(_)) => approve_once(store, pending, account, scope, now).await,
+        other => other,
+    }
+}
+
+async fn approve_once(
+    store: &Store,
+    pending: &Pending,
+    account: &Account,
+    scope: &ScopeSet,
+    now: OffsetDateTime,
+) -> Result<Option<String>, StoreError> {
+    let request = &pending.request;
     let wire = scope.to_wire();
     let asked = request.scopes();
     let scope_after = |before: Option<&str>| {
         grant_scope_after(before.map(ScopeSet::from_stored).as_ref(), &asked, scope).to_wire()
     };
+    let mut tx = store.write().await?;
+    if !pending::claim(
+        &mut tx,
+        &pending.id,
+        account.user_id(),
+        Decision::Approve,
+        now,
+    )
+    .await?
+    {
+        return Ok(None);
+    }
     let outcome = grants::record_consent(
-        store,
+        &mut tx,
         &Consent {
             farm: account.farm(),
             user: account.user_id(),
@@ -99,7 +130,7 @@ pub async fn approve(
             ConsentOutcome::Replaced { .. } => "replaced",
         },
     });
-    audit::record(store, &event, now).await?;
+    audit::record(&mut tx, &event, now).await?;
     if let ConsentOutcome::Replaced { old, .. } = outcome {
         // The old grant ended here: a grant event of its own, so the log
         // shows when its tokens stopped working and why.
@@ -113,31 +144,88 @@ pub async fn approve(
             "reason": "credential epoch moved",
             "replaced_by": outcome.grant().0,
         });
-        audit::record(store, &ended, now).await?;
+        audit::record(&mut tx, &ended, now).await?;
     }
-    issue_code(store, request, account, outcome.grant(), scope, code, now).await
+    let code = pending::code_for(&pending.id);
+    insert_code(
+        &mut tx,
+        request,
+        account,
+        outcome.grant(),
+        scope,
+        &code,
+        now,
+    )
+    .await?;
+    tx.commit().await?;
+    Ok(Some(code))
 }
 
-/// Records a refusal.
+/// Denies the waiting request `pending`: its claim and the audit entry, in
+/// one transaction. `false`: another submit answered first.
 pub async fn deny(
     store: &Store,
-    request: &AuthorizationRequest,
+    pending: &Pending,
     account: &Account,
     now: OffsetDateTime,
-) -> Result<(), StoreError> {
+) -> Result<bool, StoreError> {
+    let request = &pending.request;
+    let mut tx = store.write().await?;
+    if !pending::claim(&mut tx, &pending.id, account.user_id(), Decision::Deny, now).await? {
+        return Ok(false);
+    }
     let mut event = AuditEvent::new(AuditKind::ConsentDenied);
     event.farm = Some(account.farm());
     event.user = Some(account.user_id());
     event.client_id = Some(&request.client_id);
     event.detail = serde_json::json!({ "asked": request.scope });
-    audit::record(store, &event, now).await
+    audit::record(&mut tx, &event, now).await?;
+    tx.commit().await?;
+    Ok(true)
+}
+
+/// A code under `grant` for a request approved without a screen: a fresh
+/// random one for a request that just arrived, or, for one that waited
+/// (for the password), its derived code once its claim is won in the same
+/// transaction. `Ok(None)`: the waiting request was answered by another
+/// submit first.
+pub async fn issue_code(
+    store: &Store,
+    request: &AuthorizationRequest,
+    waited: Option<&Pending>,
+    account: &Account,
+    grant: GrantId,
+    now: OffsetDateTime,
+) -> Result<Option<String>, StoreError> {
+    let mut tx = store.write().await?;
+    let code = match waited {
+        None => secrets::random_token(32),
+        Some(pending) => {
+            let user = account.user_id();
+            if !pending::claim(&mut tx, &pending.id, user, Decision::Approve, now).await? {
+                return Ok(None);
+            }
+            pending::code_for(&pending.id)
+        }
+    };
+    insert_code(
+        &mut tx,
+        request,
+        account,
+        grant,
+        &request.scopes(),
+        &code,
+        now,
+    )
+    .await?;
+    tx.commit().await?;
+    Ok(Some(code))
 }
 
 /// Stores `code` under `grant`, bound to the client, redirect URI, PKCE
-/// challenge, resource, scopes and the person's credential epoch. A new
-/// code is [`new_code`], or [`pending::code_for`] a waiting request.
-pub async fn issue_code(
-    store: &Store,
+/// challenge, resource, scopes and the person's credential epoch.
+async fn insert_code(
+    tx: &mut Tx,
     request: &AuthorizationRequest,
     account: &Account,
     grant: GrantId,
@@ -145,11 +233,10 @@ pub async fn issue_code(
     code: &str,
     now: OffsetDateTime,
 ) -> Result<(), StoreError> {
-    let hash = secrets::hash_secret(code);
     codes::insert(
-        store,
+        tx,
         &NewCode {
-            code_hash: &hash,
+            code_hash: &secrets::hash_secret(code),
             grant,
             client_id: &request.client_id,
             user: account.user_id(),
@@ -165,27 +252,17 @@ pub async fn issue_code(
     .await
 }
 
-/// A fresh random code, for a request approved without a waiting row.
-pub fn new_code() -> String {
-    secrets::random_token(32)
-}
-
 /// The refusal a denial sends back.
 pub fn denied() -> RedirectRefusal {
     RedirectRefusal::new("access_denied", "the person refused access")
 }
 
-/// How long a submit that lost the claim waits for the winner to store
-/// its code, and how often it looks. The winner is a few statements away
-/// (or waiting on SQLite's write lock), so the wait is short and bounded.
-const REPLAY_WAIT: std::time::Duration = std::time::Duration::from_secs(3);
-const REPLAY_POLL: std::time::Duration = std::time::Duration::from_millis(50);
-
-/// The answer already given to `pending`, for a second submit of its form:
-/// the same `access_denied` redirect, or the same code redirect while the
-/// code is unspent and unexpired (a code already exchanged is not handed
-/// out again: the client would present it twice and lose its grant to
-/// reuse detection). `None`: nothing to repeat; show a page.
+/// The answer already given to `pending`, for a second submit of its form
+/// (or a reload): the same `access_denied` redirect, or the same code
+/// redirect while the code is unspent and unexpired (a code already
+/// exchanged is not handed out again: the client would present it twice
+/// and lose its grant to reuse detection). The answer committed with its
+/// claim, so its code is there to find. `None`: nothing to repeat.
 pub async fn replay(
     store: &Store,
     pending: &Pending,
@@ -204,21 +281,11 @@ pub async fn replay(
         Some(Decision::Approve) => {
             let code = pending::code_for(&pending.id);
             let hash = secrets::hash_secret(&code);
-            // Monotonic time bounds the wait; it decides no protocol rule.
-            let deadline = std::time::Instant::now() + REPLAY_WAIT;
-            loop {
-                match codes::find(store, &hash).await? {
-                    Some(row)
-                        if row.consumed_at.is_none() && row.expires_at > now.unix_timestamp() =>
-                    {
-                        return Ok(code_redirect(request, &code, issuer));
-                    }
-                    Some(_) => return Ok(None),
-                    None if std::time::Instant::now() < deadline => {
-                        tokio::time::sleep(REPLAY_POLL).await;
-                    }
-                    None => return Ok(None),
+            match codes::find(&mut store.read().await?, &hash).await? {
+                Some(row) if row.consumed_at.is_none() && row.expires_at > now.unix_timestamp() => {
+                    Ok(code_redirect(request, &code, issuer))
                 }
+                _ => Ok(None),
             }
         }
     }

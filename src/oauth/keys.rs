@@ -18,6 +18,7 @@ use jsonwebtoken::{Algorithm, DecodingKey, EncodingKey};
 use time::OffsetDateTime;
 use tokio::sync::RwLock;
 
+use crate::storage::audit::{self, AuditEvent, AuditKind};
 use crate::storage::keys::{self as stored, KeyRow};
 use crate::storage::{Store, StoreError};
 
@@ -123,7 +124,9 @@ impl Keys {
         };
         keys.reload(now).await?;
         if keys.inner.read().await.signing.is_none() {
-            stored::insert_first(&keys.store, &generate()?, now).await?;
+            let mut tx = keys.store.write().await?;
+            stored::insert_first(&mut tx, &generate()?, now).await?;
+            tx.commit().await?;
             keys.reload(now).await?;
         }
         Ok(keys)
@@ -131,7 +134,8 @@ impl Keys {
 
     /// Reads the usable keys from the store.
     pub async fn reload(&self, now: OffsetDateTime) -> Result<(), KeyError> {
-        let rows = stored::usable(&self.store, now - self.retired_key_grace).await?;
+        let rows =
+            stored::usable(&mut self.store.read().await?, now - self.retired_key_grace).await?;
         let mut signing = None;
         let mut verifying = Vec::with_capacity(rows.len());
         for row in &rows {
@@ -222,9 +226,15 @@ impl Keys {
 
     /// `coop keys rotate`: a new active key; the old one is retired and
     /// stays published for the grace period.
+    /// The rotation and its audit row commit together.
     pub async fn rotate(store: &Store, now: OffsetDateTime) -> Result<String, KeyError> {
         let new = generate()?;
-        stored::rotate_to(store, &new, now).await?;
+        let mut tx = store.write().await?;
+        stored::rotate_to(&mut tx, &new, now).await?;
+        let mut event = AuditEvent::new(AuditKind::AdminAction);
+        event.detail = serde_json::json!({ "action": "signing_key_rotated", "kid": new.kid });
+        audit::record(&mut tx, &event, now).await?;
+        tx.commit().await?;
         Ok(new.kid)
     }
 }

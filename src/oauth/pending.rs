@@ -8,8 +8,8 @@
 //! [`MAX_PENDING_PER_USER`] wait per person.
 //!
 //! **One decision, one code.** Answering is a claim on the row
-//! ([`claim`]), won by exactly one submit even when two arrive at once, on
-//! one replica or two. The code an approval issues is derived from the
+//! ([`claim`]) in the transaction that carries the answer out, won by
+//! exactly one submit even when two arrive at once, on one replica or two. The code an approval issues is derived from the
 //! request's id ([`code_for`]): the losing submit, which carries the same
 //! id, can send the browser the very same redirect while the code is
 //! unspent, so a double click still lands the code with the client, and
@@ -22,7 +22,7 @@ use crate::domain::UserId;
 use crate::oauth::authorize::AuthorizationRequest;
 use crate::secrets;
 use crate::storage::pending_authorizations::{self as stored, NewPending};
-use crate::storage::{Store, StoreError};
+use crate::storage::{Store, StoreError, Tx};
 
 /// How long a request may wait for its answer.
 pub const PENDING_TTL: time::Duration = time::Duration::minutes(30);
@@ -78,10 +78,10 @@ pub async fn put(
     now: OffsetDateTime,
 ) -> Result<String, StoreError> {
     let id = secrets::random_token(32);
-    let json = serde_json::to_string(request)
-        .map_err(|e| StoreError::Backend(sqlx::Error::Encode(Box::new(e))))?;
+    let json = serde_json::to_string(request).map_err(StoreError::backend)?;
+    let mut tx = store.write().await?;
     stored::insert(
-        store,
+        &mut tx,
         &NewPending {
             id_hash: &id_hash(&id),
             user,
@@ -92,6 +92,7 @@ pub async fn put(
         now,
     )
     .await?;
+    tx.commit().await?;
     Ok(id)
 }
 
@@ -106,7 +107,7 @@ pub async fn get(
     if id.is_empty() {
         return Ok(None);
     }
-    let Some(row) = stored::find(store, &id_hash(id), user, now).await? else {
+    let Some(row) = stored::find(&mut store.read().await?, &id_hash(id), user, now).await? else {
         return Ok(None);
     };
     let request = match serde_json::from_str::<AuthorizationRequest>(&row.request) {
@@ -133,24 +134,22 @@ pub async fn reauthenticated(
     user: UserId,
     now: OffsetDateTime,
 ) -> Result<(), StoreError> {
-    stored::mark_reauthenticated(store, &id_hash(id), user, now).await
+    let mut tx = store.write().await?;
+    stored::mark_reauthenticated(&mut tx, &id_hash(id), user, now).await?;
+    tx.commit().await
 }
 
-/// Answers request `id`: `true` for the one caller whose answer counts.
+/// Answers request `id` in `tx`: `true` for the one caller whose answer
+/// counts, which then carries it out in the same transaction. `false`:
+/// another answer won (and has committed: the claim waited for it).
 pub async fn claim(
-    store: &Store,
+    tx: &mut Tx,
     id: &str,
     user: UserId,
     decision: Decision,
     now: OffsetDateTime,
 ) -> Result<bool, StoreError> {
-    stored::claim(store, &id_hash(id), user, decision.as_str(), now).await
-}
-
-/// Gives back a claim whose answer failed half-way (a storage error), so
-/// the person can answer again.
-pub async fn release(store: &Store, id: &str) -> Result<(), StoreError> {
-    stored::release(store, &id_hash(id)).await
+    stored::claim(tx, &id_hash(id), user, decision.as_str(), now).await
 }
 
 /// The one code an approval of request `id` issues: HMAC-SHA256 keyed by

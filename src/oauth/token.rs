@@ -30,7 +30,7 @@ use crate::secrets;
 use crate::storage::audit::{self, AuditEvent, AuditKind};
 use crate::storage::grants::{self, GrantStatus};
 use crate::storage::refresh_tokens::{self, NewRefreshToken};
-use crate::storage::{Store, clients, codes};
+use crate::storage::{Store, StoreError, clients, codes};
 
 /// How long a refresh token lives; each rotation starts a new period.
 pub const REFRESH_TTL: time::Duration = time::Duration::days(30);
@@ -155,7 +155,7 @@ async fn exchange_code(
     now: OffsetDateTime,
 ) -> Result<TokenResponse, OAuthError> {
     let code_hash = secrets::hash_secret(code);
-    let row = codes::find(ctx.store, &code_hash)
+    let row = codes::find(&mut ctx.store.read().await?, &code_hash)
         .await?
         .ok_or_else(|| OAuthError::invalid_grant("unknown code"))?;
     if row.client_id != client.client_id {
@@ -196,11 +196,14 @@ async fn exchange_code(
         scope: &scope_wire,
         expires_at: now + REFRESH_TTL,
     });
-    if !codes::redeem(ctx.store, &code_hash, next.as_ref(), now).await? {
+    let mut tx = ctx.store.write().await?;
+    if !codes::redeem(&mut tx, &code_hash, next.as_ref(), now).await? {
         // Another request spent the code between our read and our update.
+        drop(tx);
         return Err(reuse_detected(ctx, &row.grant, "authorization_code", now).await);
     }
-    clients::mark_used(ctx.store, &client.client_id, now).await?;
+    clients::mark_used(&mut tx, &client.client_id, now).await?;
+    tx.commit().await?;
     Ok(TokenResponse {
         access_token,
         token_type: "Bearer",
@@ -224,7 +227,7 @@ async fn exchange_refresh(
         ));
     }
     let token_hash = secrets::hash_secret(token);
-    let row = refresh_tokens::find(ctx.store, &token_hash)
+    let row = refresh_tokens::find(&mut ctx.store.read().await?, &token_hash)
         .await?
         .ok_or_else(|| OAuthError::invalid_grant("unknown refresh token"))?;
     if row.grant.grant_client_id != client.client_id {
@@ -259,10 +262,13 @@ async fn exchange_refresh(
         scope: &allowed_wire,
         expires_at: now + REFRESH_TTL,
     };
-    if !refresh_tokens::rotate(ctx.store, &token_hash, &next, now).await? {
+    let mut tx = ctx.store.write().await?;
+    if !refresh_tokens::rotate(&mut tx, &token_hash, &next, now).await? {
         // Spent by a racing request between our read and our update.
+        drop(tx);
         return Err(reuse_detected(ctx, &row.grant, "refresh_token", now).await);
     }
+    tx.commit().await?;
     Ok(TokenResponse {
         access_token,
         token_type: "Bearer",
@@ -362,8 +368,8 @@ async fn mint(
 
 /// A spent code or refresh token was presented again: someone else holds a
 /// copy. The grant is revoked (ending every token it issued) and the event
-/// audited. Returns the error to send: `invalid_grant`, or `server_error`
-/// if the revocation itself could not be stored.
+/// audited, in one transaction. Returns the error to send: `invalid_grant`,
+/// or `server_error` if the revocation itself could not be stored.
 async fn reuse_detected(
     ctx: &TokenContext<'_>,
     grant: &GrantStatus,
@@ -371,21 +377,28 @@ async fn reuse_detected(
     now: OffsetDateTime,
 ) -> OAuthError {
     tracing::warn!(grant = %grant.grant_id, client_id = %grant.grant_client_id, what, "reuse detected: revoking the grant");
-    let revoked = match grants::revoke(ctx.store, grant.id(), &format!("{what} reused"), now).await
-    {
-        Ok(revoked) => revoked,
-        Err(err) => return err.into(),
-    };
+    match revoke_for_reuse(ctx, grant, what, now).await {
+        Ok(()) => OAuthError::invalid_grant(format!("{what} was already used")),
+        Err(err) => err.into(),
+    }
+}
+
+async fn revoke_for_reuse(
+    ctx: &TokenContext<'_>,
+    grant: &GrantStatus,
+    what: &'static str,
+    now: OffsetDateTime,
+) -> Result<(), StoreError> {
+    let mut tx = ctx.store.write().await?;
+    let revoked = grants::revoke(&mut tx, grant.id(), &format!("{what} reused"), now).await?;
     let mut event = AuditEvent::new(AuditKind::TokenReuseDetected);
     event.farm = Some(grant.farm());
     event.user = Some(grant.user());
     event.client_id = Some(&grant.grant_client_id);
     event.grant = Some(grant.id());
     event.detail = serde_json::json!({ "presented": what, "grant_revoked": revoked });
-    if let Err(err) = audit::record(ctx.store, &event, now).await {
-        return err.into();
-    }
-    OAuthError::invalid_grant(format!("{what} was already used"))
+    audit::record(&mut tx, &event, now).await?;
+    tx.commit().await
 }
 
 #[cfg(test)]

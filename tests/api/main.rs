@@ -11,6 +11,7 @@ mod tls_host;
 
 mod cimd;
 mod cimd_authorize;
+mod cimd_limits;
 mod cli;
 mod config;
 mod database;

@@ -121,10 +121,11 @@ async fn facts(
     request: &AuthorizationRequest,
 ) -> Result<Facts, PageError> {
     let account = &user.account;
-    let farm = farms::find(&state.store, account.farm())
+    let mut db = state.store.read().await?;
+    let farm = farms::find(&mut db, account.farm())
         .await?
         .ok_or_else(|| PageError::Internal("the member's farm is gone".into()))?;
-    let existing = grants::active_for(&state.store, account.user_id(), &request.client_id).await?;
+    let existing = grants::active_for(&mut db, account.user_id(), &request.client_id).await?;
     Ok(Facts {
         farm: FarmState {
             suspended: farm.suspended,
@@ -193,37 +194,21 @@ async fn respond(
             &state.issuer,
         )),
         NextStep::AlreadyApproved(grant) => {
-            let code = match waiting {
-                Waiting::New(_) => approval::new_code(),
-                // A request that waited (for the password) is answered
-                // once, like a consent form.
-                Waiting::Stored(pending) => {
-                    if !pending::claim(
-                        &state.store,
-                        &pending.id,
-                        account.user_id(),
-                        Decision::Approve,
-                        now,
-                    )
-                    .await?
-                    {
-                        return lost_claim(state, user, pending).await;
-                    }
-                    pending::code_for(&pending.id)
-                }
+            // A request that waited (for the password) is answered once,
+            // like a consent form.
+            let waited = match waiting {
+                Waiting::New(_) => None,
+                Waiting::Stored(pending) => Some(pending),
             };
-            let issued = approval::issue_code(
-                &state.store,
-                request,
-                account,
-                grant,
-                &request.scopes(),
-                &code,
-                now,
-            )
-            .await;
-            settle(state, waiting, issued).await?;
-            code_redirect(state, request, &code)
+            let issued =
+                approval::issue_code(&state.store, request, waited, account, grant, now).await?;
+            match (issued, waited) {
+                (Some(code), _) => code_redirect(state, request, &code),
+                (None, Some(pending)) => lost_claim(state, user, pending).await,
+                (None, None) => Err(PageError::Internal(
+                    "a code without a claim was not issued".into(),
+                )),
+            }
         }
         NextStep::ConfirmPassword(why) => {
             let id = waiting_id(state, user, waiting).await?;
@@ -295,24 +280,6 @@ async fn waiting_id(
     }
 }
 
-/// After a claimed answer was carried out (or failed): a failure gives the
-/// claim back, so the person can answer again, and is reported.
-async fn settle<E: Into<PageError>>(
-    state: &AppState,
-    waiting: Waiting<'_>,
-    outcome: Result<(), E>,
-) -> Result<(), PageError> {
-    let Err(err) = outcome else {
-        return Ok(());
-    };
-    if let Waiting::Stored(pending) = waiting
-        && let Err(release) = pending::release(&state.store, &pending.id).await
-    {
-        tracing::error!(error = %release, "a failed answer could not be given back");
-    }
-    Err(err.into())
-}
-
 /// A request answered before (a second submit of the same form, a reload):
 /// the first answer's redirect again, or a page saying it was answered.
 async fn answered_before(state: &AppState, pending: &Pending) -> Result<Response, PageError> {
@@ -330,7 +297,8 @@ fn already_answered() -> PageError {
 }
 
 /// A claim lost to another submit of the same form: read the winner's
-/// answer (the row as read before the claim predates it) and repeat it.
+/// answer (the row read before the claim predates it; the winner has
+/// committed, since the claim waited for it) and repeat it.
 async fn lost_claim(
     state: &AppState,
     user: &SignedIn,
@@ -483,15 +451,13 @@ pub async fn answer(
             }
         },
     };
-    // One decision per request: of two submits, one claims it; the other
-    // gets the same answer.
-    if !pending::claim(&state.store, &pending.id, account.user_id(), decision, now).await? {
-        return lost_claim(&state, &user, &pending).await;
-    }
+    // One decision per request: of two submits, one claims it (in the
+    // transaction that carries it out); the other gets the same answer.
     match approved {
         None => {
-            let audited = approval::deny(&state.store, request, account, now).await;
-            settle(&state, waiting, audited).await?;
+            if !approval::deny(&state.store, &pending, account, now).await? {
+                return lost_claim(&state, &user, &pending).await;
+            }
             Ok(refusal_redirect(
                 &request.redirect_uri,
                 &approval::denied(),
@@ -500,11 +466,10 @@ pub async fn answer(
             ))
         }
         Some(scopes) => {
-            let code = pending::code_for(&pending.id);
-            let approved =
-                approval::approve(&state.store, request, account, &scopes, &code, now).await;
-            settle(&state, waiting, approved).await?;
-            code_redirect(&state, request, &code)
+            match approval::approve(&state.store, &pending, account, &scopes, now).await? {
+                Some(code) => code_redirect(&state, request, &code),
+                None => lost_claim(&state, &user, &pending).await,
+            }
         }
     }
 }
