@@ -199,6 +199,9 @@ pub struct Config {
     pub cimd_test: CimdTestSettings,
     /// Concurrent password hashes; defaults to the number of cores.
     pub password_hash_concurrency: usize,
+    /// How long a just-rotated refresh token may be presented again and
+    /// get the same successor (a retry, a race); zero turns it off.
+    pub refresh_reuse_window: Duration,
 }
 
 impl Config {
@@ -216,6 +219,7 @@ impl Config {
             password_hash_concurrency: std::thread::available_parallelism()
                 .map(|n| n.get())
                 .unwrap_or(2),
+            refresh_reuse_window: Duration::from_secs(30),
         }
     }
 }

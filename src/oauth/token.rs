@@ -12,6 +12,18 @@
 //! grant is revoked, which ends everything the code or token issued
 //! (threats 3 and 7), and the audit log records it. A storage failure
 //! anywhere is `server_error` (see [`OAuthError`]), never `invalid_grant`.
+//!
+//! One exception keeps honest clients connected: a refresh token presented
+//! again within the reuse window of its rotation, while its successor has
+//! not been used, gets that same successor back (a response lost on the
+//! way, two processes sharing one credentials file, two tabs). The
+//! successor is derived from the presented token and a random nonce stored
+//! at rotation ([`secrets::successor_token`]), so it can be handed out
+//! again without ever being stored, and only to whoever holds the spent
+//! token. Whether the successor is still unused is claimed by one
+//! conditional update in the same transaction, so of a replay and the
+//! successor's own first use racing, exactly one order wins: there is never
+//! more than one live token family.
 
 use serde::Serialize;
 use time::OffsetDateTime;
@@ -30,7 +42,7 @@ use crate::secrets;
 use crate::storage::audit::{self, AuditEvent, AuditKind};
 use crate::storage::grants::{self, GrantStatus};
 use crate::storage::refresh_tokens::{self, NewRefreshToken};
-use crate::storage::{Store, StoreError, clients, codes};
+use crate::storage::{Store, StoreError, Tx, clients, codes};
 
 /// How long a refresh token lives; each rotation starts a new period.
 pub const REFRESH_TTL: time::Duration = time::Duration::days(30);
@@ -41,6 +53,9 @@ pub struct TokenContext<'a> {
     pub keys: &'a Keys,
     pub issuer: &'a Issuer,
     pub access_ttl: time::Duration,
+    /// How long a spent refresh token may be presented again and get its
+    /// still unused successor back; zero: never (every replay is reuse).
+    pub reuse_window: time::Duration,
 }
 
 /// A token request, by `grant_type`.
@@ -238,9 +253,9 @@ async fn exchange_refresh(
     if row.expires_at <= now.unix_timestamp() {
         return Err(OAuthError::invalid_grant("refresh token expired"));
     }
-    if row.used_at.is_some() {
-        return Err(reuse_detected(ctx, &row.grant, "refresh_token", now).await);
-    }
+    // A spent token goes through every check too: only a request that
+    // would have been answered had the token been fresh may get its
+    // successor again (below); any other replay is reuse.
     check_resource(ctx.issuer, resource, &row.grant.grant_resource)?;
     check_grant_usable(&row.grant, row.grant.grant_epoch)?;
     let allowed = ScopeSet::from_stored(&row.scope)
@@ -251,31 +266,68 @@ async fn exchange_refresh(
     }
 
     let (access_token, _) = mint(ctx, client, &row.grant, &scope, now).await?;
-    let refresh = secrets::random_token(32);
-    let refresh_hash = secrets::hash_secret(&refresh);
     // RFC 6749 §6: the new refresh token keeps the old one's scope, even
     // when this access token was narrowed.
     let allowed_wire = allowed.to_wire();
-    let next = NewRefreshToken {
-        token_hash: &refresh_hash,
-        grant: row.grant.id(),
-        scope: &allowed_wire,
-        expires_at: now + REFRESH_TTL,
-    };
-    let mut tx = ctx.store.write().await?;
-    if !refresh_tokens::rotate(&mut tx, &token_hash, &next, now).await? {
-        // Spent by a racing request between our read and our update.
-        drop(tx);
-        return Err(reuse_detected(ctx, &row.grant, "refresh_token", now).await);
-    }
-    tx.commit().await?;
-    Ok(TokenResponse {
+    let respond = |refresh: String| TokenResponse {
         access_token,
         token_type: "Bearer",
         expires_in: ctx.access_ttl.whole_seconds(),
         refresh_token: Some(refresh),
         scope: scope.to_wire(),
-    })
+    };
+
+    let mut tx = ctx.store.write().await?;
+    if row.used_at.is_none() {
+        let nonce = secrets::random_token(16);
+        let refresh = secrets::successor_token(token, &nonce);
+        let refresh_hash = secrets::hash_secret(&refresh);
+        let next = NewRefreshToken {
+            token_hash: &refresh_hash,
+            grant: row.grant.id(),
+            scope: &allowed_wire,
+            expires_at: now + REFRESH_TTL,
+        };
+        if refresh_tokens::rotate(&mut tx, &token_hash, &next, &nonce, now).await? {
+            tx.commit().await?;
+            return Ok(respond(refresh));
+        }
+        // Spent by a racing request between our read and our update: the
+        // same question as a replay, asked of what that request stored.
+    }
+    match resend_successor(ctx, &mut tx, token, &token_hash, now).await? {
+        Some(refresh) => {
+            tx.commit().await?;
+            tracing::info!(grant = %row.grant.grant_id, "spent refresh token presented again within the window: same successor");
+            Ok(respond(refresh))
+        }
+        None => {
+            drop(tx);
+            Err(reuse_detected(ctx, &row.grant, "refresh_token", now).await)
+        }
+    }
+}
+
+/// The successor of the spent token `token`, when it was spent within the
+/// reuse window and its successor is unused; claimed in `tx`.
+async fn resend_successor(
+    ctx: &TokenContext<'_>,
+    tx: &mut Tx,
+    token: &str,
+    token_hash: &str,
+    now: OffsetDateTime,
+) -> Result<Option<String>, StoreError> {
+    if ctx.reuse_window <= time::Duration::ZERO {
+        return Ok(None);
+    }
+    let Some(nonce) =
+        refresh_tokens::successor_nonce(tx, token_hash, now - ctx.reuse_window).await?
+    else {
+        return Ok(None);
+    };
+    let successor = secrets::successor_token(token, &nonce);
+    let unused = refresh_tokens::claim_unused(tx, &secrets::hash_secret(&successor), now).await?;
+    Ok(unused.then_some(successor))
 }
 
 /// The token request's `resource`, when sent, must name the resource the

@@ -3,8 +3,9 @@
 //! Rotation is one conditional update ("mark used where not yet used and not
 //! expired") followed by the successor's insert, in one transaction: of two
 //! requests racing with the same token exactly one wins, and the loser sees
-//! a spent token, which is reuse (threat 7). Spent rows are kept until they
-//! expire, so a replay is recognised as reuse rather than as "unknown".
+//! a spent token, which is reuse (threat 7), unless the reuse window says
+//! otherwise (see `oauth::token`). Spent rows are kept until they expire,
+//! so a replay is recognised as reuse rather than as "unknown".
 
 use time::OffsetDateTime;
 
@@ -71,21 +72,23 @@ pub async fn find(db: &mut impl Exec, token_hash: &str) -> StoreResult<Option<Re
     .await
 }
 
-/// Spends `old_hash` and stores its successor in the caller's transaction.
-/// `false` when the token was spent (or expired) meanwhile: nothing is
-/// stored.
+/// Spends `old_hash`, keeping the nonce its successor was derived with,
+/// and stores the successor, in the caller's transaction. `false` when the
+/// token was spent (or expired) meanwhile: nothing is stored.
 pub async fn rotate(
     tx: &mut Tx,
     old_hash: &str,
     next: &NewRefreshToken<'_>,
+    successor_nonce: &str,
     now: OffsetDateTime,
 ) -> StoreResult<bool> {
     let spent = Sql::new(
-        "update refresh_tokens set used_at = $2
+        "update refresh_tokens set used_at = $2, successor_nonce = $3
          where token_hash = $1 and used_at is null and expires_at > $2",
     )
     .bind(old_hash)
     .bind(now)
+    .bind(successor_nonce)
     .execute(tx)
     .await?;
     if spent != 1 {
@@ -93,6 +96,39 @@ pub async fn rotate(
     }
     insert(tx, next, now).await?;
     Ok(true)
+}
+
+/// The nonce the successor of `token_hash` was derived with, if the token
+/// was spent at or after `spent_since`.
+pub async fn successor_nonce(
+    tx: &mut Tx,
+    token_hash: &str,
+    spent_since: OffsetDateTime,
+) -> StoreResult<Option<String>> {
+    let nonce: Option<Option<String>> = Sql::new(
+        "select successor_nonce from refresh_tokens
+         where token_hash = $1 and used_at >= $2",
+    )
+    .bind(token_hash)
+    .bind(spent_since)
+    .fetch_optional_scalar(tx)
+    .await?;
+    Ok(nonce.flatten())
+}
+
+/// Whether `token_hash` is still unused and unexpired, claimed by a write
+/// so that on PostgreSQL it waits for, and then sees, a concurrent
+/// rotation of the same token (the SQLite writer serialises them anyway).
+pub async fn claim_unused(tx: &mut Tx, token_hash: &str, now: OffsetDateTime) -> StoreResult<bool> {
+    let claimed = Sql::new(
+        "update refresh_tokens set reissued_at = $2
+         where token_hash = $1 and used_at is null and expires_at > $2",
+    )
+    .bind(token_hash)
+    .bind(now)
+    .execute(tx)
+    .await?;
+    Ok(claimed == 1)
 }
 
 /// Deletes tokens that expired before `before` (spent or not).

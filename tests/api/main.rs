@@ -37,6 +37,7 @@ mod oauth_register;
 mod oauth_revoke;
 mod oauth_token;
 mod real_clients;
+mod refresh_window;
 mod serve;
 
 mod apps_support;
@@ -49,5 +50,6 @@ mod admin_farm;
 mod admin_members;
 mod apps_cli;
 mod apps_pages;
+mod atomic_writes;
 mod browser_apps;
 mod replicas;

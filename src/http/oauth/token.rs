@@ -49,5 +49,7 @@ pub fn context(state: &AppState) -> TokenContext<'_> {
         issuer: &state.issuer,
         access_ttl: time::Duration::try_from(state.config.access_token_ttl)
             .unwrap_or(time::Duration::minutes(15)),
+        reuse_window: time::Duration::try_from(state.config.refresh_reuse_window)
+            .unwrap_or(time::Duration::ZERO),
     }
 }
