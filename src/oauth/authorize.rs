@@ -8,11 +8,19 @@
 //! | 4 | [`check_pkce`]             | redirect `invalid_request` (S256 only, threat 2) |
 //! | 5 | [`check_resource`]         | redirect `invalid_target`                  |
 //! | 6 | [`check_scope`]            | redirect `invalid_scope`                   |
+//! | 7 | [`check_prompt`]           | redirect `invalid_request`                 |
+//! | 8 | [`check_max_age`]          | redirect `invalid_request`                 |
 //!
 //! Once step 2 has passed, every refusal is a redirect to the client's URI
 //! carrying `error`, `state` (when sent) and `iss` (RFC 9207, threat 4). A
 //! parameter sent twice is refused (RFC 6749 §3.1): as a page when it is
 //! `client_id` or `redirect_uri`, as `invalid_request` otherwise.
+//!
+//! `prompt` (OpenID Connect Core §3.1.2.1) takes `none`, `login` and
+//! `consent`; any other value, and `none` with another, is refused
+//! (`select_account` included: Coop has one account per browser and no
+//! chooser to show). `max_age` is a count of seconds. What they make Coop
+//! do is decided in [`crate::oauth::consent`].
 //!
 //! Client resolution (store, metadata document) is asynchronous and lives in
 //! [`crate::oauth::clients`]; [`check_client`] judges its answer, so the
@@ -51,7 +59,7 @@ pub enum PageRefusal {
 }
 
 /// A refusal sent back to the client's (validated) redirect URI.
-#[derive(Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct RedirectRefusal {
     pub error: &'static str,
     pub description: String,
@@ -80,6 +88,23 @@ pub struct AuthorizationRequest {
     pub resource: String,
     /// Space-separated, as [`ScopeSet::to_wire`] writes it.
     pub scope: String,
+    /// What the client asked Coop to show (or never show).
+    #[serde(default)]
+    pub prompt: Prompt,
+    /// The oldest sign-in the client accepts, in seconds (`max_age`).
+    #[serde(default)]
+    pub max_age: Option<u32>,
+}
+
+/// The `prompt` values Coop honours. `none` never comes with another.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Prompt {
+    /// Show no page at all: answer with an error when one would be needed.
+    pub none: bool,
+    /// Ask for the password again, however fresh the sign-in.
+    pub login: bool,
+    /// Show the consent screen, even where a grant would approve silently.
+    pub consent: bool,
 }
 
 impl AuthorizationRequest {
@@ -168,6 +193,84 @@ pub fn check_scope(params: &AuthorizeParams) -> Result<ScopeSet, RedirectRefusal
     scopes::requested(raw).map_err(|why| RedirectRefusal::new("invalid_scope", why.to_string()))
 }
 
+/// Step 7: `prompt` is a space-separated set of `none`, `login`,
+/// `consent`; `none` alone or not at all.
+pub fn check_prompt(params: &AuthorizeParams) -> Result<Prompt, RedirectRefusal> {
+    let Some(raw) = params.single("prompt").map_err(repeated)? else {
+        return Ok(Prompt::default());
+    };
+    let mut prompt = Prompt::default();
+    for value in raw.split(' ').filter(|v| !v.is_empty()) {
+        match value {
+            "none" => prompt.none = true,
+            "login" => prompt.login = true,
+            "consent" => prompt.consent = true,
+            other => {
+                return Err(RedirectRefusal::new(
+                    "invalid_request",
+                    format!(
+                        "prompt value {other:.40} is not supported; supported: none, login, consent"
+                    ),
+                ));
+            }
+        }
+    }
+    if prompt.none && (prompt.login || prompt.consent) {
+        return Err(RedirectRefusal::new(
+            "invalid_request",
+            "prompt=none cannot be combined with another value",
+        ));
+    }
+    Ok(prompt)
+}
+
+/// Step 8: `max_age` is a whole number of seconds. `0` means what
+/// `prompt=login` means (OpenID Connect Core §3.1.2.1).
+pub fn check_max_age(params: &AuthorizeParams) -> Result<Option<u32>, RedirectRefusal> {
+    let Some(raw) = params.single("max_age").map_err(repeated)? else {
+        return Ok(None);
+    };
+    if !raw.bytes().all(|b| b.is_ascii_digit()) {
+        return Err(RedirectRefusal::new(
+            "invalid_request",
+            "max_age must be a whole number of seconds",
+        ));
+    }
+    raw.parse::<u32>().map(Some).map_err(|_| {
+        RedirectRefusal::new(
+            "invalid_request",
+            "max_age must be a whole number of seconds",
+        )
+    })
+}
+
+/// The query to come back to after signing in. Signing in is entering the
+/// password, so it answers `prompt=login` and any `max_age`: both are taken
+/// out, or the person would be asked for the password twice in a row.
+/// Anyone who could remove them could equally have left them out: `prompt`
+/// is the client's wish, not a protection against the browser.
+pub fn after_sign_in(params: &AuthorizeParams) -> String {
+    let mut query = url::form_urlencoded::Serializer::new(String::new());
+    for (name, value) in params.pairs() {
+        match name {
+            "max_age" => {}
+            "prompt" => {
+                let kept: Vec<&str> = value
+                    .split(' ')
+                    .filter(|v| !v.is_empty() && *v != "login")
+                    .collect();
+                if !kept.is_empty() {
+                    query.append_pair(name, &kept.join(" "));
+                }
+            }
+            _ => {
+                query.append_pair(name, value);
+            }
+        }
+    }
+    query.finish()
+}
+
 fn repeated(name: &'static str) -> RedirectRefusal {
     RedirectRefusal::new("invalid_request", format!("{name} is repeated"))
 }
@@ -184,6 +287,8 @@ pub fn check_after_redirect(
     let challenge = check_pkce(params)?;
     let resource = check_resource(params, issuer)?;
     let scope = check_scope(params)?;
+    let prompt = check_prompt(params)?;
+    let max_age = check_max_age(params)?;
     Ok(AuthorizationRequest {
         client_id: client.client_id.clone(),
         redirect_uri,
@@ -191,6 +296,8 @@ pub fn check_after_redirect(
         code_challenge: challenge.as_str().to_owned(),
         resource: resource.as_str().to_owned(),
         scope: scope.to_wire(),
+        prompt,
+        max_age,
     })
 }
 
@@ -214,6 +321,7 @@ mod tests {
             auth_method: AuthMethod::None,
             secret_hash: None,
             may_refresh: true,
+            native: false,
         }
     }
 
@@ -362,6 +470,64 @@ mod tests {
     }
 
     #[test]
+    fn step_7_prompt_is_none_login_or_consent() {
+        assert_eq!(check_prompt(&params("")), Ok(Prompt::default()));
+        assert_eq!(check_prompt(&params("prompt=")), Ok(Prompt::default()));
+        let p = check_prompt(&params("prompt=login+consent")).unwrap();
+        assert!(p.login && p.consent && !p.none);
+        assert!(check_prompt(&params("prompt=none")).unwrap().none);
+        for bad in [
+            "prompt=none+login",
+            "prompt=consent+none",
+            "prompt=select_account",
+            "prompt=create",
+            "prompt=Login",
+            "prompt=login&prompt=consent",
+        ] {
+            assert_eq!(
+                check_prompt(&params(bad)).unwrap_err().error,
+                "invalid_request",
+                "{bad}"
+            );
+        }
+    }
+
+    #[test]
+    fn step_8_max_age_is_whole_seconds() {
+        assert_eq!(check_max_age(&params("")), Ok(None));
+        assert_eq!(check_max_age(&params("max_age=0")), Ok(Some(0)));
+        assert_eq!(check_max_age(&params("max_age=3600")), Ok(Some(3600)));
+        for bad in [
+            "max_age=-1",
+            "max_age=1.5",
+            "max_age=%2B5",
+            "max_age=ten",
+            "max_age=99999999999",
+            "max_age=1&max_age=2",
+        ] {
+            assert_eq!(
+                check_max_age(&params(bad)).unwrap_err().error,
+                "invalid_request",
+                "{bad}"
+            );
+        }
+    }
+
+    #[test]
+    fn signing_in_answers_prompt_login_and_max_age() {
+        assert_eq!(
+            after_sign_in(&params(
+                "client_id=c1&prompt=login+consent&max_age=0&state=a+b"
+            )),
+            "client_id=c1&prompt=consent&state=a+b"
+        );
+        assert_eq!(
+            after_sign_in(&params("prompt=login&client_id=c1")),
+            "client_id=c1"
+        );
+    }
+
+    #[test]
     fn the_checks_run_in_order() {
         let c = client(&["https://app.example/cb"]);
         // Bad response type AND bad resource: the response type is reported.
@@ -381,6 +547,27 @@ mod tests {
         let err = check_after_redirect(&p, &issuer(), &c, "https://app.example/cb".into(), None)
             .unwrap_err();
         assert_eq!(err.error, "invalid_target");
+        // Scope before prompt before max_age.
+        let p = params(&format!(
+            "response_type=code&code_challenge={CHALLENGE}&code_challenge_method=S256\
+             &scope=admin&prompt=bogus&max_age=x"
+        ));
+        let err = check_after_redirect(&p, &issuer(), &c, "https://app.example/cb".into(), None)
+            .unwrap_err();
+        assert_eq!(err.error, "invalid_scope");
+        let p = params(&format!(
+            "response_type=code&code_challenge={CHALLENGE}&code_challenge_method=S256\
+             &prompt=bogus&max_age=x"
+        ));
+        let err = check_after_redirect(&p, &issuer(), &c, "https://app.example/cb".into(), None)
+            .unwrap_err();
+        assert!(err.description.contains("prompt"), "{err:?}");
+        let p = params(&format!(
+            "response_type=code&code_challenge={CHALLENGE}&code_challenge_method=S256&max_age=x"
+        ));
+        let err = check_after_redirect(&p, &issuer(), &c, "https://app.example/cb".into(), None)
+            .unwrap_err();
+        assert!(err.description.contains("max_age"), "{err:?}");
 
         let ok = check_after_redirect(
             &params(&good()),

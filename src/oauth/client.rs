@@ -71,6 +71,10 @@ pub struct Client {
     /// Whether the client may use the `refresh_token` grant: every client
     /// may, unless it registered `grant_types` without it.
     pub may_refresh: bool,
+    /// Registered with `application_type: native`: an app installed on a
+    /// device, which cannot keep a secret or own a web address, so nothing
+    /// it presents proves which program is asking (RFC 8252 §8.6).
+    pub native: bool,
 }
 
 impl Client {
@@ -91,8 +95,60 @@ impl Client {
         }
     }
 
+    /// Whether a redirect to `redirect_uri` proves that the program asking
+    /// is this client, so that a grant made before may approve it again
+    /// without a screen. A confidential client proves itself at `/token`
+    /// with its secret; an https redirect delivers the code to the client's
+    /// own web address. A public client redirected to a loopback address
+    /// proves nothing: any program on the computer can listen on a port and
+    /// name the client (RFC 8252 §8.6), and so can any native app.
+    pub fn proven_by(&self, redirect_uri: &str) -> bool {
+        if self.native {
+            return false;
+        }
+        self.auth_method.is_confidential()
+            || url::Url::parse(redirect_uri).is_ok_and(|u| u.scheme() == "https")
+    }
+
     /// Whether the name on the consent page is only the client's own claim.
     pub fn is_unverified(&self) -> bool {
         matches!(self.kind, ClientKind::Dynamic)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn client(auth_method: AuthMethod, native: bool) -> Client {
+        Client {
+            client_id: "c".into(),
+            kind: ClientKind::Dynamic,
+            name: "n".into(),
+            redirect_uris: vec![],
+            auth_method,
+            secret_hash: None,
+            may_refresh: true,
+            native,
+        }
+    }
+
+    #[test]
+    fn only_a_secret_or_an_https_redirect_proves_the_client() {
+        let loopback = "http://127.0.0.1:5555/cb";
+        let https = "https://app.example/cb";
+        let public = client(AuthMethod::None, false);
+        assert!(!public.proven_by(loopback));
+        assert!(!public.proven_by("http://localhost/cb"));
+        assert!(public.proven_by(https));
+        let confidential = client(AuthMethod::ClientSecretBasic, false);
+        assert!(confidential.proven_by(loopback));
+        assert!(confidential.proven_by(https));
+        // A native app proves nothing, whatever it registered.
+        for method in [AuthMethod::None, AuthMethod::ClientSecretPost] {
+            let native = client(method, true);
+            assert!(!native.proven_by(https));
+            assert!(!native.proven_by(loopback));
+        }
     }
 }

@@ -95,6 +95,7 @@ pub fn document_client(document: &ClientMetadataDocument) -> Client {
         auth_method: AuthMethod::None,
         secret_hash: None,
         may_refresh: true,
+        native: false,
     }
 }
 
@@ -194,6 +195,7 @@ fn from_row(row: ClientRow) -> Option<Client> {
         Some(types) => types.iter().any(|t| t == "refresh_token"),
         None => true,
     };
+    let native = metadata.get("application_type").and_then(|t| t.as_str()) == Some("native");
     Some(Client {
         client_id: row.client_id,
         kind,
@@ -202,6 +204,7 @@ fn from_row(row: ClientRow) -> Option<Client> {
         auth_method,
         secret_hash: row.secret_hash,
         may_refresh,
+        native,
     })
 }
 
@@ -254,7 +257,11 @@ mod tests {
         let c = from_row(r).unwrap();
         assert!(c.is_unverified());
         assert!(!c.may_refresh);
+        assert!(!c.native);
         assert_eq!(c.redirect_uris, vec!["https://a.example/cb".to_owned()]);
+        let mut r = row("dynamic", 0, None);
+        r.metadata = r#"{"application_type":"native"}"#.into();
+        assert!(from_row(r).unwrap().native);
         let mut r = row("metadata_document", 0, None);
         r.metadata = r#"{"document_host":"app.example"}"#.into();
         assert_eq!(

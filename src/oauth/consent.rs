@@ -2,38 +2,52 @@
 //! when they do.
 //!
 //! Order of decisions for a signed-in person and a checked request
-//! ([`next_step`]):
+//! ([`next_step`]); in brackets, what a request with `prompt=none` gets
+//! instead of a page, sent to the client's redirect URI with `state` and
+//! `iss` (OpenID Connect Core §3.1.2.6):
 //! 1. their farm is suspended or has connected apps off → refused, with a
-//!    page saying so (no code can be issued, so nothing is asked);
-//! 2. an active grant, made under the person's current credential epoch,
-//!    already holds every scope asked for → no screen, a code at once
-//!    (threat 12: only a client approved before is ever approved silently);
-//! 3. the password was last entered more than [`STEP_UP_AFTER`] ago → ask
+//!    page saying so [`access_denied`];
+//! 2. they must change their password → the change-password page
+//!    [`interaction_required`];
+//! 3. the client asked for a fresh sign-in (`prompt=login`, `max_age=0`, or
+//!    a sign-in older than `max_age` seconds) and the password has not been
+//!    entered again for this request → ask for it [`login_required`];
+//! 4. the redirect proves which program is asking ([`Client::proven_by`]:
+//!    a confidential client, or an https redirect; never a native app, nor
+//!    a public client sent to a loopback address, RFC 8252 §8.6, threat
+//!    31), `prompt=consent` was not sent, and an active grant made under
+//!    the person's current credential epoch already holds every scope asked
+//!    → no screen, a code at once (threat 12: only a client approved before
+//!    is ever approved silently);
+//! 5. `prompt=none` → [`consent_required`];
+//! 6. the password was last entered more than [`STEP_UP_AFTER`] ago → ask
 //!    for it again;
-//! 4. otherwise → the consent screen.
+//! 7. otherwise → the consent screen, the scopes an existing grant holds
+//!    marked as allowed before.
 //!
-//! Approving records the consent (creating, narrowing or widening the
-//! (user, client) grant), issues a code and writes the audit entry; denying
-//! writes the audit entry. Codes are 256-bit random values stored only as
-//! hashes, single use, valid for [`CODE_TTL`].
+//! A signed-out person signs in first, or gets [`login_required`]
+//! ([`signed_out`]). The consent form's answer runs 1–3 and 6 again
+//! ([`may_answer`]): the farm may have been suspended, or the sign-in grown
+//! old, while the screen was open.
+//!
+//! What an answer does (the grant, the code, the redirects) is
+//! [`crate::oauth::approval`]; each waiting request is answered once
+//! ([`crate::oauth::pending`]).
+//!
+//! [`Client::proven_by`]: crate::oauth::client::Client::proven_by
+//! [`access_denied`]: FarmRefusal
+//! [`interaction_required`]: NextStep::SendBack
+//! [`login_required`]: NextStep::SendBack
+//! [`consent_required`]: NextStep::SendBack
 
 use time::OffsetDateTime;
 
-use crate::config::Issuer;
-use crate::domain::{GrantId, Scope, ScopeSet};
+use crate::domain::{GrantId, ScopeSet};
 use crate::oauth::authorize::{AuthorizationRequest, RedirectRefusal};
-use crate::secrets;
-use crate::storage::audit::{self, AuditEvent, AuditKind};
-use crate::storage::codes::{self, NewCode};
-use crate::storage::grants::{self, Consent, ConsentOutcome, GrantStatus};
-use crate::storage::users::Account;
-use crate::storage::{Store, StoreError, Tx};
+use crate::storage::grants::GrantStatus;
 
 /// A consent needs the password entered at most this long ago.
 pub const STEP_UP_AFTER: time::Duration = time::Duration::minutes(10);
-
-/// How long a code may wait to be exchanged.
-pub const CODE_TTL: time::Duration = time::Duration::seconds(60);
 
 /// Why no one on this farm can connect an app right now.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -55,286 +69,196 @@ impl FarmRefusal {
     }
 }
 
+/// Why the password is asked for again.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Reauthenticate {
+    /// The client asked (`prompt=login` or `max_age`).
+    Requested,
+    /// The sign-in is older than [`STEP_UP_AFTER`].
+    StepUp,
+}
+
 /// What happens next for a signed-in person and a checked request.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum NextStep {
     Refused(FarmRefusal),
+    ChangePassword,
+    ConfirmPassword(Reauthenticate),
     /// Approved before: issue a code under this grant without asking.
     AlreadyApproved(GrantId),
-    ConfirmPassword,
-    AskConsent,
+    /// The consent screen; `remembered` are the asked scopes the person's
+    /// grant already holds (shown as allowed before).
+    AskConsent {
+        remembered: ScopeSet,
+    },
+    /// `prompt=none` and a page would be needed: this error goes back to
+    /// the client instead.
+    SendBack(RedirectRefusal),
 }
 
 /// The farm's switches, as the account row carries them.
+#[derive(Clone, Copy, Debug)]
 pub struct FarmState {
     pub suspended: bool,
     pub connected_apps_enabled: bool,
 }
 
+/// Everything the decision depends on.
+#[derive(Clone, Copy, Debug)]
+pub struct Situation<'a> {
+    pub request: &'a AuthorizationRequest,
+    pub farm: FarmState,
+    pub must_change_password: bool,
+    pub user_epoch: i64,
+    /// The person's active grant to this client, if any.
+    pub existing: Option<&'a GrantStatus>,
+    /// Whether the request's redirect proves which program is asking.
+    pub client_proven: bool,
+    /// When the password was last entered in this session (Unix seconds).
+    pub password_entered_at: i64,
+    /// The password was entered again for this very request.
+    pub reauthenticated: bool,
+    pub now: OffsetDateTime,
+}
+
+fn send_back(error: &'static str, description: &str) -> NextStep {
+    NextStep::SendBack(RedirectRefusal::new(error, description))
+}
+
 /// Decides the next step (see the module documentation for the order).
-pub fn next_step(
-    request: &AuthorizationRequest,
-    farm: &FarmState,
-    user_epoch: i64,
-    existing: Option<&GrantStatus>,
-    password_entered_at: i64,
-    now: OffsetDateTime,
-) -> NextStep {
-    if farm.suspended {
-        return NextStep::Refused(FarmRefusal::Suspended);
+pub fn next_step(s: &Situation<'_>) -> NextStep {
+    if let Some(step) = before_consent(s) {
+        return step;
     }
-    if !farm.connected_apps_enabled {
-        return NextStep::Refused(FarmRefusal::ConnectedAppsOff);
-    }
-    if let Some(grant) = existing.filter(|g| covers(g, request, user_epoch)) {
+    let prompt = s.request.prompt;
+    if s.client_proven
+        && !prompt.consent
+        && let Some(grant) = s.existing.filter(|g| covers(g, s.request, s.user_epoch))
+    {
         return NextStep::AlreadyApproved(grant.id());
     }
-    if now.unix_timestamp() - password_entered_at > STEP_UP_AFTER.whole_seconds() {
-        return NextStep::ConfirmPassword;
+    if prompt.none {
+        return send_back(
+            "consent_required",
+            "the person must approve this request on the consent screen",
+        );
     }
-    NextStep::AskConsent
+    if step_up_due(s) {
+        return NextStep::ConfirmPassword(Reauthenticate::StepUp);
+    }
+    NextStep::AskConsent {
+        remembered: remembered(s),
+    }
+}
+
+/// For the consent form's answer: `Err` with the step to take instead when
+/// the person may not answer now (see the module documentation).
+pub fn may_answer(s: &Situation<'_>) -> Result<(), NextStep> {
+    if let Some(step) = before_consent(s) {
+        return Err(step);
+    }
+    if step_up_due(s) {
+        return Err(NextStep::ConfirmPassword(Reauthenticate::StepUp));
+    }
+    Ok(())
+}
+
+/// For a signed-out person: `Some` error for the client when the request
+/// forbids showing the sign-in page (`prompt=none`).
+pub fn signed_out(request: &AuthorizationRequest) -> Option<RedirectRefusal> {
+    request
+        .prompt
+        .none
+        .then(|| RedirectRefusal::new("login_required", "the person is not signed in"))
+}
+
+/// Steps 1–3.
+fn before_consent(s: &Situation<'_>) -> Option<NextStep> {
+    let none = s.request.prompt.none;
+    let refusal = if s.farm.suspended {
+        Some(FarmRefusal::Suspended)
+    } else if !s.farm.connected_apps_enabled {
+        Some(FarmRefusal::ConnectedAppsOff)
+    } else {
+        None
+    };
+    if let Some(why) = refusal {
+        return Some(if none {
+            send_back(
+                "access_denied",
+                "this person's farm cannot connect apps now",
+            )
+        } else {
+            NextStep::Refused(why)
+        });
+    }
+    if s.must_change_password {
+        return Some(if none {
+            send_back(
+                "interaction_required",
+                "the person must change their password first",
+            )
+        } else {
+            NextStep::ChangePassword
+        });
+    }
+    if reauthentication_requested(s) {
+        return Some(if none {
+            send_back("login_required", "the sign-in is older than max_age")
+        } else {
+            NextStep::ConfirmPassword(Reauthenticate::Requested)
+        });
+    }
+    None
+}
+
+/// `prompt=login` or `max_age=0`: always, once per request; `max_age=N`:
+/// when the password was entered more than N seconds ago.
+fn reauthentication_requested(s: &Situation<'_>) -> bool {
+    if s.reauthenticated {
+        return false;
+    }
+    if s.request.prompt.login {
+        return true;
+    }
+    match s.request.max_age {
+        None => false,
+        Some(0) => true,
+        Some(max) => s.now.unix_timestamp() - s.password_entered_at > i64::from(max),
+    }
+}
+
+fn step_up_due(s: &Situation<'_>) -> bool {
+    s.now.unix_timestamp() - s.password_entered_at > STEP_UP_AFTER.whole_seconds()
+}
+
+/// Whether a grant may still vouch for this person and resource.
+fn current(grant: &GrantStatus, request: &AuthorizationRequest, user_epoch: i64) -> bool {
+    grant.grant_revoked_at.is_none()
+        && grant.grant_epoch == user_epoch
+        && grant.grant_resource == request.resource
 }
 
 /// Whether an existing grant already approves everything `request` asks.
 fn covers(grant: &GrantStatus, request: &AuthorizationRequest, user_epoch: i64) -> bool {
-    grant.grant_revoked_at.is_none()
-        && grant.grant_epoch == user_epoch
-        && grant.grant_resource == request.resource
+    current(grant, request, user_epoch)
         && request
             .scopes()
             .is_subset(&ScopeSet::from_stored(&grant.grant_scope))
 }
 
-#[derive(Debug, PartialEq, Eq, thiserror::Error)]
-#[error("tick at least one of the permissions, or choose Deny")]
-pub struct NothingGranted;
-
-/// The scopes approved: the ticked boxes that were asked for (a box for a
-/// scope not asked for is ignored, never granted). At least one.
-pub fn approved_scopes(asked: &ScopeSet, ticked: &[&str]) -> Result<ScopeSet, NothingGranted> {
-    let ticked = ScopeSet::from_scopes(ticked.iter().filter_map(|s| Scope::parse(s)));
-    let approved = ticked.intersection(asked);
-    if approved.is_empty() {
-        Err(NothingGranted)
-    } else {
-        Ok(approved)
-    }
-}
-
-/// The grant's scopes after a consent: an answer concerns only the scopes
-/// that were asked, so those approved are added, those asked but left
-/// unticked removed, and the others kept (two tabs asking for different
-/// scopes must not undo each other).
-pub fn grant_scope_after(
-    before: Option<&ScopeSet>,
-    asked: &ScopeSet,
-    approved: &ScopeSet,
-) -> ScopeSet {
-    let kept = before
-        .map(|b| ScopeSet::from_scopes(b.iter().filter(|s| !asked.contains(*s))))
-        .unwrap_or_default();
-    kept.union(approved)
-}
-
-/// Records an approval: the grant, its audit rows and a code for `scope`,
-/// in one transaction. Returns the code (to send to the client, once).
-pub async fn approve(
-    store: &Store,
-    request: &AuthorizationRequest,
-    account: &Account,
-    scope: &ScopeSet,
-    now: OffsetDateTime,
-) -> Result<String, StoreError> {
-    match approve_once(store, request, account, scope, now).await {
-        // PostgreSQL: a consent for the same (user, client) committed
-        // between our read and our insert. Once more finds its grant.
-        Err(StoreError::Conflict(_)) => approve_once(store, request, account, scope, now).await,
-        other => other,
-    }
-}
-
-async fn approve_once(
-    store: &Store,
-    request: &AuthorizationRequest,
-    account: &Account,
-    scope: &ScopeSet,
-    now: OffsetDateTime,
-) -> Result<String, StoreError> {
-    let wire = scope.to_wire();
-    let asked = request.scopes();
-    let scope_after = |before: Option<&str>| {
-        grant_scope_after(before.map(ScopeSet::from_stored).as_ref(), &asked, scope).to_wire()
-    };
-    let mut tx = store.write().await?;
-    let outcome = grants::record_consent(
-        &mut tx,
-        &Consent {
-            farm: account.farm(),
-            user: account.user_id(),
-            client_id: &request.client_id,
-            scope_after: &scope_after,
-            resource: &request.resource,
-            epoch: account.credential_epoch,
-        },
-        now,
-    )
-    .await?;
-    let mut event = AuditEvent::new(AuditKind::Consent);
-    event.farm = Some(account.farm());
-    event.user = Some(account.user_id());
-    event.client_id = Some(&request.client_id);
-    event.grant = Some(outcome.grant());
-    event.detail = serde_json::json!({
-        "scope": wire,
-        "asked": request.scope,
-        "grant": match outcome {
-            ConsentOutcome::Created(_) => "created",
-            ConsentOutcome::Updated(_) => "updated",
-            ConsentOutcome::Replaced { .. } => "replaced",
-        },
-    });
-    audit::record(&mut tx, &event, now).await?;
-    if let ConsentOutcome::Replaced { old, .. } = outcome {
-        // The old grant ended here: a grant event of its own, so the log
-        // shows when its tokens stopped working and why.
-        let mut ended = AuditEvent::new(AuditKind::GrantRevoked);
-        ended.farm = Some(account.farm());
-        ended.user = Some(account.user_id());
-        ended.client_id = Some(&request.client_id);
-        ended.grant = Some(old);
-        ended.detail = serde_json::json!({
-            "via": "consent",
-            "reason": "credential epoch moved",
-            "replaced_by": outcome.grant().0,
-        });
-        audit::record(&mut tx, &ended, now).await?;
-    }
-    let code = insert_code(&mut tx, request, account, outcome.grant(), scope, now).await?;
-    tx.commit().await?;
-    Ok(code)
-}
-
-/// Records a refusal.
-pub async fn deny(
-    store: &Store,
-    request: &AuthorizationRequest,
-    account: &Account,
-    now: OffsetDateTime,
-) -> Result<(), StoreError> {
-    let mut event = AuditEvent::new(AuditKind::ConsentDenied);
-    event.farm = Some(account.farm());
-    event.user = Some(account.user_id());
-    event.client_id = Some(&request.client_id);
-    event.detail = serde_json::json!({ "asked": request.scope });
-    let mut tx = store.write().await?;
-    audit::record(&mut tx, &event, now).await?;
-    tx.commit().await
-}
-
-/// A new code under `grant`, bound to the client, redirect URI, PKCE
-/// challenge, resource, scopes and the person's credential epoch.
-pub async fn issue_code(
-    store: &Store,
-    request: &AuthorizationRequest,
-    account: &Account,
-    grant: GrantId,
-    scope: &ScopeSet,
-    now: OffsetDateTime,
-) -> Result<String, StoreError> {
-    let mut tx = store.write().await?;
-    let code = insert_code(&mut tx, request, account, grant, scope, now).await?;
-    tx.commit().await?;
-    Ok(code)
-}
-
-async fn insert_code(
-    tx: &mut Tx,
-    request: &AuthorizationRequest,
-    account: &Account,
-    grant: GrantId,
-    scope: &ScopeSet,
-    now: OffsetDateTime,
-) -> Result<String, StoreError> {
-    let code = secrets::random_token(32);
-    let hash = secrets::hash_secret(&code);
-    codes::insert(
-        tx,
-        &NewCode {
-            code_hash: &hash,
-            grant,
-            client_id: &request.client_id,
-            user: account.user_id(),
-            redirect_uri: &request.redirect_uri,
-            code_challenge: &request.code_challenge,
-            resource: &request.resource,
-            scope: &scope.to_wire(),
-            epoch: account.credential_epoch,
-            expires_at: now + CODE_TTL,
-        },
-        now,
-    )
-    .await?;
-    Ok(code)
-}
-
-/// The redirect that hands the code to the client: `code`, `state` (when
-/// the client sent one) and `iss` (RFC 9207), added with the URL encoder to
-/// whatever query the registered URI already has.
-pub fn code_redirect(
-    request: &AuthorizationRequest,
-    code: &str,
-    issuer: &Issuer,
-) -> Option<String> {
-    redirect_with(
-        &request.redirect_uri,
-        &[("code", code)],
-        request.state.as_deref(),
-        issuer,
-    )
-}
-
-/// The redirect that reports a refusal to the client, with `state` and
-/// `iss` as on success.
-pub fn error_redirect(
-    redirect_uri: &str,
-    refusal: &RedirectRefusal,
-    state: Option<&str>,
-    issuer: &Issuer,
-) -> Option<String> {
-    redirect_with(
-        redirect_uri,
-        &[
-            ("error", refusal.error),
-            ("error_description", &refusal.description),
-        ],
-        state,
-        issuer,
-    )
-}
-
-fn redirect_with(
-    redirect_uri: &str,
-    pairs: &[(&str, &str)],
-    state: Option<&str>,
-    issuer: &Issuer,
-) -> Option<String> {
-    let mut url = url::Url::parse(redirect_uri).ok()?;
-    {
-        let mut query = url.query_pairs_mut();
-        for (k, v) in pairs {
-            query.append_pair(k, v);
-        }
-        if let Some(state) = state {
-            query.append_pair("state", state);
-        }
-        query.append_pair("iss", issuer.as_str());
-    }
-    Some(url.into())
+/// The asked scopes a current grant already holds.
+pub fn remembered(s: &Situation<'_>) -> ScopeSet {
+    s.existing
+        .filter(|g| current(g, s.request, s.user_epoch))
+        .map(|g| ScopeSet::from_stored(&g.grant_scope).intersection(&s.request.scopes()))
+        .unwrap_or_default()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::oauth::authorize::Prompt;
     use uuid::Uuid;
 
     const NOW: i64 = 1_800_000_000;
@@ -351,6 +275,8 @@ mod tests {
             code_challenge: "x".into(),
             resource: "https://coop.example/mcp".into(),
             scope: scope.into(),
+            prompt: Prompt::default(),
+            max_age: None,
         }
     }
 
@@ -376,142 +302,211 @@ mod tests {
         connected_apps_enabled: true,
     };
 
+    /// A proven client with a covering grant, signed in just now: the
+    /// silent case, from which each test changes one thing.
+    fn approved<'a>(r: &'a AuthorizationRequest, g: &'a GrantStatus) -> Situation<'a> {
+        Situation {
+            request: r,
+            farm: OPEN,
+            must_change_password: false,
+            user_epoch: g.grant_epoch,
+            existing: Some(g),
+            client_proven: true,
+            password_entered_at: NOW,
+            reauthenticated: false,
+            now: now(),
+        }
+    }
+
+    fn error_of(step: NextStep) -> &'static str {
+        match step {
+            NextStep::SendBack(refusal) => refusal.error,
+            other => panic!("expected an error for the client, got {other:?}"),
+        }
+    }
+
+    const SILENT: NextStep = NextStep::AlreadyApproved(GrantId(Uuid::nil()));
+
+    fn ask(remembered: &str) -> NextStep {
+        NextStep::AskConsent {
+            remembered: ScopeSet::from_stored(remembered),
+        }
+    }
+
     #[test]
     fn a_suspended_farm_or_apps_off_refuse_before_anything_else() {
         let g = grant("farm:read", 0, false);
-        let suspended = FarmState {
-            suspended: true,
-            connected_apps_enabled: true,
-        };
-        let off = FarmState {
+        let r = request("farm:read");
+        let mut s = approved(&r, &g);
+        s.must_change_password = true;
+        s.farm.suspended = true;
+        assert_eq!(next_step(&s), NextStep::Refused(FarmRefusal::Suspended));
+        assert_eq!(
+            may_answer(&s),
+            Err(NextStep::Refused(FarmRefusal::Suspended))
+        );
+        s.farm = FarmState {
             suspended: false,
             connected_apps_enabled: false,
         };
-        let r = request("farm:read");
         assert_eq!(
-            next_step(&r, &suspended, 0, Some(&g), NOW, now()),
-            NextStep::Refused(FarmRefusal::Suspended)
-        );
-        assert_eq!(
-            next_step(&r, &off, 0, Some(&g), NOW, now()),
+            next_step(&s),
             NextStep::Refused(FarmRefusal::ConnectedAppsOff)
         );
+        let mut none = request("farm:read");
+        none.prompt.none = true;
+        let s = Situation {
+            request: &none,
+            ..s
+        };
+        assert_eq!(error_of(next_step(&s)), "access_denied");
+    }
+
+    #[test]
+    fn a_password_change_comes_before_any_code() {
+        let g = grant("farm:read", 0, false);
+        let r = request("farm:read");
+        let mut s = approved(&r, &g);
+        s.must_change_password = true;
+        assert_eq!(next_step(&s), NextStep::ChangePassword);
+        assert_eq!(may_answer(&s), Err(NextStep::ChangePassword));
+        let mut none = request("farm:read");
+        none.prompt.none = true;
+        let s = Situation {
+            request: &none,
+            ..s
+        };
+        assert_eq!(error_of(next_step(&s)), "interaction_required");
     }
 
     #[test]
     fn consent_is_skipped_only_within_an_active_grant_of_this_epoch() {
-        let old = NOW - 3600;
+        let both = grant("farm:read daily-entries:write", 2, false);
         let r = request("farm:read");
-        assert_eq!(
-            next_step(
-                &r,
-                &OPEN,
-                2,
-                Some(&grant("farm:read daily-entries:write", 2, false)),
-                old,
-                now()
-            ),
-            NextStep::AlreadyApproved(GrantId(Uuid::nil()))
-        );
+        // An hour-old sign-in does not matter to a silent approval.
+        let mut s = approved(&r, &both);
+        s.password_entered_at = NOW - 3600;
+        assert_eq!(next_step(&s), SILENT);
+
         // Asks for more than was granted.
+        let read = grant("farm:read", 2, false);
+        let more = request("farm:read daily-entries:write");
+        assert_eq!(next_step(&approved(&more, &read)), ask("farm:read"));
+        // Revoked, or made under an older epoch: nothing remembered.
+        let revoked = grant("farm:read", 2, true);
+        assert_eq!(next_step(&approved(&r, &revoked)), ask(""));
+        let mut s = approved(&r, &read);
+        s.user_epoch = 3;
+        assert_eq!(next_step(&s), ask(""));
+        let mut s = approved(&r, &read);
+        s.existing = None;
+        assert_eq!(next_step(&s), ask(""));
+    }
+
+    #[test]
+    fn a_client_that_cannot_prove_who_it_is_always_sees_the_screen() {
+        // Threat 31: the same grant, but the redirect proves nothing.
+        let g = grant("farm:read daily-entries:write", 0, false);
+        let r = request("farm:read");
+        let mut s = approved(&r, &g);
+        s.client_proven = false;
+        assert_eq!(next_step(&s), ask("farm:read"));
+        // With the step-up when due, like any consent.
+        s.password_entered_at = NOW - STEP_UP_AFTER.whole_seconds() - 1;
         assert_eq!(
-            next_step(
-                &request("farm:read daily-entries:write"),
-                &OPEN,
-                2,
-                Some(&grant("farm:read", 2, false)),
-                NOW,
-                now()
-            ),
-            NextStep::AskConsent
+            next_step(&s),
+            NextStep::ConfirmPassword(Reauthenticate::StepUp)
         );
-        // Revoked, or made under an older epoch.
+    }
+
+    #[test]
+    fn prompt_consent_shows_the_screen_to_an_approved_client() {
+        let g = grant("farm:read", 0, false);
+        let mut r = request("farm:read");
+        r.prompt.consent = true;
+        assert_eq!(next_step(&approved(&r, &g)), ask("farm:read"));
+    }
+
+    #[test]
+    fn prompt_login_and_max_age_ask_for_the_password_once() {
+        let g = grant("farm:read", 0, false);
+        let mut r = request("farm:read");
+        r.prompt.login = true;
+        let mut s = approved(&r, &g);
+        // However fresh the sign-in.
         assert_eq!(
-            next_step(&r, &OPEN, 2, Some(&grant("farm:read", 2, true)), NOW, now()),
-            NextStep::AskConsent
-        );
-        assert_eq!(
-            next_step(
-                &r,
-                &OPEN,
-                3,
-                Some(&grant("farm:read", 2, false)),
-                NOW,
-                now()
-            ),
-            NextStep::AskConsent
+            next_step(&s),
+            NextStep::ConfirmPassword(Reauthenticate::Requested)
         );
         assert_eq!(
-            next_step(&r, &OPEN, 2, None, NOW, now()),
-            NextStep::AskConsent
+            may_answer(&s),
+            Err(NextStep::ConfirmPassword(Reauthenticate::Requested))
         );
+        // Entered again for this request: on to the next rule (here the
+        // silent approval of a proven client).
+        s.reauthenticated = true;
+        assert_eq!(next_step(&s), SILENT);
+
+        let mut r = request("farm:read");
+        r.max_age = Some(0);
+        assert_eq!(
+            next_step(&approved(&r, &g)),
+            NextStep::ConfirmPassword(Reauthenticate::Requested)
+        );
+        r.max_age = Some(60);
+        let mut s = approved(&r, &g);
+        s.password_entered_at = NOW - 60;
+        assert_eq!(next_step(&s), SILENT);
+        s.password_entered_at = NOW - 61;
+        assert_eq!(
+            next_step(&s),
+            NextStep::ConfirmPassword(Reauthenticate::Requested)
+        );
+        s.reauthenticated = true;
+        assert_eq!(next_step(&s), SILENT);
+    }
+
+    #[test]
+    fn prompt_none_never_asks_and_says_why() {
+        let g = grant("farm:read", 0, false);
+        let mut r = request("farm:read");
+        r.prompt.none = true;
+        // Approved before, proven: the code, as without prompt.
+        assert_eq!(next_step(&approved(&r, &g)), SILENT);
+        let mut s = approved(&r, &g);
+        s.client_proven = false;
+        assert_eq!(error_of(next_step(&s)), "consent_required");
+        let mut s = approved(&r, &g);
+        s.existing = None;
+        // Even with the step-up due: consent is what is missing.
+        s.password_entered_at = NOW - 3600;
+        assert_eq!(error_of(next_step(&s)), "consent_required");
+        r.max_age = Some(10);
+        let mut s = approved(&r, &g);
+        s.password_entered_at = NOW - 11;
+        assert_eq!(error_of(next_step(&s)), "login_required");
+        assert_eq!(signed_out(&r).map(|e| e.error), Some("login_required"));
+        assert_eq!(signed_out(&request("farm:read")), None);
     }
 
     #[test]
     fn an_old_password_entry_is_asked_again_before_consent() {
         let r = request("farm:read");
+        let g = grant("farm:read", 0, false);
         let limit = STEP_UP_AFTER.whole_seconds();
+        let mut s = approved(&r, &g);
+        s.existing = None;
+        s.password_entered_at = NOW - limit;
+        assert_eq!(next_step(&s), ask(""));
+        assert_eq!(may_answer(&s), Ok(()));
+        s.password_entered_at = NOW - limit - 1;
         assert_eq!(
-            next_step(&r, &OPEN, 0, None, NOW - limit, now()),
-            NextStep::AskConsent
+            next_step(&s),
+            NextStep::ConfirmPassword(Reauthenticate::StepUp)
         );
         assert_eq!(
-            next_step(&r, &OPEN, 0, None, NOW - limit - 1, now()),
-            NextStep::ConfirmPassword
-        );
-    }
-
-    #[test]
-    fn only_ticked_scopes_that_were_asked_for_are_approved() {
-        let asked = ScopeSet::from_stored("farm:read daily-entries:write");
-        assert_eq!(
-            approved_scopes(&asked, &["farm:read"]).unwrap().to_wire(),
-            "farm:read"
-        );
-        assert_eq!(approved_scopes(&asked, &[]), Err(NothingGranted));
-        assert_eq!(approved_scopes(&asked, &["admin"]), Err(NothingGranted));
-        let read_only = ScopeSet::from_stored("farm:read");
-        assert_eq!(
-            approved_scopes(&read_only, &["farm:read", "daily-entries:write"])
-                .unwrap()
-                .to_wire(),
-            "farm:read"
-        );
-        assert_eq!(
-            approved_scopes(&read_only, &["daily-entries:write"]),
-            Err(NothingGranted)
-        );
-    }
-
-    #[test]
-    fn a_consent_changes_only_the_scopes_it_asked_about() {
-        let both = ScopeSet::from_stored("farm:read daily-entries:write");
-        let read = ScopeSet::from_stored("farm:read");
-        let write = ScopeSet::from_stored("daily-entries:write");
-        assert_eq!(grant_scope_after(None, &both, &read), read);
-        // Asked read only: write, granted before, stays.
-        assert_eq!(grant_scope_after(Some(&both), &read, &read), both);
-        // Asked both, write left unticked: write goes.
-        assert_eq!(grant_scope_after(Some(&both), &both, &read), read);
-        assert_eq!(grant_scope_after(Some(&read), &write, &write), both);
-    }
-
-    #[test]
-    fn redirects_carry_state_and_iss_and_keep_the_registered_query() {
-        let issuer = Issuer::parse("https://coop.example").unwrap();
-        let url = code_redirect(&request("farm:read"), "abc", &issuer).unwrap();
-        assert_eq!(
-            url,
-            "https://app.example/cb?keep=1&code=abc&state=s+t%26&iss=https%3A%2F%2Fcoop.example"
-        );
-        let refusal = RedirectRefusal {
-            error: "access_denied",
-            description: "no".into(),
-        };
-        let url = error_redirect("https://app.example/cb", &refusal, None, &issuer).unwrap();
-        assert_eq!(
-            url,
-            "https://app.example/cb?error=access_denied&error_description=no&iss=https%3A%2F%2Fcoop.example"
+            may_answer(&s),
+            Err(NextStep::ConfirmPassword(Reauthenticate::StepUp))
         );
     }
 }

@@ -1,13 +1,16 @@
 //! Periodic clean-up of what can no longer be used, so tables stay bounded:
 //! self-registered clients never used within a day of registering (threat
 //! 14), expired codes, refresh tokens past their expiry (spent ones are
-//! kept until then so a replay is still recognised as reuse), and
-//! revoked-access-token rows whose token has expired anyway.
+//! kept until then so a replay is still recognised as reuse),
+//! revoked-access-token rows whose token has expired anyway, and
+//! authorization requests that waited past their half hour.
 
 use time::OffsetDateTime;
 
 use crate::oauth::clients::UNUSED_REGISTRATION_TTL;
-use crate::storage::{Store, StoreError, clients, codes, refresh_tokens, revocations};
+use crate::storage::{
+    Store, StoreError, clients, codes, pending_authorizations, refresh_tokens, revocations,
+};
 
 /// How many rows each sweep removed.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -16,6 +19,7 @@ pub struct Swept {
     pub codes: u64,
     pub refresh_tokens: u64,
     pub revoked_access_tokens: u64,
+    pub pending_authorizations: u64,
 }
 
 /// One sweep at `now`, in one short transaction.
@@ -26,6 +30,7 @@ pub async fn sweep(store: &Store, now: OffsetDateTime) -> Result<Swept, StoreErr
         codes: codes::delete_expired(&mut tx, now - time::Duration::hours(1)).await?,
         refresh_tokens: refresh_tokens::delete_expired(&mut tx, now).await?,
         revoked_access_tokens: revocations::delete_expired(&mut tx, now).await?,
+        pending_authorizations: pending_authorizations::delete_expired(&mut tx, now).await?,
     };
     tx.commit().await?;
     Ok(swept)

@@ -9,10 +9,10 @@
 //!  client            browser                   Coop
 //!    | metadata, /register (or CIMD, or pre-registered)  metadata, registration
 //!    |--- /authorize?client_id&redirect_uri&code_challenge&resource&scope&state -->
-//!    |                  |   checks 1–6 in order                authorize::check_*
+//!    |                  |   checks 1–8 in order                authorize::check_*
 //!    |                  |   sign-in (return_to) / password again   consent::next_step
 //!    |                  |   consent screen: per-scope boxes, Approve / Deny
-//!    |                  |   POST consent → grant + code          consent::approve
+//!    |                  |   POST consent → grant + code          approval::approve
 //!    |<-- redirect_uri?code&state&iss ------|
 //!    |--- POST /token grant_type=authorization_code&code&code_verifier ------>
 //!    |                                      check all, sign, then spend   token::exchange
@@ -22,7 +22,11 @@
 //! ```
 //!
 //! - [`authorize`]: the authorization request's six ordered checks.
-//! - [`consent`]: skip / step-up / ask, approving (grant + code), denying.
+//! - [`consent`]: refuse / re-authenticate / skip / step-up / ask (and
+//!   `prompt`, `max_age`), approving (grant + code), denying.
+//! - [`approval`]: carrying out an answer (grant, code, audit), the
+//!   redirects with `state` and `iss`.
+//! - [`pending`]: requests waiting for the person, answered once.
 //! - [`token`]: the two grants, "check everything, then spend", reuse
 //!   detection that revokes the grant.
 //! - [`client_auth`]: `none`, `client_secret_basic`, `client_secret_post`.
@@ -36,6 +40,7 @@
 //! - [`error`]: RFC error codes; storage failures become `server_error`.
 
 pub mod access_token;
+pub mod approval;
 pub mod authorize;
 pub mod cimd;
 pub mod client;
@@ -47,6 +52,7 @@ pub mod housekeeping;
 pub mod keys;
 pub mod metadata;
 pub mod params;
+pub mod pending;
 pub mod pkce;
 pub mod redirect_uri;
 pub mod registration;

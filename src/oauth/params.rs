@@ -16,6 +16,11 @@ impl Params {
         }
     }
 
+    /// Every pair, in the order sent.
+    pub fn pairs(&self) -> impl Iterator<Item = (&str, &str)> {
+        self.pairs.iter().map(|(k, v)| (k.as_str(), v.as_str()))
+    }
+
     /// Every value of `name`, in order.
     pub fn all(&self, name: &str) -> Vec<&str> {
         self.pairs

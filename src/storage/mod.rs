@@ -30,6 +30,7 @@ pub mod flocks;
 pub mod grants;
 pub mod keys;
 pub mod members;
+pub mod pending_authorizations;
 pub mod refresh_tokens;
 pub mod revocations;
 pub mod seed;

@@ -145,7 +145,7 @@ async fn a_document_client_connects_refreshes_and_revokes(engine: Engine) {
 }
 
 async fn consent_to_a_document_client_is_remembered(engine: Engine) {
-    let (_host, app, client_id) = setup(engine).await;
+    let (host, app, client_id) = setup(engine).await;
     let user = app.farm_with_member("manager").await;
     let browser = sign_in_browser(&app, &user).await;
     let path = authorize_path(&app, &client_id, &Pkce::new(), "farm:read", &[]);
@@ -153,27 +153,57 @@ async fn consent_to_a_document_client_is_remembered(engine: Engine) {
     let response = answer_consent(&app, &browser, &html, "approve", &["farm:read"]).await;
     assert!(callback(&response).contains_key("code"));
 
-    // Asking again for no more: no screen, a code at once.
+    // Its redirect is a loopback address, which any program can listen on
+    // under its name: the screen again (RFC 8252 §8.6), the scope marked.
+    let path = authorize_path(&app, &client_id, &Pkce::new(), "farm:read", &[]);
+    let html = open_consent(&app, &browser, &path).await;
+    assert!(html.contains("allowed before"), "{html}");
+    assert!(html.contains("You connected this app before"), "{html}");
+
+    // A document whose redirect is https: asking again for no more gets a
+    // code at once.
+    let web = host.serve_client_document("/app/web.json", "Egg Web", &[WEB_REDIRECT]);
+    let redirect = [("redirect_uri", Some(WEB_REDIRECT))];
+    let path = authorize_path(&app, &web, &Pkce::new(), "farm:read", &redirect);
+    let html = open_consent(&app, &browser, &path).await;
+    let first = answer_consent(&app, &browser, &html, "approve", &["farm:read"]).await;
+    assert!(location(&first).starts_with(&format!("{WEB_REDIRECT}?code=")));
     let pkce = Pkce::new();
-    let path = authorize_path(&app, &client_id, &pkce, "farm:read", &[]);
+    let path = authorize_path(&app, &web, &pkce, "farm:read", &redirect);
     let response = browser.get(app.url(&path)).send().await.unwrap();
-    let params = callback(&response);
-    let code = &params["code"];
+    assert_eq!(response.status(), 303);
+    let target = url::Url::parse(&location(&response)).unwrap();
+    let params: std::collections::HashMap<String, String> =
+        target.query_pairs().into_owned().collect();
     assert_eq!(params.get("state").map(String::as_str), Some("state-123"));
-    let response = exchange_code(&app, &client_id, code, &pkce.verifier).await;
+    let resource = format!("{}/mcp", app.issuer);
+    let response = token_request(
+        &app,
+        &[
+            ("grant_type", "authorization_code"),
+            ("client_id", &web),
+            ("code", &params["code"]),
+            ("code_verifier", &pkce.verifier),
+            ("redirect_uri", WEB_REDIRECT),
+            ("resource", &resource),
+        ],
+    )
+    .await;
     assert_eq!(response.status(), 200);
-    assert_eq!(grants_of(&app, &client_id).await, 1);
+    assert_eq!(grants_of(&app, &web).await, 1);
 
     // Asking for more: the screen again.
     let path = authorize_path(
         &app,
-        &client_id,
+        &web,
         &Pkce::new(),
         "farm:read daily-entries:write",
-        &[],
+        &redirect,
     );
     open_consent(&app, &browser, &path).await;
 }
+
+const WEB_REDIRECT: &str = "https://web.example/callback";
 
 async fn a_redirect_uri_the_document_does_not_list_gets_a_page(engine: Engine) {
     let (_host, app, client_id) = setup(engine).await;

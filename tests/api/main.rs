@@ -31,6 +31,8 @@ mod oauth_client;
 mod oauth_flow;
 mod oauth_logs;
 mod oauth_metadata;
+mod oauth_prompt;
+mod oauth_reconsent;
 mod oauth_register;
 mod oauth_revoke;
 mod oauth_token;

@@ -7,8 +7,8 @@ use serde_json::json;
 
 use crate::helpers::{Engine, TestApp, browser, form_value, location};
 use crate::oauth_client::{
-    self, Pkce, REDIRECT_URI, answer_consent, audit_count, authorize_path, callback, db_count,
-    open_consent, sign_in_browser,
+    self, HTTPS_REDIRECT, Pkce, REDIRECT_URI, answer_consent, audit_count, authorize_path,
+    callback, db_count, https_callback, open_consent, register_https_client, sign_in_browser,
 };
 use crate::on_both_engines;
 
@@ -592,49 +592,69 @@ async fn deny_redirects_access_denied_and_is_audited(engine: Engine) {
     assert_eq!(audit_count(&app, "consent_denied").await, 1);
     assert_eq!(db_count(&app, "select count(*) from grants").await, 0);
     assert_eq!(codes(&app).await, 0);
-    // The answered request is gone: submitting it again does nothing.
+    // The request is answered: submitting the form again, even with the
+    // other button, gets the same answer and changes nothing.
     let again = answer_consent(&app, &browser, &html, "approve", &["farm:read"]).await;
-    assert_eq!(again.status(), 400);
+    assert_eq!(location(&again), location(&response));
     assert_eq!(codes(&app).await, 0);
+    assert_eq!(audit_count(&app, "consent_denied").await, 1);
 }
 
 async fn consent_is_remembered_only_for_what_was_granted(engine: Engine) {
     let app = TestApp::spawn(engine).await;
     let user = app.farm_with_member("manager").await;
-    let tokens = oauth_client::connect(&app, &user, "farm:read").await;
     let browser = sign_in_browser(&app, &user).await;
+    // A client whose redirect proves it (https), approved once.
+    let client_id = register_https_client(&app, json!({})).await;
+    let https = [("redirect_uri", Some(HTTPS_REDIRECT))];
+    let path = authorize_path(&app, &client_id, &Pkce::new(), "farm:read", &https);
+    let html = open_consent(&app, &browser, &path).await;
+    let first = answer_consent(&app, &browser, &html, "approve", &["farm:read"]).await;
+    assert!(https_callback(&first).contains_key("code"));
 
     // The same or less: no screen, a code at once.
     let pkce = Pkce::new();
-    let path = authorize_path(&app, &tokens.client_id, &pkce, "farm:read", &[]);
-    let response = get(&browser, &app, &path).await;
-    let params = callback(&response);
+    let path = authorize_path(&app, &client_id, &pkce, "farm:read", &https);
+    let params = https_callback(&get(&browser, &app, &path).await);
     assert_eq!(params["state"], "state-123");
     assert_eq!(params["iss"], app.issuer);
-    let exchanged =
-        oauth_client::exchange_code(&app, &tokens.client_id, &params["code"], &pkce.verifier).await;
-    assert_eq!(exchanged.status(), 200);
+    let response = oauth_client::token_request(
+        &app,
+        &[
+            ("grant_type", "authorization_code"),
+            ("client_id", &client_id),
+            ("code", &params["code"]),
+            ("code_verifier", &pkce.verifier),
+            ("redirect_uri", HTTPS_REDIRECT),
+        ],
+    )
+    .await;
+    assert_eq!(response.status(), 200);
+    let tokens: serde_json::Value = response.json().await.unwrap();
 
-    // More than was granted: the screen again.
+    // More than was granted: the screen again, the granted scope marked.
     let path = authorize_path(
         &app,
-        &tokens.client_id,
+        &client_id,
         &Pkce::new(),
         "farm:read daily-entries:write",
-        &[],
+        &https,
     );
-    open_consent(&app, &browser, &path).await;
+    let html = open_consent(&app, &browser, &path).await;
+    assert_eq!(html.matches("allowed before").count(), 1, "{html}");
 
     // Another client, never approved: the screen, never a silent approval.
-    let other = oauth_client::register_public_client(&app).await;
-    let path = authorize_path(&app, &other, &Pkce::new(), "farm:read", &[]);
+    let other = register_https_client(&app, json!({})).await;
+    let path = authorize_path(&app, &other, &Pkce::new(), "farm:read", &https);
     open_consent(&app, &browser, &path).await;
 
     // A revoked grant is not remembered.
-    let revoked = oauth_client::revoke(&app, &tokens.client_id, &tokens.refresh_token).await;
+    let revoked =
+        oauth_client::revoke(&app, &client_id, tokens["refresh_token"].as_str().unwrap()).await;
     assert_eq!(revoked.status(), 200);
-    let path = authorize_path(&app, &tokens.client_id, &Pkce::new(), "farm:read", &[]);
-    open_consent(&app, &browser, &path).await;
+    let path = authorize_path(&app, &client_id, &Pkce::new(), "farm:read", &https);
+    let html = open_consent(&app, &browser, &path).await;
+    assert!(!html.contains("allowed before"), "{html}");
     assert_eq!(audit_count(&app, "consent").await, 1);
 }
 

@@ -216,6 +216,37 @@ pub fn callback(response: &reqwest::Response) -> HashMap<String, String> {
         .collect()
 }
 
+/// Registers a public client whose only redirect URI is https (the
+/// redirect proves the client, so its consent may be remembered).
+pub async fn register_https_client(app: &TestApp, extra: serde_json::Value) -> String {
+    let mut body = json!({"client_name": "Web App", "redirect_uris": [HTTPS_REDIRECT]});
+    if let (Some(body), Some(extra)) = (body.as_object_mut(), extra.as_object()) {
+        body.extend(extra.clone());
+    }
+    let response = register(app, &body).await;
+    assert_eq!(response.status(), 201);
+    let registered: serde_json::Value = response.json().await.unwrap();
+    registered["client_id"].as_str().unwrap().to_owned()
+}
+
+pub const HTTPS_REDIRECT: &str = "https://web.example/cb";
+
+/// The query of a redirect to [`HTTPS_REDIRECT`] (which nothing serves:
+/// the tests read the `Location`).
+pub fn https_callback(response: &reqwest::Response) -> HashMap<String, String> {
+    assert_eq!(response.status(), 303, "expected a redirect to the client");
+    let target = location(response);
+    assert!(
+        target.starts_with(&format!("{HTTPS_REDIRECT}?")),
+        "{target}"
+    );
+    url::Url::parse(&target)
+        .unwrap()
+        .query_pairs()
+        .into_owned()
+        .collect()
+}
+
 /// `POST /token` with these form fields and no client authentication.
 pub async fn token_request(app: &TestApp, form: &[(&str, &str)]) -> reqwest::Response {
     reqwest::Client::new()

@@ -5,25 +5,27 @@
 //! in: an unknown client, an unusable client metadata document or an
 //! unregistered redirect URI gets a page (never a redirect), anything later
 //! a redirect carrying `error`, `state` and `iss`. A document client (its
-//! `client_id` an https URL) is resolved through the fetcher and, once the
-//! request is about to wait for consent, recorded in the store. Then: not
-//! signed in → `/login?return_to=` this very request; signed in → the
-//! request waits in the session under its own id and
-//! [`super::consent::proceed`] decides between refusing, issuing a code at
-//! once, asking for the password again, and the consent screen.
+//! `client_id` an https URL) is resolved through the fetcher and, once a
+//! person is signed in, recorded in the store. Then: not signed in →
+//! `/login?return_to=` this very request (without `prompt=login` and
+//! `max_age`, which signing in answers), or `login_required` for
+//! `prompt=none`; signed in → [`super::consent::proceed`] decides between
+//! refusing, the change-password page, issuing a code at once, asking for
+//! the password again and the consent screen (the last two store the
+//! request under its own id to wait for the person).
 
 use std::net::SocketAddr;
 
 use axum::extract::{ConnectInfo, RawQuery, State};
 use axum::response::{IntoResponse, Redirect, Response};
 
-use super::consent;
+use super::consent::{self, Waiting};
 use super::error::{page_refusal, page_throttled, refusal_redirect};
-use super::pending;
 use crate::http::error::PageError;
-use crate::http::session::{CHANGE_PASSWORD_PATH, SignedIn};
+use crate::http::session::SignedIn;
 use crate::oauth::authorize::{self, AuthorizeParams, PageRefusal};
 use crate::oauth::clients::{self, ClientLookupError};
+use crate::oauth::consent as decide;
 use crate::state::AppState;
 
 pub async fn authorize(
@@ -91,21 +93,29 @@ pub async fn authorize(
     };
 
     let Some(user) = user else {
-        let here = format!("/authorize?{query}");
+        if let Some(refusal) = decide::signed_out(&request) {
+            return Ok(refusal_redirect(
+                &redirect_uri,
+                &refusal,
+                client_state.as_deref(),
+                &state.issuer,
+            ));
+        }
+        let here = if request.prompt.login || request.max_age.is_some() {
+            format!("/authorize?{}", authorize::after_sign_in(&params))
+        } else {
+            format!("/authorize?{query}")
+        };
         let login = format!(
             "/login?{}",
             serde_urlencoded::to_string([("return_to", here.as_str())]).unwrap_or_default()
         );
         return Ok(Redirect::to(&login).into_response());
     };
-    if user.account.must_change_password {
-        return Ok(Redirect::to(CHANGE_PASSWORD_PATH).into_response());
-    }
     // The copy of a document client that the consent page names and the
     // grant will reference, as of this request.
     if let Some(document) = &document {
         clients::record_document(&state.store, document, now).await?;
     }
-    let id = pending::put(&user.session, user.account.id, &request, now).await?;
-    consent::proceed(&state, &user, &id, &request, None).await
+    consent::proceed(&state, &user, &client, Waiting::New(&request)).await
 }

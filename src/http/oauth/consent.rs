@@ -6,14 +6,23 @@
 //!   `scope` per ticked box): Approve records the grant and redirects with
 //!   `code`, `state` and `iss`; Deny redirects with `access_denied`.
 //! - `POST /authorize/confirm` (CSRF token, request id, password): the
-//!   step-up, throttled like sign-in.
+//!   password again (step-up, `prompt=login`, `max_age`), throttled like
+//!   sign-in.
+//!
+//! The handlers read and render; what happens next is decided by
+//! [`crate::oauth::consent`], and waiting requests are kept and answered
+//! once by [`crate::oauth::pending`]: a form submitted twice gets the first
+//! submit's redirect (the same code), or a 409 page once that code is
+//! spent, never a second code.
 //!
 //! Every page here is `Cache-Control: no-store`, carries the frame-denying
 //! headers of every page (threat 10), and its forms the session's CSRF
 //! token (threat 9). What the screen shows is what threat 12 asks for: the
 //! client's name (marked unverified when self-registered), its document
 //! host, the redirect host with a warning when it is this computer, the
-//! resource, the farm, and each scope with its own box.
+//! resource, the farm, and each scope with its own box (marked "allowed
+//! before" when the person's grant holds it, with a note when a client
+//! approved before is asked again because it cannot prove who it is).
 
 use std::net::SocketAddr;
 
@@ -25,21 +34,25 @@ use axum::response::{IntoResponse, Redirect, Response};
 use serde::Deserialize;
 
 use super::error::refusal_redirect;
-use super::pending;
 use crate::http::error::{PageError, render};
 use crate::http::form;
-use crate::http::session::{self, SignedIn};
-use crate::oauth::authorize::{AuthorizationRequest, RedirectRefusal};
-use crate::oauth::client::ClientKind;
-use crate::oauth::consent::{self, FarmState, NextStep};
+use crate::http::session::{self, CHANGE_PASSWORD_PATH, SignedIn};
+use crate::oauth::approval;
+use crate::oauth::authorize::AuthorizationRequest;
+use crate::oauth::client::{Client, ClientKind};
+use crate::oauth::consent::{self, FarmState, NextStep, Reauthenticate, Situation};
 use crate::oauth::params::Params;
+use crate::oauth::pending::{self, Decision, Pending};
 use crate::oauth::{clients, redirect_uri};
 use crate::state::AppState;
+use crate::storage::grants::GrantStatus;
 use crate::storage::{farms, grants};
 
 struct ScopeView {
     name: &'static str,
     description: &'static str,
+    /// The person's grant already holds it.
+    remembered: bool,
 }
 
 #[derive(Template)]
@@ -50,6 +63,9 @@ struct ConsentPage<'a> {
     document_host: Option<&'a str>,
     redirect_host: &'a str,
     loopback: bool,
+    /// Approved before, and asked again because the client cannot prove
+    /// who it is (RFC 8252 §8.6).
+    asked_again: bool,
     resource: &'a str,
     farm_name: &'a str,
     email: &'a str,
@@ -63,6 +79,8 @@ struct ConsentPage<'a> {
 #[template(path = "consent_password.html")]
 struct PasswordPage<'a> {
     client_name: &'a str,
+    /// The app asked for a fresh sign-in (rather than the sign-in being old).
+    requested: bool,
     email: &'a str,
     csrf: &'a str,
     request_id: &'a str,
@@ -74,72 +92,139 @@ fn no_store(mut response: Response) -> Response {
     response
 }
 
-/// Decides and answers the next step for a waiting request (see
-/// [`crate::oauth::consent`] for the order). `error` is shown on the
-/// consent screen when re-rendering it after a refused form.
-pub async fn proceed(
+/// A checked request: just arrived from `/authorize`, or waiting in the
+/// store under its id.
+#[derive(Clone, Copy)]
+pub enum Waiting<'a> {
+    New(&'a AuthorizationRequest),
+    Stored(&'a Pending),
+}
+
+impl<'a> Waiting<'a> {
+    fn request(self) -> &'a AuthorizationRequest {
+        match self {
+            Self::New(request) => request,
+            Self::Stored(pending) => &pending.request,
+        }
+    }
+}
+
+/// What a decision reads from the store besides the request.
+struct Facts {
+    farm: FarmState,
+    existing: Option<GrantStatus>,
+}
+
+async fn facts(
     state: &AppState,
     user: &SignedIn,
-    request_id: &str,
     request: &AuthorizationRequest,
-    error: Option<&str>,
-) -> Result<Response, PageError> {
-    let now = state.clock.now();
+) -> Result<Facts, PageError> {
     let account = &user.account;
-    let farm = farms::find(&mut state.store.read().await?, account.farm())
+    let mut db = state.store.read().await?;
+    let farm = farms::find(&mut db, account.farm())
         .await?
         .ok_or_else(|| PageError::Internal("the member's farm is gone".into()))?;
-    let existing = grants::active_for(
-        &mut state.store.read().await?,
-        account.user_id(),
-        &request.client_id,
-    )
-    .await?;
-    let step = consent::next_step(
-        request,
-        &FarmState {
+    let existing = grants::active_for(&mut db, account.user_id(), &request.client_id).await?;
+    Ok(Facts {
+        farm: FarmState {
             suspended: farm.suspended,
             connected_apps_enabled: farm.connected_apps_enabled,
         },
-        account.credential_epoch,
-        existing.as_ref(),
-        user.authenticated_at,
-        now,
-    );
+        existing,
+    })
+}
+
+fn situation<'a>(
+    state: &AppState,
+    user: &SignedIn,
+    client: &Client,
+    waiting: Waiting<'a>,
+    facts: &'a Facts,
+) -> Situation<'a> {
+    let request = waiting.request();
+    Situation {
+        request,
+        farm: facts.farm,
+        must_change_password: user.account.must_change_password,
+        user_epoch: user.account.credential_epoch,
+        existing: facts.existing.as_ref(),
+        client_proven: client.proven_by(&request.redirect_uri),
+        password_entered_at: user.authenticated_at,
+        reauthenticated: matches!(waiting, Waiting::Stored(p) if p.reauthenticated),
+        now: state.clock.now(),
+    }
+}
+
+/// Decides and answers the next step for a checked request (see
+/// [`crate::oauth::consent`] for the order).
+pub async fn proceed(
+    state: &AppState,
+    user: &SignedIn,
+    client: &Client,
+    waiting: Waiting<'_>,
+) -> Result<Response, PageError> {
+    let facts = facts(state, user, waiting.request()).await?;
+    let step = consent::next_step(&situation(state, user, client, waiting, &facts));
+    respond(state, user, client, waiting, step, None).await
+}
+
+/// Answers `step`. `error` is shown on the consent screen when re-rendering
+/// it after a refused form.
+async fn respond(
+    state: &AppState,
+    user: &SignedIn,
+    client: &Client,
+    waiting: Waiting<'_>,
+    step: NextStep,
+    error: Option<&str>,
+) -> Result<Response, PageError> {
+    let now = state.clock.now();
+    let request = waiting.request();
+    let account = &user.account;
     match step {
         NextStep::Refused(why) => {
-            pending::remove(&user.session, request_id, now).await?;
             Ok(PageError::Forbidden(why.message().to_owned()).into_response())
         }
+        NextStep::ChangePassword => Ok(Redirect::to(CHANGE_PASSWORD_PATH).into_response()),
+        NextStep::SendBack(refusal) => Ok(refusal_redirect(
+            &request.redirect_uri,
+            &refusal,
+            request.state.as_deref(),
+            &state.issuer,
+        )),
         NextStep::AlreadyApproved(grant) => {
-            pending::remove(&user.session, request_id, now).await?;
-            let code = consent::issue_code(
-                &state.store,
-                request,
-                account,
-                grant,
-                &request.scopes(),
-                now,
-            )
-            .await?;
-            code_redirect(state, request, &code)
+            // A request that waited (for the password) is answered once,
+            // like a consent form.
+            let waited = match waiting {
+                Waiting::New(_) => None,
+                Waiting::Stored(pending) => Some(pending),
+            };
+            let issued =
+                approval::issue_code(&state.store, request, waited, account, grant, now).await?;
+            match (issued, waited) {
+                (Some(code), _) => code_redirect(state, request, &code),
+                (None, Some(pending)) => lost_claim(state, user, pending).await,
+                (None, None) => Err(PageError::Internal(
+                    "a code without a claim was not issued".into(),
+                )),
+            }
         }
-        NextStep::ConfirmPassword => {
+        NextStep::ConfirmPassword(why) => {
+            let id = waiting_id(state, user, waiting).await?;
             let csrf = session::csrf_token(&user.session).await?;
-            let client_name = client_name(state, &request.client_id).await?;
             Ok(no_store(render(&PasswordPage {
-                client_name: &client_name,
+                client_name: &client.name,
+                requested: why == Reauthenticate::Requested,
                 email: &account.email,
                 csrf: &csrf,
-                request_id,
+                request_id: &id,
                 error: None,
             })))
         }
-        NextStep::AskConsent => {
+        NextStep::AskConsent { remembered } => {
+            let id = waiting_id(state, user, waiting).await?;
             let csrf = session::csrf_token(&user.session).await?;
-            let client = clients::find_stored(&state.store, &request.client_id, now)
-                .await?
-                .ok_or_else(|| PageError::BadRequest("The app is no longer registered.".into()))?;
             let document_host = match &client.kind {
                 ClientKind::MetadataDocument { document_host } => Some(document_host.as_str()),
                 _ => None,
@@ -151,6 +236,7 @@ pub async fn proceed(
                 document_host,
                 redirect_host: &redirect_host,
                 loopback: redirect_uri::is_loopback_uri(&request.redirect_uri),
+                asked_again: !remembered.is_empty() && !client.proven_by(&request.redirect_uri),
                 resource: &request.resource,
                 farm_name: &account.farm_name,
                 email: &account.email,
@@ -160,10 +246,11 @@ pub async fn proceed(
                     .map(|s| ScopeView {
                         name: s.as_str(),
                         description: s.description(),
+                        remembered: remembered.contains(s),
                     })
                     .collect(),
                 csrf: &csrf,
-                request_id,
+                request_id: &id,
                 error,
             });
             if error.is_some() {
@@ -174,13 +261,54 @@ pub async fn proceed(
     }
 }
 
-async fn client_name(state: &AppState, client_id: &str) -> Result<String, PageError> {
-    Ok(
-        clients::find_stored(&state.store, client_id, state.clock.now())
-            .await?
-            .map(|c| c.name)
-            .unwrap_or_else(|| client_id.to_owned()),
+/// The id the page's form names: the stored request's, or a new one for a
+/// request that must now wait for the person.
+async fn waiting_id(
+    state: &AppState,
+    user: &SignedIn,
+    waiting: Waiting<'_>,
+) -> Result<String, PageError> {
+    match waiting {
+        Waiting::Stored(pending) => Ok(pending.id.clone()),
+        Waiting::New(request) => Ok(pending::put(
+            &state.store,
+            user.account.user_id(),
+            request,
+            state.clock.now(),
+        )
+        .await?),
+    }
+}
+
+/// A request answered before (a second submit of the same form, a reload):
+/// the first answer's redirect again, or a page saying it was answered.
+async fn answered_before(state: &AppState, pending: &Pending) -> Result<Response, PageError> {
+    match approval::replay(&state.store, pending, &state.issuer, state.clock.now()).await? {
+        Some(url) => Ok(Redirect::to(&url).into_response()),
+        None => Err(already_answered()),
+    }
+}
+
+fn already_answered() -> PageError {
+    PageError::Conflict(
+        "This request was already answered. If the app did not connect, go back to it and connect again."
+            .into(),
     )
+}
+
+/// A claim lost to another submit of the same form: read the winner's
+/// answer (the row read before the claim predates it; the winner has
+/// committed, since the claim waited for it) and repeat it.
+async fn lost_claim(
+    state: &AppState,
+    user: &SignedIn,
+    pending: &Pending,
+) -> Result<Response, PageError> {
+    let now = state.clock.now();
+    match pending::get(&state.store, &pending.id, user.account.user_id(), now).await? {
+        Some(answered) if answered.answered.is_some() => answered_before(state, &answered).await,
+        _ => Err(already_answered()),
+    }
 }
 
 fn code_redirect(
@@ -188,7 +316,7 @@ fn code_redirect(
     request: &AuthorizationRequest,
     code: &str,
 ) -> Result<Response, PageError> {
-    let url = consent::code_redirect(request, code, &state.issuer)
+    let url = approval::code_redirect(request, code, &state.issuer)
         .ok_or_else(|| PageError::Internal("a validated redirect URI did not parse".into()))?;
     Ok(Redirect::to(&url).into_response())
 }
@@ -209,6 +337,22 @@ fn sign_in_first(return_to: &str) -> Response {
     Redirect::to(&login).into_response()
 }
 
+/// A waiting request of the signed-in person, with its client.
+async fn load_waiting(
+    state: &AppState,
+    user: &SignedIn,
+    id: &str,
+) -> Result<(Pending, Client), PageError> {
+    let now = state.clock.now();
+    let pending = pending::get(&state.store, id, user.account.user_id(), now)
+        .await?
+        .ok_or_else(expired)?;
+    let client = clients::find_stored(&state.store, &pending.request.client_id, now)
+        .await?
+        .ok_or_else(|| PageError::BadRequest("The app is no longer registered.".into()))?;
+    Ok((pending, client))
+}
+
 #[derive(Deserialize)]
 pub struct ShowQuery {
     #[serde(default)]
@@ -227,15 +371,11 @@ pub async fn show(
         );
         return Ok(sign_in_first(&here));
     };
-    let request = pending::get(
-        &user.session,
-        &query.request,
-        user.account.id,
-        state.clock.now(),
-    )
-    .await?
-    .ok_or_else(expired)?;
-    proceed(&state, &user, &query.request, &request, None).await
+    let (pending, client) = load_waiting(&state, &user, &query.request).await?;
+    if pending.answered.is_some() {
+        return answered_before(&state, &pending).await;
+    }
+    proceed(&state, &user, &client, Waiting::Stored(&pending)).await
 }
 
 /// The fields of the consent form.
@@ -269,63 +409,68 @@ pub async fn answer(
         ));
     };
     session::verify_csrf(&user.session, form.csrf).await?;
+    let decision = match form.decision {
+        "approve" => Decision::Approve,
+        "deny" => Decision::Deny,
+        _ => return Err(PageError::BadRequest("Choose Approve or Deny.".into())),
+    };
+    let (pending, client) = load_waiting(&state, &user, form.request).await?;
+    if pending.answered.is_some() {
+        return answered_before(&state, &pending).await;
+    }
+    let waiting = Waiting::Stored(&pending);
+    let request = &pending.request;
+    let account = &user.account;
     let now = state.clock.now();
-    let request = pending::get(&user.session, form.request, user.account.id, now)
-        .await?
-        .ok_or_else(expired)?;
 
-    // The farm may have been suspended, or the sign-in grown old, while the
-    // screen was open: decide again before acting on the answer.
-    let farm = farms::find(&mut state.store.read().await?, user.account.farm())
-        .await?
-        .ok_or_else(|| PageError::Internal("the member's farm is gone".into()))?;
-    let step = consent::next_step(
-        &request,
-        &FarmState {
-            suspended: farm.suspended,
-            connected_apps_enabled: farm.connected_apps_enabled,
-        },
-        user.account.credential_epoch,
-        None,
-        user.authenticated_at,
-        now,
-    );
-    if !matches!(step, NextStep::AskConsent) {
-        return proceed(&state, &user, form.request, &request, None).await;
+    // The farm may have been suspended, the password change required, or
+    // the sign-in grown old, while the screen was open.
+    let facts = facts(&state, &user, request).await?;
+    let situation = situation(&state, &user, &client, waiting, &facts);
+    if let Err(step) = consent::may_answer(&situation) {
+        return respond(&state, &user, &client, waiting, step, None).await;
     }
 
-    match form.decision {
-        "deny" => {
-            pending::remove(&user.session, form.request, now).await?;
-            consent::deny(&state.store, &request, &user.account, now).await?;
-            let refusal = RedirectRefusal::new("access_denied", "the person refused access");
+    let approved = match decision {
+        Decision::Deny => None,
+        Decision::Approve => match approval::approved_scopes(&request.scopes(), &form.scopes) {
+            Ok(scopes) => Some(scopes),
+            Err(why) => {
+                let step = NextStep::AskConsent {
+                    remembered: consent::remembered(&situation),
+                };
+                return respond(
+                    &state,
+                    &user,
+                    &client,
+                    waiting,
+                    step,
+                    Some(&why.to_string()),
+                )
+                .await;
+            }
+        },
+    };
+    // One decision per request: of two submits, one claims it (in the
+    // transaction that carries it out); the other gets the same answer.
+    match approved {
+        None => {
+            if !approval::deny(&state.store, &pending, account, now).await? {
+                return lost_claim(&state, &user, &pending).await;
+            }
             Ok(refusal_redirect(
                 &request.redirect_uri,
-                &refusal,
+                &approval::denied(),
                 request.state.as_deref(),
                 &state.issuer,
             ))
         }
-        "approve" => {
-            let approved = match consent::approved_scopes(&request.scopes(), &form.scopes) {
-                Ok(scopes) => scopes,
-                Err(why) => {
-                    return proceed(
-                        &state,
-                        &user,
-                        form.request,
-                        &request,
-                        Some(&why.to_string()),
-                    )
-                    .await;
-                }
-            };
-            pending::remove(&user.session, form.request, now).await?;
-            let code =
-                consent::approve(&state.store, &request, &user.account, &approved, now).await?;
-            code_redirect(&state, &request, &code)
+        Some(scopes) => {
+            match approval::approve(&state.store, &pending, account, &scopes, now).await? {
+                Some(code) => code_redirect(&state, request, &code),
+                None => lost_claim(&state, &user, &pending).await,
+            }
         }
-        _ => Err(PageError::BadRequest("Choose Approve or Deny.".into())),
     }
 }
 
@@ -352,9 +497,10 @@ pub async fn confirm_password(
     };
     session::verify_csrf(&user.session, &form.csrf).await?;
     let now = state.clock.now();
-    let request = pending::get(&user.session, &form.request, user.account.id, now)
-        .await?
-        .ok_or_else(expired)?;
+    let (pending, client) = load_waiting(&state, &user, &form.request).await?;
+    if pending.answered.is_some() {
+        return Err(expired());
+    }
     state
         .login_throttle
         .attempt(&user.account.email, peer.ip())
@@ -365,9 +511,9 @@ pub async fn confirm_password(
         .await?;
     if !ok {
         let csrf = session::csrf_token(&user.session).await?;
-        let name = client_name(&state, &request.client_id).await?;
         let mut response = render(&PasswordPage {
-            client_name: &name,
+            client_name: &client.name,
+            requested: pending.request.prompt.login || pending.request.max_age.is_some(),
             email: &user.account.email,
             csrf: &csrf,
             request_id: &form.request,
@@ -377,6 +523,7 @@ pub async fn confirm_password(
         return Ok(no_store(response));
     }
     session::password_confirmed(&user.session, now).await?;
+    pending::reauthenticated(&state.store, &pending.id, user.account.user_id(), now).await?;
     let next = format!(
         "/authorize/consent?{}",
         serde_urlencoded::to_string([("request", form.request.as_str())]).unwrap_or_default()
@@ -397,12 +544,14 @@ mod tests {
             document_host: None,
             redirect_host: "127.0.0.1",
             loopback: true,
+            asked_again: true,
             resource: "https://coop.example/mcp",
             farm_name: "Hillside",
             email: "a@b.example",
             scopes: vec![ScopeView {
                 name: "farm:read",
                 description: Scope::FarmRead.description(),
+                remembered: true,
             }],
             csrf: "c",
             request_id: "r",
@@ -412,5 +561,6 @@ mod tests {
         assert!(!html.contains("<script>"), "{html}");
         assert!(html.contains("script&#62;alert(1)"), "{html}");
         assert!(html.contains("unverified"));
+        assert!(html.contains("allowed before"), "{html}");
     }
 }

@@ -17,9 +17,9 @@ use axum::response::{IntoResponse, Redirect, Response};
 
 use crate::config::Issuer;
 use crate::http::error::{ErrorPage, PageError, render};
+use crate::oauth::approval;
 use crate::oauth::authorize::{PageRefusal, RedirectRefusal};
 use crate::oauth::cimd::{Limit, Throttle};
-use crate::oauth::consent;
 use crate::oauth::error::OAuthError;
 
 impl IntoResponse for OAuthError {
@@ -147,7 +147,7 @@ pub fn refusal_redirect(
     state: Option<&str>,
     issuer: &Issuer,
 ) -> Response {
-    match consent::error_redirect(redirect_uri, refusal, state, issuer) {
+    match approval::error_redirect(redirect_uri, refusal, state, issuer) {
         Some(url) => Redirect::to(&url).into_response(),
         None => {
             PageError::Internal("a validated redirect URI did not parse".into()).into_response()

@@ -24,7 +24,6 @@ pub mod cors;
 pub mod error;
 pub mod jwks;
 pub mod metadata;
-pub mod pending;
 pub mod rate_limit;
 pub mod register;
 pub mod revoke;
