@@ -35,6 +35,7 @@ mod oauth_revoke;
 mod oauth_token;
 mod real_clients;
 mod serve;
+mod slow_clients;
 
 mod apps_support;
 mod browser_support;
