@@ -329,6 +329,7 @@ async fn a_request_not_answered_in_time_gets_503(engine: Engine) {
         .client
         .post(app.url("/register"))
         .json(&registration)
+        .timeout(PATIENCE)
         .send()
         .await
         .unwrap();
