@@ -199,6 +199,9 @@ pub struct Config {
     pub cimd_test: CimdTestSettings,
     /// Concurrent password hashes; defaults to the number of cores.
     pub password_hash_concurrency: usize,
+    /// How long a just-rotated refresh token may be presented again and
+    /// get the same successor (a retry, a race); zero turns it off.
+    pub refresh_reuse_window: Duration,
     /// How long a connection may take over each part of a request, how many
     /// may be open, and how long a shutdown waits for them.
     pub connections: ConnectionLimits,
@@ -220,6 +223,7 @@ impl Config {
                 .map(|n| n.get())
                 .unwrap_or(2),
             connections: ConnectionLimits::default(),
+            refresh_reuse_window: Duration::from_secs(30),
         }
     }
 }

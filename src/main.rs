@@ -83,6 +83,16 @@ struct ServeArgs {
         allow_negative_numbers = true
     )]
     token_rate_limit: String,
+    /// Seconds a just-rotated refresh token may be presented again and get the
+    /// same successor (a retry after a lost response, two processes racing);
+    /// 0 turns it off (0–300).
+    #[arg(
+        long,
+        env = "COOP_REFRESH_REUSE_WINDOW",
+        default_value = "30",
+        allow_negative_numbers = true
+    )]
+    refresh_reuse_window: String,
     /// Client registrations per hour per client address; 0 turns the limit off.
     #[arg(
         long,
@@ -359,6 +369,11 @@ fn serve_config(database: &DatabaseArgs, args: &ServeArgs) -> Result<Config, con
         "--token-rate-limit / COOP_TOKEN_RATE_LIMIT",
         &args.token_rate_limit,
         "requests per minute",
+    )?;
+    config.refresh_reuse_window = config::parse_seconds(
+        "--refresh-reuse-window / COOP_REFRESH_REUSE_WINDOW",
+        &args.refresh_reuse_window,
+        0..=300,
     )?;
     config.register_rate_limit = parse_count(
         "--register-rate-limit / COOP_REGISTER_RATE_LIMIT",

@@ -5,8 +5,8 @@
 //! enough (no password stretching needed), and a database dump yields nothing
 //! usable.
 
-use aws_lc_rs::digest;
 use aws_lc_rs::rand::{SecureRandom, SystemRandom};
+use aws_lc_rs::{digest, hmac};
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use subtle::ConstantTimeEq;
@@ -21,6 +21,19 @@ pub fn random_token(bytes: usize) -> String {
 /// The stored form of a token, code or client secret: SHA-256, hex.
 pub fn hash_secret(secret: &str) -> String {
     hex::encode(digest::digest(&digest::SHA256, secret.as_bytes()).as_ref())
+}
+
+/// The refresh token that succeeds `presented`: HMAC-SHA256 keyed by the
+/// presented token over a per-rotation random `nonce`, base64url (the same
+/// length as [`random_token(32)`](random_token)). Only whoever holds the
+/// presented token can compute it, and the nonce (stored, unlike any token)
+/// is worthless alone; a fresh nonce per rotation means a stolen old token
+/// does not yield the tokens after its successor.
+pub fn successor_token(presented: &str, nonce: &str) -> String {
+    let key = hmac::Key::new(hmac::HMAC_SHA256, presented.as_bytes());
+    let mut message = b"coop refresh successor v1\0".to_vec();
+    message.extend_from_slice(nonce.as_bytes());
+    URL_SAFE_NO_PAD.encode(hmac::sign(&key, &message).as_ref())
 }
 
 /// Compares two secrets (or their hashes) without leaking where they differ.

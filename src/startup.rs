@@ -83,7 +83,7 @@ impl Application {
         let store = Store::connect(&config.database_url)
             .await
             .map_err(|source| StartupError::Database { source })?;
-        let sessions = SessionBackend::for_store(&store).await?;
+        let sessions = SessionBackend::new(store.clone());
         let passwords = Passwords::new(config.password_hash_concurrency)?;
         // A retired key stays published for the longest lifetime any replica
         // may give a token, so a rotation never cuts a live token short.
@@ -196,7 +196,6 @@ fn session_layer(
 
 /// Periodic clean-up that keeps memory and tables bounded.
 fn spawn_housekeeping(state: &AppState, sessions: SessionBackend) {
-    use tower_sessions::session_store::ExpiredDeletion;
     let throttle = state.login_throttle.clone();
     let keys = state.keys.clone();
     let clock = state.clock.clone();

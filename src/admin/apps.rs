@@ -33,15 +33,17 @@ impl Actor<'_> {
     }
 }
 
-/// Ends `app`'s grant and audits it. Returns whether it was still active
-/// (a second, racing disconnect changes nothing and audits nothing).
+/// Ends `app`'s grant and audits it, in one transaction. Returns whether
+/// it was still active (a second, racing disconnect changes nothing and
+/// audits nothing).
 pub async fn disconnect(
     store: &Store,
     app: &ConnectedApp,
     by: Actor<'_>,
     now: OffsetDateTime,
 ) -> StoreResult<bool> {
-    let ended = grants::revoke(store, app.grant(), "disconnected", now).await?;
+    let mut tx = store.write().await?;
+    let ended = grants::revoke(&mut tx, app.grant(), "disconnected", now).await?;
     if ended {
         let mut event = AuditEvent::new(AuditKind::Disconnect);
         event.farm = Some(app.farm());
@@ -50,7 +52,8 @@ pub async fn disconnect(
         event.client_id = Some(&app.client_id);
         event.grant = Some(app.grant());
         event.detail = serde_json::json!({ "by": by.describe() });
-        audit::record(store, &event, now).await?;
+        audit::record(&mut tx, &event, now).await?;
+        tx.commit().await?;
     }
     Ok(ended)
 }
@@ -71,7 +74,7 @@ pub async fn list(
         email: email.as_ref().map(Email::as_str),
         ..AppFilter::default()
     };
-    Ok(connected_apps::list(store, &filter).await?)
+    Ok(connected_apps::list(&mut store.read().await?, &filter).await?)
 }
 
 /// `coop admin apps disconnect GRANT_ID`: returns the app disconnected.
@@ -82,7 +85,7 @@ pub async fn disconnect_by_id(
 ) -> AdminResult<ConnectedApp> {
     let id =
         GrantId::parse(raw_id).ok_or_else(|| refused(format!("{raw_id:?} is not a grant id")))?;
-    let app = connected_apps::find_active(store, id)
+    let app = connected_apps::find_active(&mut store.read().await?, id)
         .await?
         .ok_or_else(|| refused(format!("no active grant has the id {id}")))?;
     if !disconnect(store, &app, Actor::Operator, now).await? {

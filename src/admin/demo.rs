@@ -168,7 +168,7 @@ pub async fn seed_if_empty(
 ) -> AdminResult<Option<DemoFarm>> {
     // Checked again inside the writing transaction; this early look only
     // saves hashing four passwords for nothing.
-    if farms::any_exist(store).await? {
+    if farms::any_exist(&mut store.read().await?).await? {
         return Ok(None);
     }
     let members: Vec<DemoMember> = MEMBERS

@@ -1,14 +1,15 @@
 //! Houses and flocks as the owner's admin page changes them, addressed by
 //! id within the owner's farm. Names and figures are checked exactly as the
 //! command line checks them; an id from another farm is
-//! `StoreError::NotFound`.
+//! `StoreError::NotFound`. Each runs in the caller's transaction, so the
+//! change and its audit row commit together.
 
 use time::OffsetDateTime;
 
 use super::{AdminResult, check_name, parse_date, parse_head_count, refused};
 use crate::domain::{FarmId, FlockId, HouseId};
 use crate::storage::farms::{self, NewFlock};
-use crate::storage::{Store, StoreError, farm_admin};
+use crate::storage::{StoreError, Tx, farm_admin};
 
 fn duplicate(err: StoreError, message: String) -> super::AdminError {
     match err {
@@ -18,26 +19,26 @@ fn duplicate(err: StoreError, message: String) -> super::AdminError {
 }
 
 pub async fn add_house(
-    store: &Store,
+    tx: &mut Tx,
     farm: FarmId,
     name: &str,
     now: OffsetDateTime,
 ) -> AdminResult<String> {
     let name = check_name("house", name)?;
-    farms::add_house(store, farm, &name, now)
+    farms::add_house(tx, farm, &name, now)
         .await
         .map_err(|e| duplicate(e, format!("the farm already has a house named {name:?}")))?;
     Ok(name)
 }
 
 pub async fn rename_house(
-    store: &Store,
+    tx: &mut Tx,
     farm: FarmId,
     house: HouseId,
     name: &str,
 ) -> AdminResult<String> {
     let name = check_name("house", name)?;
-    farm_admin::rename_house(store, farm, house, &name)
+    farm_admin::rename_house(tx, farm, house, &name)
         .await
         .map_err(|e| duplicate(e, format!("the farm already has a house named {name:?}")))?;
     Ok(name)
@@ -53,12 +54,12 @@ pub struct FlockForm<'a> {
 }
 
 pub async fn add_flock(
-    store: &Store,
+    tx: &mut Tx,
     farm: FarmId,
     form: &FlockForm<'_>,
     now: OffsetDateTime,
 ) -> AdminResult<String> {
-    if !farm_admin::house_of_farm(store, farm, form.house).await? {
+    if !farm_admin::house_of_farm(tx, farm, form.house).await? {
         return Err(StoreError::NotFound.into());
     }
     let name = check_name("flock", form.name)?;
@@ -72,25 +73,25 @@ pub async fn add_flock(
         placed_on,
         head_count,
     };
-    farms::add_flock(store, farm, &flock, now)
+    farms::add_flock(tx, farm, &flock, now)
         .await
         .map_err(|e| duplicate(e, format!("that house already has a flock named {name:?}")))?;
     Ok(name)
 }
 
 pub async fn rename_flock(
-    store: &Store,
+    tx: &mut Tx,
     farm: FarmId,
     flock: FlockId,
     name: &str,
 ) -> AdminResult<String> {
     let name = check_name("flock", name)?;
-    farm_admin::rename_flock(store, farm, flock, &name)
+    farm_admin::rename_flock(tx, farm, flock, &name)
         .await
         .map_err(|e| duplicate(e, format!("that house already has a flock named {name:?}")))?;
     Ok(name)
 }
 
-pub async fn deplete_flock(store: &Store, farm: FarmId, flock: FlockId) -> AdminResult<()> {
-    Ok(farm_admin::deplete_flock(store, farm, flock).await?)
+pub async fn deplete_flock(tx: &mut Tx, farm: FarmId, flock: FlockId) -> AdminResult<()> {
+    Ok(farm_admin::deplete_flock(tx, farm, flock).await?)
 }

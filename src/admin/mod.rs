@@ -16,7 +16,7 @@ use crate::identity::Passwords;
 use crate::identity::password::check_new_password;
 use crate::storage::farms::{self, FarmRow};
 use crate::storage::users::{self, NewMember};
-use crate::storage::{Store, StoreError};
+use crate::storage::{Store, StoreError, Tx};
 use farm_records::FlockForm;
 
 #[derive(Debug, thiserror::Error)]
@@ -85,9 +85,22 @@ pub(crate) fn check_name(what: &str, raw: &str) -> AdminResult<String> {
 }
 
 pub async fn farm(store: &Store, slug: &str) -> AdminResult<FarmRow> {
-    farms::find_by_slug(store, slug)
+    farms::find_by_slug(&mut store.read().await?, slug)
         .await?
         .ok_or_else(|| refused(format!("no farm has the slug {slug:?}")))
+}
+
+/// Runs one change in its own transaction, committed only if it succeeds.
+/// For the operator's one-statement commands (their futures need not be
+/// `Send`: the command line runs them on its own).
+async fn write<T>(
+    store: &Store,
+    change: impl AsyncFnOnce(&mut Tx) -> Result<T, StoreError>,
+) -> Result<T, StoreError> {
+    let mut tx = store.write().await?;
+    let done = change(&mut tx).await?;
+    tx.commit().await?;
+    Ok(done)
 }
 
 /// `coop admin farm add`: returns the new farm's slug.
@@ -103,7 +116,7 @@ pub async fn add_farm(
         None => parse_slug(&slug_from_name(&name))
             .map_err(|_| refused("cannot make a slug from that name; pass --slug"))?,
     };
-    match farms::create(store, &slug, &name, now).await {
+    match write(store, async |tx| farms::create(tx, &slug, &name, now).await).await {
         Ok(_) => Ok(slug),
         Err(StoreError::Conflict(_)) => Err(refused(format!(
             "a farm with the slug {slug:?} already exists"
@@ -113,7 +126,11 @@ pub async fn add_farm(
 }
 
 pub async fn set_farm_suspended(store: &Store, slug: &str, suspended: bool) -> AdminResult<()> {
-    match farms::set_suspended(store, slug, suspended).await {
+    match write(store, async |tx| {
+        farms::set_suspended(tx, slug, suspended).await
+    })
+    .await
+    {
         Ok(_) => Ok(()),
         Err(StoreError::NotFound) => Err(refused(format!("no farm has the slug {slug:?}"))),
         Err(err) => Err(err.into()),
@@ -121,7 +138,11 @@ pub async fn set_farm_suspended(store: &Store, slug: &str, suspended: bool) -> A
 }
 
 pub async fn set_connected_apps(store: &Store, slug: &str, enabled: bool) -> AdminResult<()> {
-    match farms::set_connected_apps(store, slug, enabled).await {
+    match write(store, async |tx| {
+        farms::set_connected_apps(tx, slug, enabled).await
+    })
+    .await
+    {
         Ok(_) => Ok(()),
         Err(StoreError::NotFound) => Err(refused(format!("no farm has the slug {slug:?}"))),
         Err(err) => Err(err.into()),
@@ -135,7 +156,9 @@ pub async fn add_house(
     now: OffsetDateTime,
 ) -> AdminResult<()> {
     let farm = farm(store, farm_slug).await?;
-    farm_records::add_house(store, farm.farm_id(), name, now).await?;
+    let mut tx = store.write().await?;
+    farm_records::add_house(&mut tx, farm.farm_id(), name, now).await?;
+    tx.commit().await?;
     Ok(())
 }
 
@@ -156,7 +179,7 @@ pub async fn add_flock(
     now: OffsetDateTime,
 ) -> AdminResult<()> {
     let farm = farm(store, input.farm).await?;
-    let house = farms::find_house(store, farm.farm_id(), input.house)
+    let house = farms::find_house(&mut store.read().await?, farm.farm_id(), input.house)
         .await?
         .ok_or_else(|| refused(format!("the farm has no house named {:?}", input.house)))?;
     let form = FlockForm {
@@ -166,7 +189,9 @@ pub async fn add_flock(
         placed: input.placed,
         head_count: input.head_count,
     };
-    farm_records::add_flock(store, farm.farm_id(), &form, now).await?;
+    let mut tx = store.write().await?;
+    farm_records::add_flock(&mut tx, farm.farm_id(), &form, now).await?;
+    tx.commit().await?;
     Ok(())
 }
 
@@ -230,7 +255,11 @@ pub async fn add_user(
         flocks: flocks.as_deref(),
         must_change_password: false,
     };
-    match users::create_member(store, &member, now).await {
+    match write(store, async |tx| {
+        users::create_member(tx, &member, now).await
+    })
+    .await
+    {
         Ok(_) => Ok(generated),
         Err(StoreError::Conflict(_)) => Err(refused(format!(
             "a user with the email {email} already exists"
@@ -243,7 +272,7 @@ pub async fn add_user(
 async fn resolve_flocks(store: &Store, farm: FarmId, list: &str) -> AdminResult<Vec<FlockId>> {
     let mut ids = Vec::new();
     for name in list.split(',').map(str::trim).filter(|n| !n.is_empty()) {
-        let found = farms::find_flocks_named(store, farm, name).await?;
+        let found = farms::find_flocks_named(&mut store.read().await?, farm, name).await?;
         match found.as_slice() {
             [one] => ids.push(*one),
             [] => return Err(refused(format!("the farm has no flock named {name:?}"))),
@@ -276,14 +305,13 @@ pub async fn change_user(
     now: OffsetDateTime,
 ) -> AdminResult<()> {
     let email = Email::parse(email).map_err(refused)?;
-    let result = match change {
-        UserChange::Disable => users::set_disabled(store, &email, true, now).await,
-        UserChange::Enable => users::set_disabled(store, &email, false, now).await,
-        UserChange::SignOutEverywhere => users::move_epoch(store, &email, now).await,
-        UserChange::RequirePasswordChange => {
-            users::require_password_change(store, &email, now).await
-        }
-    };
+    let result = write(store, async |tx| match change {
+        UserChange::Disable => users::set_disabled(tx, &email, true, now).await,
+        UserChange::Enable => users::set_disabled(tx, &email, false, now).await,
+        UserChange::SignOutEverywhere => users::move_epoch(tx, &email, now).await,
+        UserChange::RequirePasswordChange => users::require_password_change(tx, &email, now).await,
+    })
+    .await;
     match result {
         Ok(_) => Ok(()),
         Err(StoreError::NotFound) => Err(refused(format!("no user has the email {email}"))),

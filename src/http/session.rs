@@ -121,7 +121,7 @@ async fn load(parts: &mut Parts, state: &AppState) -> Result<Option<SignedIn>, P
     };
     let epoch = session.get::<i64>(EPOCH).await?.unwrap_or(-1);
     let authenticated_at = session.get::<i64>(AUTHENTICATED_AT).await?.unwrap_or(0);
-    let account = users::find(&state.store, UserId(user_id)).await?;
+    let account = users::find(&mut state.store.read().await?, UserId(user_id)).await?;
     match account {
         Some(account) if account.credential_epoch == epoch && !account.disabled => {
             Ok(Some(SignedIn {

@@ -24,7 +24,7 @@ use crate::oauth::access_token::{self, AccessClaims, TokenRejection};
 use crate::oauth::keys::Keys;
 use crate::storage::call_context::{self, StoredCallContext};
 use crate::storage::grants::LAST_USED_RESOLUTION;
-use crate::storage::{Store, StoreError};
+use crate::storage::{Exec, StoreError};
 
 /// Why a request is not let through.
 #[derive(Debug, PartialEq, Eq, thiserror::Error)]
@@ -132,14 +132,14 @@ pub struct Authorized {
 
 /// Steps 4 and 5: the store's one look-up for a verified token.
 pub async fn authorize(
-    store: &Store,
+    db: &mut impl Exec,
     claims: &AccessClaims,
     now: OffsetDateTime,
 ) -> Result<Authorized, AuthError> {
     let grant = claims
         .grant_id()
         .ok_or(Refusal::InvalidToken(InvalidToken::UnknownGrant))?;
-    let stored = call_context::load(store, grant, &claims.jti).await?;
+    let stored = call_context::load(db, grant, &claims.jti).await?;
     Ok(decide(claims, stored, now)?)
 }
 

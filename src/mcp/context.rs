@@ -5,7 +5,10 @@
 //! storage functions for tools take it (or the farm id and flock scope it
 //! carries), so a tool cannot forget the tenant or the flock restriction.
 
+use std::sync::{Arc, Mutex};
+
 use crate::domain::{ClientId, FarmId, FlockId, GrantId, Role, Scope, ScopeSet, UserId};
+use crate::storage::Reader;
 
 /// Which flocks the caller may see, resolved from the membership before any
 /// tool runs. There is no "unrestricted by default": a restricted member
@@ -77,5 +80,22 @@ mod tests {
         let all = FlockScope::resolve(false, vec![]);
         assert!(all.allows(FlockId::new()));
         assert_eq!(all.restricted_to(), None);
+    }
+}
+
+/// The reader the bearer check used, handed on to the tool so that one
+/// `tools/call` runs on one acquired connection. It travels in the HTTP
+/// request's extensions (which must be `Clone + Sync`), and is taken out
+/// once; a handler that finds it gone acquires a reader of its own.
+#[derive(Clone, Default)]
+pub struct HeldReader(Arc<Mutex<Option<Reader>>>);
+
+impl HeldReader {
+    pub fn new(reader: Reader) -> Self {
+        Self(Arc::new(Mutex::new(Some(reader))))
+    }
+
+    pub fn take(&self) -> Option<Reader> {
+        self.0.lock().ok().and_then(|mut held| held.take())
     }
 }

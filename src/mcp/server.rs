@@ -25,9 +25,9 @@ use rmcp::model::{
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
 
-use super::CallContext;
 use super::catalog::{self, Access};
 use super::tools::{self, ToolError};
+use super::{CallContext, HeldReader};
 use crate::clock::Clock;
 use crate::storage::Store;
 
@@ -91,6 +91,25 @@ fn caller(context: &RequestContext<RoleServer>) -> Result<CallContext, McpError>
         })
 }
 
+/// The reader the bearer check used, or a fresh one.
+async fn reader(
+    store: &Store,
+    context: &RequestContext<RoleServer>,
+) -> Result<crate::storage::Reader, McpError> {
+    let held = context
+        .extensions
+        .get::<http::request::Parts>()
+        .and_then(|parts| parts.extensions.get::<HeldReader>())
+        .and_then(HeldReader::take);
+    match held {
+        Some(reader) => Ok(reader),
+        None => store.read().await.map_err(|err| {
+            tracing::error!(error = %err, "no reader for a tool call");
+            McpError::internal_error("internal error", None)
+        }),
+    }
+}
+
 fn unknown_tool(name: &str) -> McpError {
     McpError::invalid_params(format!("Unknown tool: {name}"), None)
 }
@@ -137,7 +156,8 @@ impl ServerHandler for FarmServer {
         }
         let arguments = request.arguments.unwrap_or_default();
         let now = self.clock.now();
-        match tools::call(&self.store, &caller, name, arguments, now).await {
+        let mut db = reader(&self.store, &context).await?;
+        match tools::call(&self.store, &mut db, &caller, name, arguments, now).await {
             Ok(reply) => {
                 let mut result = CallToolResult::success(vec![ContentBlock::text(reply.text)]);
                 result.structured_content = Some(reply.structured);

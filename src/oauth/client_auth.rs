@@ -12,7 +12,7 @@
 
 use time::OffsetDateTime;
 
-use crate::oauth::cimd::CimdFetcher;
+use crate::oauth::cimd::CimdRequest;
 use crate::oauth::client::Client;
 use crate::oauth::clients::{self, ClientLookupError};
 use crate::oauth::error::OAuthError;
@@ -78,7 +78,7 @@ pub fn presented(
 /// a document that cannot be used is `invalid_client`, like an unknown id).
 pub async fn authenticate(
     store: &Store,
-    cimd: &CimdFetcher,
+    cimd: &CimdRequest<'_>,
     presented: &Presented,
     now: OffsetDateTime,
 ) -> Result<Client, OAuthError> {
@@ -87,6 +87,7 @@ pub async fn authenticate(
         Ok(Some(resolved)) => resolved.client,
         Ok(None) => return Err(refuse("unknown client")),
         Err(ClientLookupError::Document(why)) => return Err(refuse(&why)),
+        Err(ClientLookupError::Throttled(throttle)) => return Err(throttle.into()),
         Err(ClientLookupError::Store(err)) => return Err(err.into()),
     };
     match (&client.secret_hash, &presented.secret) {

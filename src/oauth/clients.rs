@@ -17,7 +17,7 @@
 
 use time::OffsetDateTime;
 
-use crate::oauth::cimd::{CimdError, CimdFetcher, ClientMetadataDocument};
+use crate::oauth::cimd::{CimdError, CimdRequest, ClientMetadataDocument, Throttle};
 use crate::oauth::client::{AuthMethod, Client, ClientKind};
 use crate::storage::clients::{self as stored, ClientRow, DocumentClient};
 use crate::storage::{Store, StoreError};
@@ -32,6 +32,10 @@ pub enum ClientLookupError {
     /// (addresses, TLS errors) went to the log only.
     #[error("client metadata document: {0}")]
     Document(String),
+    /// The client names a metadata document that Coop would have to fetch,
+    /// and one of the fetch limits refuses that now (threat 33).
+    #[error("client metadata document not fetched now: {0}")]
+    Throttled(Throttle),
     #[error(transparent)]
     Store(#[from] StoreError),
 }
@@ -50,11 +54,12 @@ pub fn is_document_id(client_id: &str) -> bool {
     client_id.starts_with("https://")
 }
 
-/// The client `client_id`: a metadata document through `cimd`, otherwise
-/// the stored client. `Ok(None)`: no such stored client.
+/// The client `client_id`: a metadata document through `cimd` (the
+/// fetcher as used by this request's peer), otherwise the stored client.
+/// `Ok(None)`: no such stored client.
 pub async fn resolve(
     store: &Store,
-    cimd: &CimdFetcher,
+    cimd: &CimdRequest<'_>,
     client_id: &str,
     now: OffsetDateTime,
 ) -> Result<Option<Resolved>, ClientLookupError> {
@@ -65,9 +70,12 @@ pub async fn resolve(
             document: None,
         }));
     }
-    let document = cimd.fetch(client_id, now).await.map_err(|err| {
-        tracing::info!(client_id, error = %err, "client metadata document refused");
-        ClientLookupError::Document(plain_reason(&err).to_owned())
+    let document = cimd.fetch(client_id, now).await.map_err(|err| match err {
+        CimdError::Throttled(throttle) => ClientLookupError::Throttled(throttle),
+        err => {
+            tracing::info!(client_id, error = %err, "client metadata document refused");
+            ClientLookupError::Document(plain_reason(&err).to_owned())
+        }
     })?;
     Ok(Some(Resolved {
         client: document_client(&document),
@@ -97,8 +105,9 @@ pub async fn record_document(
     document: &ClientMetadataDocument,
     now: OffsetDateTime,
 ) -> Result<(), StoreError> {
+    let mut tx = store.write().await?;
     stored::upsert_metadata_document(
-        store,
+        &mut tx,
         &DocumentClient {
             client_id: &document.client_id,
             client_name: &document.client_name,
@@ -108,7 +117,8 @@ pub async fn record_document(
         },
         now,
     )
-    .await
+    .await?;
+    tx.commit().await
 }
 
 /// What the person is told about an unusable document. Deliberately
@@ -119,9 +129,10 @@ fn plain_reason(err: &CimdError) -> &'static str {
     match err {
         CimdError::NotHttpsUrl => "its client_id is not an https address Coop accepts",
         CimdError::ClientIdMismatch => "the document names another client_id than its own address",
-        CimdError::SharedSecretAuth | CimdError::Invalid(_) => {
+        CimdError::SharedSecretAuth | CimdError::Invalid(_) | CimdError::InvalidKeySet(_) => {
             "the document is not a valid client description"
         }
+        CimdError::Throttled(_) => "Coop cannot fetch the document right now",
         CimdError::ForbiddenAddress(_)
         | CimdError::Resolve(_)
         | CimdError::Fetch(_)
@@ -139,7 +150,7 @@ pub async fn find_stored(
     client_id: &str,
     now: OffsetDateTime,
 ) -> Result<Option<Client>, StoreError> {
-    let Some(row) = stored::find(store, client_id).await? else {
+    let Some(row) = stored::find(&mut store.read().await?, client_id).await? else {
         return Ok(None);
     };
     if is_expired_registration(&row, now) {

@@ -27,7 +27,7 @@ use crate::storage::audit::{self, AuditEvent, AuditKind};
 use crate::storage::codes::{self, NewCode};
 use crate::storage::grants::{self, Consent, ConsentOutcome, GrantStatus};
 use crate::storage::users::Account;
-use crate::storage::{Store, StoreError};
+use crate::storage::{Store, StoreError, Tx};
 
 /// A consent needs the password entered at most this long ago.
 pub const STEP_UP_AFTER: time::Duration = time::Duration::minutes(10);
@@ -136,9 +136,24 @@ pub fn grant_scope_after(
     kept.union(approved)
 }
 
-/// Records an approval: the grant, then a code for `scope`. Returns the
-/// code (to send to the client, once) and what happened to the grant.
+/// Records an approval: the grant, its audit rows and a code for `scope`,
+/// in one transaction. Returns the code (to send to the client, once).
 pub async fn approve(
+    store: &Store,
+    request: &AuthorizationRequest,
+    account: &Account,
+    scope: &ScopeSet,
+    now: OffsetDateTime,
+) -> Result<String, StoreError> {
+    match approve_once(store, request, account, scope, now).await {
+        // PostgreSQL: a consent for the same (user, client) committed
+        // between our read and our insert. Once more finds its grant.
+        Err(StoreError::Conflict(_)) => approve_once(store, request, account, scope, now).await,
+        other => other,
+    }
+}
+
+async fn approve_once(
     store: &Store,
     request: &AuthorizationRequest,
     account: &Account,
@@ -150,8 +165,9 @@ pub async fn approve(
     let scope_after = |before: Option<&str>| {
         grant_scope_after(before.map(ScopeSet::from_stored).as_ref(), &asked, scope).to_wire()
     };
+    let mut tx = store.write().await?;
     let outcome = grants::record_consent(
-        store,
+        &mut tx,
         &Consent {
             farm: account.farm(),
             user: account.user_id(),
@@ -177,7 +193,7 @@ pub async fn approve(
             ConsentOutcome::Replaced { .. } => "replaced",
         },
     });
-    audit::record(store, &event, now).await?;
+    audit::record(&mut tx, &event, now).await?;
     if let ConsentOutcome::Replaced { old, .. } = outcome {
         // The old grant ended here: a grant event of its own, so the log
         // shows when its tokens stopped working and why.
@@ -191,9 +207,11 @@ pub async fn approve(
             "reason": "credential epoch moved",
             "replaced_by": outcome.grant().0,
         });
-        audit::record(store, &ended, now).await?;
+        audit::record(&mut tx, &ended, now).await?;
     }
-    issue_code(store, request, account, outcome.grant(), scope, now).await
+    let code = insert_code(&mut tx, request, account, outcome.grant(), scope, now).await?;
+    tx.commit().await?;
+    Ok(code)
 }
 
 /// Records a refusal.
@@ -208,7 +226,9 @@ pub async fn deny(
     event.user = Some(account.user_id());
     event.client_id = Some(&request.client_id);
     event.detail = serde_json::json!({ "asked": request.scope });
-    audit::record(store, &event, now).await
+    let mut tx = store.write().await?;
+    audit::record(&mut tx, &event, now).await?;
+    tx.commit().await
 }
 
 /// A new code under `grant`, bound to the client, redirect URI, PKCE
@@ -221,10 +241,24 @@ pub async fn issue_code(
     scope: &ScopeSet,
     now: OffsetDateTime,
 ) -> Result<String, StoreError> {
+    let mut tx = store.write().await?;
+    let code = insert_code(&mut tx, request, account, grant, scope, now).await?;
+    tx.commit().await?;
+    Ok(code)
+}
+
+async fn insert_code(
+    tx: &mut Tx,
+    request: &AuthorizationRequest,
+    account: &Account,
+    grant: GrantId,
+    scope: &ScopeSet,
+    now: OffsetDateTime,
+) -> Result<String, StoreError> {
     let code = secrets::random_token(32);
     let hash = secrets::hash_secret(&code);
     codes::insert(
-        store,
+        tx,
         &NewCode {
             code_hash: &hash,
             grant,

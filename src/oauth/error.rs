@@ -12,6 +12,7 @@
 
 use std::time::Duration;
 
+use crate::oauth::cimd::{Limit, Throttle};
 use crate::oauth::keys::KeyError;
 use crate::storage::StoreError;
 
@@ -44,6 +45,11 @@ pub enum OAuthError {
     /// A per-address rate limit; retry after the duration.
     #[error("rate limited for {0:?}")]
     TooManyRequests(Duration),
+    /// Coop cannot serve the request now for reasons that are not this
+    /// client's doing (a limit on fetches shared by all); retry after the
+    /// duration.
+    #[error("temporarily unavailable for {0:?}")]
+    Unavailable(Duration),
     /// Anything that is Coop's fault. Always a 500 with a generic body.
     #[error("server_error: {0}")]
     ServerError(String),
@@ -62,7 +68,7 @@ impl OAuthError {
             Self::InvalidTarget(_) => "invalid_target",
             Self::InvalidRedirectUri(_) => "invalid_redirect_uri",
             Self::InvalidClientMetadata(_) => "invalid_client_metadata",
-            Self::TooManyRequests(_) => "temporarily_unavailable",
+            Self::TooManyRequests(_) | Self::Unavailable(_) => "temporarily_unavailable",
             Self::ServerError(_) => "server_error",
         }
     }
@@ -89,6 +95,20 @@ impl From<StoreError> for OAuthError {
     }
 }
 
+/// A metadata document or key set that a fetch limit keeps Coop from
+/// fetching now (threat 33): the client is not at fault, so never
+/// `invalid_client` (which would tell it its identity is bad). The
+/// requester's own address limit is 429, like the endpoint's own rate
+/// limit; the limits shared by everyone (per host, in flight) are 503.
+impl From<Throttle> for OAuthError {
+    fn from(throttle: Throttle) -> Self {
+        match throttle.limit {
+            Limit::Address => Self::TooManyRequests(throttle.retry_after),
+            Limit::Host | Limit::InFlight => Self::Unavailable(throttle.retry_after),
+        }
+    }
+}
+
 impl From<KeyError> for OAuthError {
     fn from(err: KeyError) -> Self {
         Self::ServerError(format!("signing keys: {err}"))
@@ -104,7 +124,8 @@ mod tests {
         for err in [
             StoreError::NotFound,
             StoreError::Conflict("x".into()),
-            StoreError::Backend(sqlx::Error::PoolTimedOut),
+            StoreError::backend("boom"),
+            StoreError::from(sqlx::Error::PoolTimedOut),
         ] {
             assert_eq!(OAuthError::from(err).code(), "server_error");
         }

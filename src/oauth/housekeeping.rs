@@ -18,12 +18,15 @@ pub struct Swept {
     pub revoked_access_tokens: u64,
 }
 
-/// One sweep at `now`.
+/// One sweep at `now`, in one short transaction.
 pub async fn sweep(store: &Store, now: OffsetDateTime) -> Result<Swept, StoreError> {
-    Ok(Swept {
-        clients: clients::delete_unused_dynamic(store, now - UNUSED_REGISTRATION_TTL).await?,
-        codes: codes::delete_expired(store, now - time::Duration::hours(1)).await?,
-        refresh_tokens: refresh_tokens::delete_expired(store, now).await?,
-        revoked_access_tokens: revocations::delete_expired(store, now).await?,
-    })
+    let mut tx = store.write().await?;
+    let swept = Swept {
+        clients: clients::delete_unused_dynamic(&mut tx, now - UNUSED_REGISTRATION_TTL).await?,
+        codes: codes::delete_expired(&mut tx, now - time::Duration::hours(1)).await?,
+        refresh_tokens: refresh_tokens::delete_expired(&mut tx, now).await?,
+        revoked_access_tokens: revocations::delete_expired(&mut tx, now).await?,
+    };
+    tx.commit().await?;
+    Ok(swept)
 }

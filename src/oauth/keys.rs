@@ -18,6 +18,9 @@ use jsonwebtoken::{Algorithm, DecodingKey, EncodingKey};
 use time::OffsetDateTime;
 use tokio::sync::RwLock;
 
+use super::access_token::AccessClaims;
+use super::verified::{TokenHash, VerifiedTokens};
+use crate::storage::audit::{self, AuditEvent, AuditKind};
 use crate::storage::keys::{self as stored, KeyRow};
 use crate::storage::{Store, StoreError};
 
@@ -54,6 +57,8 @@ pub struct Keys {
     /// lifetime any replica may be configured with.
     retired_key_grace: time::Duration,
     inner: Arc<RwLock<Loaded>>,
+    /// Tokens whose signature by one of these keys was checked already.
+    verified: Arc<VerifiedTokens>,
 }
 
 impl std::fmt::Debug for Keys {
@@ -120,10 +125,13 @@ impl Keys {
                 verifying: Vec::new(),
                 loaded_at: std::time::Instant::now(),
             })),
+            verified: Arc::new(VerifiedTokens::default()),
         };
         keys.reload(now).await?;
         if keys.inner.read().await.signing.is_none() {
-            stored::insert_first(&keys.store, &generate()?, now).await?;
+            let mut tx = keys.store.write().await?;
+            stored::insert_first(&mut tx, &generate()?, now).await?;
+            tx.commit().await?;
             keys.reload(now).await?;
         }
         Ok(keys)
@@ -131,7 +139,8 @@ impl Keys {
 
     /// Reads the usable keys from the store.
     pub async fn reload(&self, now: OffsetDateTime) -> Result<(), KeyError> {
-        let rows = stored::usable(&self.store, now - self.retired_key_grace).await?;
+        let rows =
+            stored::usable(&mut self.store.read().await?, now - self.retired_key_grace).await?;
         let mut signing = None;
         let mut verifying = Vec::with_capacity(rows.len());
         for row in &rows {
@@ -154,7 +163,35 @@ impl Keys {
         inner.signing = signing;
         inner.verifying = verifying;
         inner.loaded_at = std::time::Instant::now();
+        // A key that left the set takes the signatures it made with it.
+        self.verified
+            .forget_keys_except(|kid| inner.verifying.iter().any(|k| k.kid == kid));
         Ok(())
+    }
+
+    /// The claims of a token whose signature by a key still in the set was
+    /// checked before, while it has not expired (see [`super::verified`]).
+    pub(crate) async fn verified_claims(
+        &self,
+        hash: &TokenHash,
+        now: OffsetDateTime,
+    ) -> Option<Arc<AccessClaims>> {
+        let inner = self.inner.read().await;
+        self.verified.get(hash, now.unix_timestamp(), |kid| {
+            inner.verifying.iter().any(|k| k.kid == kid)
+        })
+    }
+
+    /// Remembers a token whose signature by `kid` was just checked.
+    pub(crate) fn remember_verified(
+        &self,
+        hash: TokenHash,
+        kid: &str,
+        claims: AccessClaims,
+        now: OffsetDateTime,
+    ) {
+        self.verified
+            .insert(hash, kid, claims, now.unix_timestamp());
     }
 
     /// Reloads when this process last read the key set more than `age` ago.
@@ -222,9 +259,15 @@ impl Keys {
 
     /// `coop keys rotate`: a new active key; the old one is retired and
     /// stays published for the grace period.
+    /// The rotation and its audit row commit together.
     pub async fn rotate(store: &Store, now: OffsetDateTime) -> Result<String, KeyError> {
         let new = generate()?;
-        stored::rotate_to(store, &new, now).await?;
+        let mut tx = store.write().await?;
+        stored::rotate_to(&mut tx, &new, now).await?;
+        let mut event = AuditEvent::new(AuditKind::AdminAction);
+        event.detail = serde_json::json!({ "action": "signing_key_rotated", "kid": new.kid });
+        audit::record(&mut tx, &event, now).await?;
+        tx.commit().await?;
         Ok(new.kid)
     }
 }

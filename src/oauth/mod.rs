@@ -54,3 +54,4 @@ pub mod resource;
 pub mod revocation;
 pub mod scopes;
 pub mod token;
+pub mod verified;

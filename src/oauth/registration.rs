@@ -318,8 +318,9 @@ async fn store_client(
     let secret = method.is_confidential().then(|| secrets::random_token(32));
     let secret_hash = secret.as_deref().map(secrets::hash_secret);
     let stored = Value::Object(metadata.clone());
+    let mut tx = store.write().await?;
     clients::insert(
-        store,
+        &mut tx,
         &NewClient {
             client_id: &client_id,
             kind,
@@ -332,6 +333,7 @@ async fn store_client(
         now,
     )
     .await?;
+    tx.commit().await?;
     Ok(Registered {
         client_id,
         client_secret: secret,

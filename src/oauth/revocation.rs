@@ -68,14 +68,17 @@ async fn revoke_refresh_token(
     token: &str,
     now: OffsetDateTime,
 ) -> Result<Option<Revoked>, OAuthError> {
-    let Some(row) = refresh_tokens::find(ctx.store, &secrets::hash_secret(token)).await? else {
+    let token_hash = secrets::hash_secret(token);
+    let found = refresh_tokens::find(&mut ctx.store.read().await?, &token_hash).await?;
+    let Some(row) = found else {
         return Ok(None);
     };
     if row.grant.grant_client_id != client.client_id {
         return Err(foreign());
     }
+    let mut tx = ctx.store.write().await?;
     if grants::revoke(
-        ctx.store,
+        &mut tx,
         row.grant.id(),
         "refresh token revoked by the client",
         now,
@@ -88,8 +91,9 @@ async fn revoke_refresh_token(
         event.client_id = Some(&client.client_id);
         event.grant = Some(row.grant.id());
         event.detail = serde_json::json!({ "via": "revocation_endpoint" });
-        audit::record(ctx.store, &event, now).await?;
+        audit::record(&mut tx, &event, now).await?;
     }
+    tx.commit().await?;
     Ok(Some(Revoked::Grant))
 }
 
@@ -111,15 +115,17 @@ async fn revoke_access_token(
     let Some(grant) = claims.grant_id() else {
         return Ok(None);
     };
-    revocations::revoke_access_token(ctx.store, &claims.jti, grant, claims.exp).await?;
+    let mut tx = ctx.store.write().await?;
+    revocations::revoke_access_token(&mut tx, &claims.jti, grant, claims.exp).await?;
     let mut event = AuditEvent::new(AuditKind::AccessTokenRevoked);
     event.user = claims.user_id();
-    if let Some(status) = grants::status(ctx.store, grant).await? {
+    if let Some(status) = grants::status(&mut tx, grant).await? {
         event.farm = Some(status.farm());
     }
     event.client_id = Some(&client.client_id);
     event.grant = Some(grant);
     event.detail = serde_json::json!({ "jti": claims.jti, "via": "revocation_endpoint" });
-    audit::record(ctx.store, &event, now).await?;
+    audit::record(&mut tx, &event, now).await?;
+    tx.commit().await?;
     Ok(Some(Revoked::AccessToken))
 }

@@ -12,6 +12,18 @@
 //! grant is revoked, which ends everything the code or token issued
 //! (threats 3 and 7), and the audit log records it. A storage failure
 //! anywhere is `server_error` (see [`OAuthError`]), never `invalid_grant`.
+//!
+//! One exception keeps honest clients connected: a refresh token presented
+//! again within the reuse window of its rotation, while its successor has
+//! not been used, gets that same successor back (a response lost on the
+//! way, two processes sharing one credentials file, two tabs). The
+//! successor is derived from the presented token and a random nonce stored
+//! at rotation ([`secrets::successor_token`]), so it can be handed out
+//! again without ever being stored, and only to whoever holds the spent
+//! token. Whether the successor is still unused is claimed by one
+//! conditional update in the same transaction, so of a replay and the
+//! successor's own first use racing, exactly one order wins: there is never
+//! more than one live token family.
 
 use serde::Serialize;
 use time::OffsetDateTime;
@@ -30,7 +42,7 @@ use crate::secrets;
 use crate::storage::audit::{self, AuditEvent, AuditKind};
 use crate::storage::grants::{self, GrantStatus};
 use crate::storage::refresh_tokens::{self, NewRefreshToken};
-use crate::storage::{Store, clients, codes};
+use crate::storage::{Store, StoreError, Tx, clients, codes};
 
 /// How long a refresh token lives; each rotation starts a new period.
 pub const REFRESH_TTL: time::Duration = time::Duration::days(30);
@@ -41,6 +53,9 @@ pub struct TokenContext<'a> {
     pub keys: &'a Keys,
     pub issuer: &'a Issuer,
     pub access_ttl: time::Duration,
+    /// How long a spent refresh token may be presented again and get its
+    /// still unused successor back; zero: never (every replay is reuse).
+    pub reuse_window: time::Duration,
 }
 
 /// A token request, by `grant_type`.
@@ -155,7 +170,7 @@ async fn exchange_code(
     now: OffsetDateTime,
 ) -> Result<TokenResponse, OAuthError> {
     let code_hash = secrets::hash_secret(code);
-    let row = codes::find(ctx.store, &code_hash)
+    let row = codes::find(&mut ctx.store.read().await?, &code_hash)
         .await?
         .ok_or_else(|| OAuthError::invalid_grant("unknown code"))?;
     if row.client_id != client.client_id {
@@ -196,11 +211,14 @@ async fn exchange_code(
         scope: &scope_wire,
         expires_at: now + REFRESH_TTL,
     });
-    if !codes::redeem(ctx.store, &code_hash, next.as_ref(), now).await? {
+    let mut tx = ctx.store.write().await?;
+    if !codes::redeem(&mut tx, &code_hash, next.as_ref(), now).await? {
         // Another request spent the code between our read and our update.
+        drop(tx);
         return Err(reuse_detected(ctx, &row.grant, "authorization_code", now).await);
     }
-    clients::mark_used(ctx.store, &client.client_id, now).await?;
+    clients::mark_used(&mut tx, &client.client_id, now).await?;
+    tx.commit().await?;
     Ok(TokenResponse {
         access_token,
         token_type: "Bearer",
@@ -224,7 +242,7 @@ async fn exchange_refresh(
         ));
     }
     let token_hash = secrets::hash_secret(token);
-    let row = refresh_tokens::find(ctx.store, &token_hash)
+    let row = refresh_tokens::find(&mut ctx.store.read().await?, &token_hash)
         .await?
         .ok_or_else(|| OAuthError::invalid_grant("unknown refresh token"))?;
     if row.grant.grant_client_id != client.client_id {
@@ -235,9 +253,9 @@ async fn exchange_refresh(
     if row.expires_at <= now.unix_timestamp() {
         return Err(OAuthError::invalid_grant("refresh token expired"));
     }
-    if row.used_at.is_some() {
-        return Err(reuse_detected(ctx, &row.grant, "refresh_token", now).await);
-    }
+    // A spent token goes through every check too: only a request that
+    // would have been answered had the token been fresh may get its
+    // successor again (below); any other replay is reuse.
     check_resource(ctx.issuer, resource, &row.grant.grant_resource)?;
     check_grant_usable(&row.grant, row.grant.grant_epoch)?;
     let allowed = ScopeSet::from_stored(&row.scope)
@@ -248,28 +266,68 @@ async fn exchange_refresh(
     }
 
     let (access_token, _) = mint(ctx, client, &row.grant, &scope, now).await?;
-    let refresh = secrets::random_token(32);
-    let refresh_hash = secrets::hash_secret(&refresh);
     // RFC 6749 §6: the new refresh token keeps the old one's scope, even
     // when this access token was narrowed.
     let allowed_wire = allowed.to_wire();
-    let next = NewRefreshToken {
-        token_hash: &refresh_hash,
-        grant: row.grant.id(),
-        scope: &allowed_wire,
-        expires_at: now + REFRESH_TTL,
-    };
-    if !refresh_tokens::rotate(ctx.store, &token_hash, &next, now).await? {
-        // Spent by a racing request between our read and our update.
-        return Err(reuse_detected(ctx, &row.grant, "refresh_token", now).await);
-    }
-    Ok(TokenResponse {
+    let respond = |refresh: String| TokenResponse {
         access_token,
         token_type: "Bearer",
         expires_in: ctx.access_ttl.whole_seconds(),
         refresh_token: Some(refresh),
         scope: scope.to_wire(),
-    })
+    };
+
+    let mut tx = ctx.store.write().await?;
+    if row.used_at.is_none() {
+        let nonce = secrets::random_token(16);
+        let refresh = secrets::successor_token(token, &nonce);
+        let refresh_hash = secrets::hash_secret(&refresh);
+        let next = NewRefreshToken {
+            token_hash: &refresh_hash,
+            grant: row.grant.id(),
+            scope: &allowed_wire,
+            expires_at: now + REFRESH_TTL,
+        };
+        if refresh_tokens::rotate(&mut tx, &token_hash, &next, &nonce, now).await? {
+            tx.commit().await?;
+            return Ok(respond(refresh));
+        }
+        // Spent by a racing request between our read and our update: the
+        // same question as a replay, asked of what that request stored.
+    }
+    match resend_successor(ctx, &mut tx, token, &token_hash, now).await? {
+        Some(refresh) => {
+            tx.commit().await?;
+            tracing::info!(grant = %row.grant.grant_id, "spent refresh token presented again within the window: same successor");
+            Ok(respond(refresh))
+        }
+        None => {
+            drop(tx);
+            Err(reuse_detected(ctx, &row.grant, "refresh_token", now).await)
+        }
+    }
+}
+
+/// The successor of the spent token `token`, when it was spent within the
+/// reuse window and its successor is unused; claimed in `tx`.
+async fn resend_successor(
+    ctx: &TokenContext<'_>,
+    tx: &mut Tx,
+    token: &str,
+    token_hash: &str,
+    now: OffsetDateTime,
+) -> Result<Option<String>, StoreError> {
+    if ctx.reuse_window <= time::Duration::ZERO {
+        return Ok(None);
+    }
+    let Some(nonce) =
+        refresh_tokens::successor_nonce(tx, token_hash, now - ctx.reuse_window).await?
+    else {
+        return Ok(None);
+    };
+    let successor = secrets::successor_token(token, &nonce);
+    let unused = refresh_tokens::claim_unused(tx, &secrets::hash_secret(&successor), now).await?;
+    Ok(unused.then_some(successor))
 }
 
 /// The token request's `resource`, when sent, must name the resource the
@@ -362,8 +420,8 @@ async fn mint(
 
 /// A spent code or refresh token was presented again: someone else holds a
 /// copy. The grant is revoked (ending every token it issued) and the event
-/// audited. Returns the error to send: `invalid_grant`, or `server_error`
-/// if the revocation itself could not be stored.
+/// audited, in one transaction. Returns the error to send: `invalid_grant`,
+/// or `server_error` if the revocation itself could not be stored.
 async fn reuse_detected(
     ctx: &TokenContext<'_>,
     grant: &GrantStatus,
@@ -371,21 +429,28 @@ async fn reuse_detected(
     now: OffsetDateTime,
 ) -> OAuthError {
     tracing::warn!(grant = %grant.grant_id, client_id = %grant.grant_client_id, what, "reuse detected: revoking the grant");
-    let revoked = match grants::revoke(ctx.store, grant.id(), &format!("{what} reused"), now).await
-    {
-        Ok(revoked) => revoked,
-        Err(err) => return err.into(),
-    };
+    match revoke_for_reuse(ctx, grant, what, now).await {
+        Ok(()) => OAuthError::invalid_grant(format!("{what} was already used")),
+        Err(err) => err.into(),
+    }
+}
+
+async fn revoke_for_reuse(
+    ctx: &TokenContext<'_>,
+    grant: &GrantStatus,
+    what: &'static str,
+    now: OffsetDateTime,
+) -> Result<(), StoreError> {
+    let mut tx = ctx.store.write().await?;
+    let revoked = grants::revoke(&mut tx, grant.id(), &format!("{what} reused"), now).await?;
     let mut event = AuditEvent::new(AuditKind::TokenReuseDetected);
     event.farm = Some(grant.farm());
     event.user = Some(grant.user());
     event.client_id = Some(&grant.grant_client_id);
     event.grant = Some(grant.id());
     event.detail = serde_json::json!({ "presented": what, "grant_revoked": revoked });
-    if let Err(err) = audit::record(ctx.store, &event, now).await {
-        return err.into();
-    }
-    OAuthError::invalid_grant(format!("{what} was already used"))
+    audit::record(&mut tx, &event, now).await?;
+    tx.commit().await
 }
 
 #[cfg(test)]

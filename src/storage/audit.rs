@@ -3,9 +3,8 @@
 use time::OffsetDateTime;
 use uuid::Uuid;
 
-use super::{Store, StoreResult, unix};
+use super::{Sql, Store, StoreResult, Tx};
 use crate::domain::{FarmId, GrantId, UserId};
-use crate::on_pool;
 
 /// What happened. The string form is what the log stores and filters on.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -46,6 +45,7 @@ impl AuditKind {
 }
 
 /// One audit entry. `detail` is a small JSON object that never holds a secret.
+#[derive(Clone, Debug)]
 pub struct AuditEvent<'a> {
     pub kind: AuditKind,
     pub farm: Option<FarmId>,
@@ -68,26 +68,34 @@ impl<'a> AuditEvent<'a> {
     }
 }
 
-/// The one insert statement, shared by writes that audit inside their own
-/// transaction (a tool's write and its audit row commit or fail together).
-/// Binds: id, farm, user, client_id, grant, kind, detail (JSON text), time.
-pub(crate) const INSERT_SQL: &str =
-    "insert into audit_log (id, farm_id, user_id, client_id, grant_id, kind, detail, created_at)
-     values ($1, $2, $3, $4, $5, $6, $7, $8)";
-
-pub async fn record(store: &Store, event: &AuditEvent<'_>, now: OffsetDateTime) -> StoreResult<()> {
-    on_pool!(store, |pool| {
-        sqlx::query(INSERT_SQL)
-            .bind(Uuid::now_v7())
-            .bind(event.farm.map(|f| f.0))
-            .bind(event.user.map(|u| u.0))
-            .bind(event.client_id)
-            .bind(event.grant.map(|g| g.0))
-            .bind(event.kind.as_str())
-            .bind(event.detail.to_string())
-            .bind(unix(now))
-            .execute(pool)
-            .await?;
-    });
+/// Records `event` inside the caller's transaction: the change it
+/// describes and its audit row commit together or not at all.
+pub async fn record(tx: &mut Tx, event: &AuditEvent<'_>, now: OffsetDateTime) -> StoreResult<()> {
+    Sql::new(
+        "insert into audit_log (id, farm_id, user_id, client_id, grant_id, kind, detail, created_at)
+         values ($1, $2, $3, $4, $5, $6, $7, $8)",
+    )
+    .bind(Uuid::now_v7())
+    .bind(event.farm.map(|f| f.0))
+    .bind(event.user.map(|u| u.0))
+    .bind(event.client_id)
+    .bind(event.grant.map(|g| g.0))
+    .bind(event.kind.as_str())
+    .bind(event.detail.to_string())
+    .bind(now)
+    .execute(tx)
+    .await?;
     Ok(())
+}
+
+/// Records an event that accompanies no other change (a sign-in, a failed
+/// one, a sign-out), in a transaction of its own.
+pub async fn record_alone(
+    store: &Store,
+    event: &AuditEvent<'_>,
+    now: OffsetDateTime,
+) -> StoreResult<()> {
+    let mut tx = store.write().await?;
+    record(&mut tx, event, now).await?;
+    tx.commit().await
 }

@@ -3,12 +3,11 @@
 
 use uuid::Uuid;
 
-use super::{Store, StoreResult};
+use super::{Exec, Sql, StoreResult};
 use crate::domain::{FarmId, UserId};
-use crate::on_pool;
 
 /// One entry with the names a person reads.
-#[derive(Clone, Debug, sqlx::FromRow)]
+#[derive(Clone, Debug)]
 pub struct AuditEntry {
     pub id: Uuid,
     pub created_at: i64,
@@ -20,6 +19,17 @@ pub struct AuditEntry {
     /// A small JSON object.
     pub detail: String,
 }
+
+crate::from_record!(AuditEntry {
+    id,
+    created_at,
+    kind,
+    user_email,
+    client_id,
+    client_name,
+    grant_id,
+    detail,
+});
 
 /// The position after which a page starts: (created_at, id) of the last
 /// entry of the previous page.
@@ -36,35 +46,32 @@ pub struct AuditFilter {
 /// Up to `limit` entries of `farm` matching `filter`, newest first. The
 /// order (created_at, id) is served by the `audit_log_farm_time` index.
 pub async fn page(
-    store: &Store,
+    db: &mut impl Exec,
     farm: FarmId,
     filter: &AuditFilter,
     limit: i64,
 ) -> StoreResult<Vec<AuditEntry>> {
-    let rows = on_pool!(store, |pool| {
-        sqlx::query_as::<_, AuditEntry>(
-            "select a.id, a.created_at, a.kind, u.email as user_email, a.client_id,
-                 c.client_name, a.grant_id, a.detail
-             from audit_log a
-             left join users u on u.id = a.user_id
-             left join oauth_clients c on c.client_id = a.client_id
-             where a.farm_id = $1
-               and ($2 is null or a.user_id = $2)
-               and ($3 is null or a.client_id = $3)
-               and ($4 is null or a.kind = $4)
-               and ($5 is null or a.created_at < $5 or (a.created_at = $5 and a.id < $6))
-             order by a.created_at desc, a.id desc
-             limit $7",
-        )
-        .bind(farm.0)
-        .bind(filter.user.map(|u| u.0))
-        .bind(filter.client_id.as_deref())
-        .bind(filter.kind.as_deref())
-        .bind(filter.before.map(|(t, _)| t))
-        .bind(filter.before.map(|(_, id)| id))
-        .bind(limit)
-        .fetch_all(pool)
-        .await?
-    });
-    Ok(rows)
+    Sql::new(
+        "select a.id, a.created_at, a.kind, u.email as user_email, a.client_id,
+             c.client_name, a.grant_id, a.detail
+         from audit_log a
+         left join users u on u.id = a.user_id
+         left join oauth_clients c on c.client_id = a.client_id
+         where a.farm_id = $1
+           and ($2 is null or a.user_id = $2)
+           and ($3 is null or a.client_id = $3)
+           and ($4 is null or a.kind = $4)
+           and ($5 is null or a.created_at < $5 or (a.created_at = $5 and a.id < $6))
+         order by a.created_at desc, a.id desc
+         limit $7",
+    )
+    .bind(farm.0)
+    .bind(filter.user.map(|u| u.0))
+    .bind(filter.client_id.as_deref())
+    .bind(filter.kind.as_deref())
+    .bind(filter.before.map(|(t, _)| t))
+    .bind(filter.before.map(|(_, id)| id))
+    .bind(limit)
+    .fetch_all(db)
+    .await
 }

@@ -14,9 +14,8 @@
 
 use uuid::Uuid;
 
-use super::{Store, StoreResult};
+use super::{Exec, Sql, StoreResult};
 use crate::domain::{FlockId, GrantId};
-use crate::on_pool;
 
 /// What the store says about a token's grant, its user, membership and farm.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -42,7 +41,6 @@ pub struct StoredCallContext {
     pub token_revoked: bool,
 }
 
-#[derive(sqlx::FromRow)]
 struct Row {
     grant_id: Uuid,
     farm_id: Uuid,
@@ -61,6 +59,25 @@ struct Row {
     flock_id: Option<Uuid>,
     token_revoked: i64,
 }
+
+crate::from_record!(Row {
+    grant_id,
+    farm_id,
+    user_id,
+    client_id,
+    grant_scope,
+    revoked_at,
+    last_used_at,
+    user_epoch,
+    user_disabled,
+    must_change_password,
+    role,
+    flock_restricted,
+    farm_suspended,
+    connected_apps_enabled,
+    flock_id,
+    token_revoked,
+});
 
 const SQL: &str = "select g.id as grant_id, g.farm_id as farm_id, g.user_id as user_id,
         g.client_id as client_id, g.scope as grant_scope, g.revoked_at as revoked_at,
@@ -81,17 +98,11 @@ const SQL: &str = "select g.id as grant_id, g.farm_id as farm_id, g.user_id as u
 /// The call context of a token naming `grant` and `jti`; `None` when the
 /// grant, its user, the user's membership of its farm or the farm is gone.
 pub async fn load(
-    store: &Store,
+    db: &mut impl Exec,
     grant: GrantId,
     jti: &str,
 ) -> StoreResult<Option<StoredCallContext>> {
-    let rows: Vec<Row> = on_pool!(store, |pool| {
-        sqlx::query_as::<_, Row>(SQL)
-            .bind(grant.0)
-            .bind(jti)
-            .fetch_all(pool)
-            .await?
-    });
+    let rows: Vec<Row> = Sql::new(SQL).bind(grant.0).bind(jti).fetch_all(db).await?;
     let mut rows = rows.into_iter();
     let Some(first) = rows.next() else {
         return Ok(None);

@@ -3,10 +3,9 @@
 
 use time::OffsetDateTime;
 
-use super::{Store, StoreResult, unix};
-use crate::on_pool;
+use super::{Exec, Sql, StoreResult, Tx};
 
-#[derive(Clone, Debug, sqlx::FromRow)]
+#[derive(Clone, Debug)]
 pub struct ClientRow {
     pub client_id: String,
     pub kind: String,
@@ -21,6 +20,18 @@ pub struct ClientRow {
     pub last_used_at: Option<i64>,
     pub cache_expires_at: Option<i64>,
 }
+crate::from_record!(ClientRow {
+    client_id,
+    kind,
+    client_name,
+    redirect_uris,
+    token_endpoint_auth_method,
+    secret_hash,
+    metadata,
+    created_at,
+    last_used_at,
+    cache_expires_at,
+});
 
 pub struct NewClient<'a> {
     pub client_id: &'a str,
@@ -38,52 +49,44 @@ const SELECT: &str =
         secret_hash, metadata, created_at, last_used_at, cache_expires_at
     from oauth_clients";
 
-pub async fn insert(store: &Store, client: &NewClient<'_>, now: OffsetDateTime) -> StoreResult<()> {
+pub async fn insert(tx: &mut Tx, client: &NewClient<'_>, now: OffsetDateTime) -> StoreResult<()> {
     let uris = serde_json::Value::from(client.redirect_uris.to_vec()).to_string();
-    on_pool!(store, |pool| {
-        sqlx::query(
-            "insert into oauth_clients (client_id, kind, client_name, redirect_uris,
-                 token_endpoint_auth_method, secret_hash, metadata, created_at)
-             values ($1, $2, $3, $4, $5, $6, $7, $8)",
-        )
-        .bind(client.client_id)
-        .bind(client.kind)
-        .bind(client.client_name)
-        .bind(&uris)
-        .bind(client.auth_method)
-        .bind(client.secret_hash)
-        .bind(client.metadata.to_string())
-        .bind(unix(now))
-        .execute(pool)
-        .await?;
-    });
+    Sql::new(
+        "insert into oauth_clients (client_id, kind, client_name, redirect_uris,
+             token_endpoint_auth_method, secret_hash, metadata, created_at)
+         values ($1, $2, $3, $4, $5, $6, $7, $8)",
+    )
+    .bind(client.client_id)
+    .bind(client.kind)
+    .bind(client.client_name)
+    .bind(uris)
+    .bind(client.auth_method)
+    .bind(client.secret_hash)
+    .bind(client.metadata.to_string())
+    .bind(now)
+    .execute(tx)
+    .await?;
     Ok(())
 }
 
-pub async fn find(store: &Store, client_id: &str) -> StoreResult<Option<ClientRow>> {
-    let sql = format!("{SELECT} where client_id = $1");
-    let row = on_pool!(store, |pool| {
-        sqlx::query_as::<_, ClientRow>(&sql)
-            .bind(client_id)
-            .fetch_optional(pool)
-            .await?
-    });
-    Ok(row)
+pub async fn find(db: &mut impl Exec, client_id: &str) -> StoreResult<Option<ClientRow>> {
+    Sql::new(format!("{SELECT} where client_id = $1"))
+        .bind(client_id)
+        .fetch_optional(db)
+        .await
 }
 
 /// Records the first real use (a code redeemed): from then on a
 /// self-registered client no longer expires.
-pub async fn mark_used(store: &Store, client_id: &str, now: OffsetDateTime) -> StoreResult<()> {
-    on_pool!(store, |pool| {
-        sqlx::query(
-            "update oauth_clients set last_used_at = $2
-             where client_id = $1 and last_used_at is null",
-        )
-        .bind(client_id)
-        .bind(unix(now))
-        .execute(pool)
-        .await?;
-    });
+pub async fn mark_used(tx: &mut Tx, client_id: &str, now: OffsetDateTime) -> StoreResult<()> {
+    Sql::new(
+        "update oauth_clients set last_used_at = $2
+         where client_id = $1 and last_used_at is null",
+    )
+    .bind(client_id)
+    .bind(now)
+    .execute(tx)
+    .await?;
     Ok(())
 }
 
@@ -99,51 +102,45 @@ pub struct DocumentClient<'a> {
 }
 
 pub async fn upsert_metadata_document(
-    store: &Store,
+    tx: &mut Tx,
     doc: &DocumentClient<'_>,
     now: OffsetDateTime,
 ) -> StoreResult<()> {
     let uris = serde_json::Value::from(doc.redirect_uris.to_vec()).to_string();
     let metadata = serde_json::json!({ "document_host": doc.document_host }).to_string();
-    on_pool!(store, |pool| {
-        sqlx::query(
-            "insert into oauth_clients (client_id, kind, client_name, redirect_uris,
-                 token_endpoint_auth_method, metadata, created_at, cache_expires_at)
-             values ($1, 'metadata_document', $2, $3, 'none', $4, $5, $6)
-             on conflict (client_id) do update set
-                 client_name = excluded.client_name,
-                 redirect_uris = excluded.redirect_uris,
-                 metadata = excluded.metadata,
-                 cache_expires_at = excluded.cache_expires_at
-             where oauth_clients.kind = 'metadata_document'",
-        )
-        .bind(doc.client_id)
-        .bind(doc.client_name)
-        .bind(&uris)
-        .bind(&metadata)
-        .bind(unix(now))
-        .bind(unix(doc.fresh_until))
-        .execute(pool)
-        .await?;
-    });
+    Sql::new(
+        "insert into oauth_clients (client_id, kind, client_name, redirect_uris,
+             token_endpoint_auth_method, metadata, created_at, cache_expires_at)
+         values ($1, 'metadata_document', $2, $3, 'none', $4, $5, $6)
+         on conflict (client_id) do update set
+             client_name = excluded.client_name,
+             redirect_uris = excluded.redirect_uris,
+             metadata = excluded.metadata,
+             cache_expires_at = excluded.cache_expires_at
+         where oauth_clients.kind = 'metadata_document'",
+    )
+    .bind(doc.client_id)
+    .bind(doc.client_name)
+    .bind(uris)
+    .bind(metadata)
+    .bind(now)
+    .bind(doc.fresh_until)
+    .execute(tx)
+    .await?;
     Ok(())
 }
 
 /// Deletes self-registered clients created before `created_before` and
 /// never used; returns how many.
 pub async fn delete_unused_dynamic(
-    store: &Store,
+    tx: &mut Tx,
     created_before: OffsetDateTime,
 ) -> StoreResult<u64> {
-    let deleted = on_pool!(store, |pool| {
-        sqlx::query(
-            "delete from oauth_clients
-             where kind = 'dynamic' and last_used_at is null and created_at < $1",
-        )
-        .bind(unix(created_before))
-        .execute(pool)
-        .await?
-        .rows_affected()
-    });
-    Ok(deleted)
+    Sql::new(
+        "delete from oauth_clients
+         where kind = 'dynamic' and last_used_at is null and created_at < $1",
+    )
+    .bind(created_before)
+    .execute(tx)
+    .await
 }

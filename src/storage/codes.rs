@@ -10,9 +10,8 @@ use uuid::Uuid;
 
 use super::grants::{GRANT_STATUS_COLUMNS, GRANT_STATUS_JOIN, GrantStatus};
 use super::refresh_tokens::{self, NewRefreshToken};
-use super::{Store, StoreResult, unix};
+use super::{Exec, FromRecord, Record, Sql, StoreError, StoreResult, Tx};
 use crate::domain::{GrantId, UserId};
-use crate::on_pool;
 
 pub struct NewCode<'a> {
     pub code_hash: &'a str,
@@ -27,33 +26,31 @@ pub struct NewCode<'a> {
     pub expires_at: OffsetDateTime,
 }
 
-pub async fn insert(store: &Store, code: &NewCode<'_>, now: OffsetDateTime) -> StoreResult<()> {
-    on_pool!(store, |pool| {
-        sqlx::query(
-            "insert into authorization_codes (code_hash, grant_id, client_id, user_id,
-                 redirect_uri, code_challenge, resource, scope, credential_epoch,
-                 expires_at, created_at)
-             values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)",
-        )
-        .bind(code.code_hash)
-        .bind(code.grant.0)
-        .bind(code.client_id)
-        .bind(code.user.0)
-        .bind(code.redirect_uri)
-        .bind(code.code_challenge)
-        .bind(code.resource)
-        .bind(code.scope)
-        .bind(code.epoch)
-        .bind(unix(code.expires_at))
-        .bind(unix(now))
-        .execute(pool)
-        .await?;
-    });
+pub async fn insert(tx: &mut Tx, code: &NewCode<'_>, now: OffsetDateTime) -> StoreResult<()> {
+    Sql::new(
+        "insert into authorization_codes (code_hash, grant_id, client_id, user_id,
+             redirect_uri, code_challenge, resource, scope, credential_epoch,
+             expires_at, created_at)
+         values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)",
+    )
+    .bind(code.code_hash)
+    .bind(code.grant.0)
+    .bind(code.client_id)
+    .bind(code.user.0)
+    .bind(code.redirect_uri)
+    .bind(code.code_challenge)
+    .bind(code.resource)
+    .bind(code.scope)
+    .bind(code.epoch)
+    .bind(code.expires_at)
+    .bind(now)
+    .execute(tx)
+    .await?;
     Ok(())
 }
 
 /// A stored code with its grant's current status.
-#[derive(Clone, Debug, sqlx::FromRow)]
+#[derive(Clone, Debug)]
 pub struct CodeRow {
     pub client_id: String,
     pub user_id: Uuid,
@@ -64,76 +61,69 @@ pub struct CodeRow {
     pub credential_epoch: i64,
     pub expires_at: i64,
     pub consumed_at: Option<i64>,
-    #[sqlx(flatten)]
     pub grant: GrantStatus,
 }
 
-pub async fn find(store: &Store, code_hash: &str) -> StoreResult<Option<CodeRow>> {
-    let sql = format!(
+impl FromRecord for CodeRow {
+    fn from_record(r: &Record<'_>) -> Result<Self, StoreError> {
+        Ok(Self {
+            client_id: r.get("client_id")?,
+            user_id: r.get("user_id")?,
+            redirect_uri: r.get("redirect_uri")?,
+            code_challenge: r.get("code_challenge")?,
+            resource: r.get("resource")?,
+            scope: r.get("scope")?,
+            credential_epoch: r.get("credential_epoch")?,
+            expires_at: r.get("expires_at")?,
+            consumed_at: r.get("consumed_at")?,
+            grant: GrantStatus::from_record(r)?,
+        })
+    }
+}
+
+pub async fn find(db: &mut impl Exec, code_hash: &str) -> StoreResult<Option<CodeRow>> {
+    Sql::new(format!(
         "select c.client_id, c.user_id, c.redirect_uri, c.code_challenge, c.resource, c.scope,
              c.credential_epoch, c.expires_at, c.consumed_at, {GRANT_STATUS_COLUMNS}
          from authorization_codes c
          join grants g on g.id = c.grant_id {GRANT_STATUS_JOIN}
          where c.code_hash = $1"
-    );
-    let row = on_pool!(store, |pool| {
-        sqlx::query_as::<_, CodeRow>(&sql)
-            .bind(code_hash)
-            .fetch_optional(pool)
-            .await?
-    });
-    Ok(row)
+    ))
+    .bind(code_hash)
+    .fetch_optional(db)
+    .await
 }
 
 /// Spends the code and stores the first refresh token (if the client gets
-/// one), atomically. `false` when the code was already spent (a racing
-/// exchange won): nothing is stored.
+/// one) in the caller's transaction. `false` when the code was already
+/// spent (a racing exchange won): nothing is stored.
 pub async fn redeem(
-    store: &Store,
+    tx: &mut Tx,
     code_hash: &str,
     refresh: Option<&NewRefreshToken<'_>>,
     now: OffsetDateTime,
 ) -> StoreResult<bool> {
-    let redeemed = on_pool!(store, |pool| {
-        let mut tx = pool.begin().await?;
-        let spent = sqlx::query(
-            "update authorization_codes set consumed_at = $2
-             where code_hash = $1 and consumed_at is null",
-        )
-        .bind(code_hash)
-        .bind(unix(now))
-        .execute(&mut *tx)
-        .await?
-        .rows_affected();
-        if spent == 1 {
-            if let Some(refresh) = refresh {
-                sqlx::query(refresh_tokens::INSERT)
-                    .bind(refresh.token_hash)
-                    .bind(refresh.grant.0)
-                    .bind(refresh.scope)
-                    .bind(unix(refresh.expires_at))
-                    .bind(unix(now))
-                    .execute(&mut *tx)
-                    .await?;
-            }
-            tx.commit().await?;
-            true
-        } else {
-            tx.rollback().await?;
-            false
-        }
-    });
-    Ok(redeemed)
+    let spent = Sql::new(
+        "update authorization_codes set consumed_at = $2
+         where code_hash = $1 and consumed_at is null",
+    )
+    .bind(code_hash)
+    .bind(now)
+    .execute(tx)
+    .await?;
+    if spent != 1 {
+        return Ok(false);
+    }
+    if let Some(refresh) = refresh {
+        refresh_tokens::insert(tx, refresh, now).await?;
+    }
+    Ok(true)
 }
 
 /// Deletes codes that expired before `before`.
-pub async fn delete_expired(store: &Store, before: OffsetDateTime) -> StoreResult<u64> {
-    let deleted = on_pool!(store, |pool| {
-        sqlx::query("delete from authorization_codes where expires_at < $1")
-            .bind(unix(before))
-            .execute(pool)
-            .await?
-            .rows_affected()
-    });
-    Ok(deleted)
+pub async fn delete_expired(tx: &mut Tx, before: OffsetDateTime) -> StoreResult<u64> {
+    Sql::new("delete from authorization_codes where expires_at < $1")
+        .bind(before)
+        .execute(tx)
+        .await
 }

@@ -5,12 +5,11 @@
 
 use uuid::Uuid;
 
-use super::{Store, StoreResult};
+use super::{Exec, Sql, StoreResult};
 use crate::domain::{FarmId, GrantId, UserId};
-use crate::on_pool;
 
 /// One active grant with what a page or the command line shows about it.
-#[derive(Clone, Debug, sqlx::FromRow)]
+#[derive(Clone, Debug)]
 pub struct ConnectedApp {
     pub grant_id: Uuid,
     pub farm_id: Uuid,
@@ -26,6 +25,20 @@ pub struct ConnectedApp {
     pub created_at: i64,
     pub last_used_at: Option<i64>,
 }
+
+crate::from_record!(ConnectedApp {
+    grant_id,
+    farm_id,
+    farm_slug,
+    user_id,
+    email,
+    client_id,
+    client_name,
+    client_kind,
+    scope,
+    created_at,
+    last_used_at,
+});
 
 impl ConnectedApp {
     pub fn grant(&self) -> GrantId {
@@ -68,54 +81,49 @@ const SELECT: &str = "select g.id as grant_id, g.farm_id, f.slug as farm_slug, g
       and ($4 is null or g.id = $4)";
 
 /// Active grants matching `filter`, newest first.
-pub async fn list(store: &Store, filter: &AppFilter<'_>) -> StoreResult<Vec<ConnectedApp>> {
-    let sql = format!("{SELECT} order by g.created_at desc, g.id desc limit $5");
-    let rows = on_pool!(store, |pool| {
-        sqlx::query_as::<_, ConnectedApp>(&sql)
-            .bind(filter.farm.map(|f| f.0))
-            .bind(filter.user.map(|u| u.0))
-            .bind(filter.email)
-            .bind(filter.grant.map(|g| g.0))
-            .bind(MAX_LISTED)
-            .fetch_all(pool)
-            .await?
-    });
-    Ok(rows)
+pub async fn list(db: &mut impl Exec, filter: &AppFilter<'_>) -> StoreResult<Vec<ConnectedApp>> {
+    Sql::new(format!(
+        "{SELECT} order by g.created_at desc, g.id desc limit $5"
+    ))
+    .bind(filter.farm.map(|f| f.0))
+    .bind(filter.user.map(|u| u.0))
+    .bind(filter.email)
+    .bind(filter.grant.map(|g| g.0))
+    .bind(MAX_LISTED)
+    .fetch_all(db)
+    .await
 }
 
 /// The active grant `grant`, if it is active.
-pub async fn find_active(store: &Store, grant: GrantId) -> StoreResult<Option<ConnectedApp>> {
+pub async fn find_active(db: &mut impl Exec, grant: GrantId) -> StoreResult<Option<ConnectedApp>> {
     let filter = AppFilter {
         grant: Some(grant),
         ..AppFilter::default()
     };
-    Ok(list(store, &filter).await?.into_iter().next())
+    Ok(list(db, &filter).await?.into_iter().next())
 }
 
 /// How many apps `user` has connected (the start page shows it).
-pub async fn count_for_user(store: &Store, user: UserId) -> StoreResult<i64> {
-    let count: i64 = on_pool!(store, |pool| {
-        sqlx::query_scalar("select count(*) from grants where user_id = $1 and revoked_at is null")
-            .bind(user.0)
-            .fetch_one(pool)
-            .await?
-    });
-    Ok(count)
+pub async fn count_for_user(db: &mut impl Exec, user: UserId) -> StoreResult<i64> {
+    Sql::new("select count(*) from grants where user_id = $1 and revoked_at is null")
+        .bind(user.0)
+        .fetch_scalar(db)
+        .await
 }
 
 /// The client ids seen in a farm's audit log or grants, with their names,
 /// for the audit page's client filter.
-pub async fn clients_of_farm(store: &Store, farm: FarmId) -> StoreResult<Vec<(String, String)>> {
-    let rows: Vec<(String, String)> = on_pool!(store, |pool| {
-        sqlx::query_as(
-            "select c.client_id, c.client_name from oauth_clients c
-             where c.client_id in (select client_id from grants where farm_id = $1)
-             order by c.client_name, c.client_id
-             limit 200",
-        )
-        .bind(farm.0)
-        .fetch_all(pool)
-        .await?
-    });
-    Ok(rows)
+pub async fn clients_of_farm(
+    db: &mut impl Exec,
+    farm: FarmId,
+) -> StoreResult<Vec<(String, String)>> {
+    Sql::new(
+        "select c.client_id, c.client_name from oauth_clients c
+         where c.client_id in (select client_id from grants where farm_id = $1)
+         order by c.client_name, c.client_id
+         limit 200",
+    )
+    .bind(farm.0)
+    .fetch_all(db)
+    .await
 }

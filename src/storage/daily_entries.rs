@@ -18,16 +18,15 @@
 use time::{Date, OffsetDateTime};
 use uuid::Uuid;
 
-use super::audit::{AuditEvent, INSERT_SQL};
-use super::farm_query::{Bind, FarmQuery};
+use super::audit::{self, AuditEvent};
+use super::farm_query::FarmQuery;
 use super::flocks::FlockKey;
-use super::{Store, StoreError, StoreResult, unix};
+use super::{Exec, Sql, Store, StoreError, StoreResult, Tx};
 use crate::domain::{FarmId, FlockId, HouseId, Page, PageSize, Period, UserId};
 use crate::mcp::FlockScope;
-use crate::{fetch_farm_rows, on_pool};
 
 /// One day's entry as the tools show it.
-#[derive(Clone, Debug, PartialEq, Eq, sqlx::FromRow)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct EntryRow {
     pub entry_date: Date,
     pub eggs_collected: i64,
@@ -41,13 +40,25 @@ pub struct EntryRow {
     pub recorded_by: Option<String>,
 }
 
+crate::from_record!(EntryRow {
+    entry_date,
+    eggs_collected,
+    eggs_cracked,
+    mortality,
+    feed_used_g,
+    water_used_ml,
+    notes,
+    version,
+    recorded_by,
+});
+
 const ENTRY_COLUMNS: &str = "e.entry_date, e.eggs_collected, e.eggs_cracked, e.mortality,
         e.feed_used_g, e.water_used_ml, e.notes, e.version, u.email as recorded_by";
 
 /// One page of a flock's entries in a period, newest first. `after` is the
 /// last day of the previous page.
 pub async fn list_page(
-    store: &Store,
+    db: &mut impl Exec,
     farm: FarmId,
     scope: &FlockScope,
     flock: FlockId,
@@ -66,25 +77,25 @@ pub async fn list_page(
     );
     q.flock_scope("e.flock_id", scope);
     let (f, from, to) = (
-        q.bind(Bind::Uuid(flock.0)),
-        q.bind(Bind::Date(period.from().date())),
-        q.bind(Bind::Date(period.to().date())),
+        q.bind(flock.0),
+        q.bind(period.from().date()),
+        q.bind(period.to().date()),
     );
     q.push(&format!(
         " and e.flock_id = {f} and e.entry_date >= {from} and e.entry_date <= {to}"
     ));
     if let Some(after) = after {
-        let p = q.bind(Bind::Date(after));
+        let p = q.bind(after);
         q.push(&format!(" and e.entry_date < {p}"));
     }
-    let p = q.bind(Bind::Int(size.fetch_limit()));
+    let p = q.bind(size.fetch_limit());
     q.push(&format!(" order by e.entry_date desc limit {p}"));
-    let rows = fetch_farm_rows!(store, EntryRow, q);
+    let rows = q.fetch_all(db).await?;
     Ok(Page::from_fetched(rows, size))
 }
 
 /// Totals of one day over the flocks that recorded it.
-#[derive(Clone, Debug, PartialEq, Eq, sqlx::FromRow)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct DayTotals {
     pub entry_date: Date,
     pub flocks_recorded: i64,
@@ -97,11 +108,22 @@ pub struct DayTotals {
     pub hens: i64,
 }
 
+crate::from_record!(DayTotals {
+    entry_date,
+    flocks_recorded,
+    eggs_collected,
+    eggs_cracked,
+    mortality,
+    feed_used_g,
+    water_used_ml,
+    hens,
+});
+
 /// Per-day totals for one flock or every flock in scope, over a period. The
 /// period is capped, so at most one row per day and one entry per flock and
 /// day are read.
 pub async fn daily_totals(
-    store: &Store,
+    db: &mut impl Exec,
     farm: FarmId,
     scope: &FlockScope,
     flock: Option<FlockId>,
@@ -122,25 +144,22 @@ pub async fn daily_totals(
     );
     q.flock_scope("e.flock_id", scope);
     if let Some(flock) = flock {
-        let p = q.bind(Bind::Uuid(flock.0));
+        let p = q.bind(flock.0);
         q.push(&format!(" and e.flock_id = {p}"));
     }
-    let (from, to) = (
-        q.bind(Bind::Date(period.from().date())),
-        q.bind(Bind::Date(period.to().date())),
-    );
+    let (from, to) = (q.bind(period.from().date()), q.bind(period.to().date()));
     q.push(&format!(
         " and e.entry_date >= {from} and e.entry_date <= {to}"
     ));
-    let p = q.bind(Bind::Int(period.days() + 1));
+    let p = q.bind(period.days() + 1);
     q.push(&format!(
         " group by e.entry_date order by e.entry_date limit {p}"
     ));
-    Ok(fetch_farm_rows!(store, DayTotals, q))
+    q.fetch_all(db).await
 }
 
 /// Deaths of one flock over a period.
-#[derive(Clone, Debug, PartialEq, Eq, sqlx::FromRow)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct FlockDeaths {
     pub id: Uuid,
     pub name: String,
@@ -149,6 +168,15 @@ pub struct FlockDeaths {
     pub deaths: i64,
     pub days_recorded: i64,
 }
+
+crate::from_record!(FlockDeaths {
+    id,
+    name,
+    house,
+    head_count,
+    deaths,
+    days_recorded
+});
 
 impl FlockDeaths {
     pub fn key(&self) -> FlockKey {
@@ -160,7 +188,7 @@ impl FlockDeaths {
 /// the period. The page of flocks is chosen first, in a subquery with its
 /// own `limit`, so only that page's entries are aggregated.
 pub async fn deaths_page(
-    store: &Store,
+    db: &mut impl Exec,
     farm: FarmId,
     scope: &FlockScope,
     flock: Option<FlockId>,
@@ -181,21 +209,17 @@ pub async fn deaths_page(
     );
     q.flock_scope("f.id", scope);
     if let Some(flock) = flock {
-        let p = q.bind(Bind::Uuid(flock.0));
+        let p = q.bind(flock.0);
         q.push(&format!(" and f.id = {p}"));
     }
     if let Some((house, name, id)) = after {
-        let (a, b, c) = (
-            q.bind(Bind::Text(house.clone())),
-            q.bind(Bind::Text(name.clone())),
-            q.bind(Bind::Uuid(*id)),
-        );
+        let (a, b, c) = (q.bind(house.clone()), q.bind(name.clone()), q.bind(*id));
         q.push(&format!(" and (h.name, f.name, f.id) > ({a}, {b}, {c})"));
     }
     let (limit, from, to) = (
-        q.bind(Bind::Int(size.fetch_limit())),
-        q.bind(Bind::Date(period.from().date())),
-        q.bind(Bind::Date(period.to().date())),
+        q.bind(size.fetch_limit()),
+        q.bind(period.from().date()),
+        q.bind(period.to().date()),
     );
     q.push(&format!(
         " order by h.name, f.name, f.id limit {limit}
@@ -205,14 +229,14 @@ pub async fn deaths_page(
          group by p.id, p.name, p.house, p.head_count
          order by p.house, p.name, p.id"
     ));
-    let rows = fetch_farm_rows!(store, FlockDeaths, q);
+    let rows = q.fetch_all(db).await?;
     Ok(Page::from_fetched(rows, size))
 }
 
 /// Deaths over a period across every flock in scope: the report's total,
 /// one aggregate over the period's entries.
 pub async fn total_deaths(
-    store: &Store,
+    db: &mut impl Exec,
     farm: FarmId,
     scope: &FlockScope,
     flock: Option<FlockId>,
@@ -225,22 +249,14 @@ pub async fn total_deaths(
     );
     q.flock_scope("e.flock_id", scope);
     if let Some(flock) = flock {
-        let p = q.bind(Bind::Uuid(flock.0));
+        let p = q.bind(flock.0);
         q.push(&format!(" and e.flock_id = {p}"));
     }
-    let (from, to) = (
-        q.bind(Bind::Date(period.from().date())),
-        q.bind(Bind::Date(period.to().date())),
-    );
+    let (from, to) = (q.bind(period.from().date()), q.bind(period.to().date()));
     q.push(&format!(
         " and e.entry_date >= {from} and e.entry_date <= {to}"
     ));
-    let total: i64 = on_pool!(store, |pool| {
-        crate::bind_all!(sqlx::query_scalar::<_, i64>(q.sql()), q)
-            .fetch_one(pool)
-            .await?
-    });
-    Ok(total)
+    q.fetch_scalar(db).await
 }
 
 /// What a caller asks to record. Omitted optional counts and notes keep
@@ -336,94 +352,79 @@ pub async fn record(
     let may_update = write.expected_version != Some(0);
 
     for _ in 0..MAX_ATTEMPTS {
-        let outcome: Option<WriteOutcome> = on_pool!(store, |pool| {
-            let mut tx = pool.begin().await?;
-            let mut change = None;
-            if may_insert {
-                let created: Option<i64> = sqlx::query_scalar(
-                    "insert into daily_entries (id, farm_id, house_id, flock_id, entry_date,
-                        eggs_collected, eggs_cracked, mortality, feed_used_g, water_used_ml,
-                        notes, version, recorded_by, created_at, updated_at)
-                     values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, 1, $12, $13, $13)
-                     on conflict (flock_id, entry_date) do nothing
-                     returning version",
-                )
-                .bind(Uuid::now_v7())
+        let mut tx = store.write().await?;
+        let mut change = None;
+        if may_insert {
+            let created: Option<i64> = Sql::new(
+                "insert into daily_entries (id, farm_id, house_id, flock_id, entry_date,
+                    eggs_collected, eggs_cracked, mortality, feed_used_g, water_used_ml,
+                    notes, version, recorded_by, created_at, updated_at)
+                 values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, 1, $12, $13, $13)
+                 on conflict (flock_id, entry_date) do nothing
+                 returning version",
+            )
+            .bind(Uuid::now_v7())
+            .bind(write.farm.0)
+            .bind(write.house.0)
+            .bind(write.flock.0)
+            .bind(write.date)
+            .bind(write.eggs_collected)
+            .bind(write.eggs_cracked.unwrap_or(0))
+            .bind(write.mortality.unwrap_or(0))
+            .bind(write.feed_used_g.unwrap_or(0))
+            .bind(write.water_used_ml.unwrap_or(0))
+            .bind(write.notes.unwrap_or(""))
+            .bind(write.recorded_by.0)
+            .bind(now)
+            .fetch_optional_scalar(&mut tx)
+            .await?;
+            change = created.map(|v| ("created", v));
+        }
+        if change.is_none() && may_update {
+            let mut query = Sql::new(update.as_str())
                 .bind(write.farm.0)
-                .bind(write.house.0)
                 .bind(write.flock.0)
                 .bind(write.date)
                 .bind(write.eggs_collected)
-                .bind(write.eggs_cracked.unwrap_or(0))
-                .bind(write.mortality.unwrap_or(0))
-                .bind(write.feed_used_g.unwrap_or(0))
-                .bind(write.water_used_ml.unwrap_or(0))
-                .bind(write.notes.unwrap_or(""))
+                .bind(write.eggs_cracked)
+                .bind(write.mortality)
+                .bind(write.feed_used_g)
+                .bind(write.water_used_ml)
+                .bind(write.notes)
                 .bind(write.recorded_by.0)
-                .bind(unix(now))
-                .fetch_optional(&mut *tx)
-                .await?;
-                change = created.map(|v| ("created", v));
+                .bind(now);
+            if let Some(expected) = write.expected_version {
+                query = query.bind(expected);
             }
-            if change.is_none() && may_update {
-                let mut query = sqlx::query_scalar::<_, i64>(&update)
-                    .bind(write.farm.0)
-                    .bind(write.flock.0)
-                    .bind(write.date)
-                    .bind(write.eggs_collected)
-                    .bind(write.eggs_cracked)
-                    .bind(write.mortality)
-                    .bind(write.feed_used_g)
-                    .bind(write.water_used_ml)
-                    .bind(write.notes)
-                    .bind(write.recorded_by.0)
-                    .bind(unix(now));
-                if let Some(expected) = write.expected_version {
-                    query = query.bind(expected);
+            let updated: Option<i64> = query.fetch_optional_scalar(&mut tx).await?;
+            change = updated.map(|v| ("updated", v));
+        }
+        let current: Option<EntryRow> = current_entry(&mut tx, write, &select_current).await?;
+        let outcome = match (change, current) {
+            (Some((change, version)), Some(current)) => {
+                let mut detail = audit.detail.clone();
+                if let Some(object) = detail.as_object_mut() {
+                    object.insert("change".into(), change.into());
+                    object.insert("version".into(), version.into());
                 }
-                let updated: Option<i64> = query.fetch_optional(&mut *tx).await?;
-                change = updated.map(|v| ("updated", v));
+                let event = AuditEvent {
+                    detail,
+                    ..audit.clone()
+                };
+                audit::record(&mut tx, &event, now).await?;
+                tx.commit().await?;
+                Some(if change == "created" {
+                    WriteOutcome::Created(current)
+                } else {
+                    WriteOutcome::Updated(current)
+                })
             }
-            let current: Option<EntryRow> = sqlx::query_as::<_, EntryRow>(&select_current)
-                .bind(write.farm.0)
-                .bind(write.flock.0)
-                .bind(write.date)
-                .fetch_optional(&mut *tx)
-                .await?;
-            match (change, current) {
-                (Some((change, version)), Some(current)) => {
-                    let mut detail = audit.detail.clone();
-                    if let Some(object) = detail.as_object_mut() {
-                        object.insert("change".into(), change.into());
-                        object.insert("version".into(), version.into());
-                    }
-                    sqlx::query(INSERT_SQL)
-                        .bind(Uuid::now_v7())
-                        .bind(audit.farm.map(|f| f.0))
-                        .bind(audit.user.map(|u| u.0))
-                        .bind(audit.client_id)
-                        .bind(audit.grant.map(|g| g.0))
-                        .bind(audit.kind.as_str())
-                        .bind(detail.to_string())
-                        .bind(unix(now))
-                        .execute(&mut *tx)
-                        .await?;
-                    tx.commit().await?;
-                    Some(if change == "created" {
-                        WriteOutcome::Created(current)
-                    } else {
-                        WriteOutcome::Updated(current)
-                    })
-                }
-                // A row we just wrote cannot be missing inside our own
-                // transaction; treat it as a storage fault.
-                (Some(_), None) => return Err(StoreError::NotFound),
-                (None, current) => {
-                    tx.rollback().await?;
-                    classify(write, current)
-                }
-            }
-        });
+            // A row we just wrote cannot be missing inside our own
+            // transaction; treat it as a storage fault.
+            (Some(_), None) => return Err(StoreError::NotFound),
+            // Nothing written: the transaction is dropped (rolled back).
+            (None, current) => classify(write, current),
+        };
         if let Some(outcome) = outcome {
             return Ok(outcome);
         }
@@ -431,6 +432,19 @@ pub async fn record(
     Err(StoreError::Conflict(
         "daily entry kept changing under concurrent writers".to_owned(),
     ))
+}
+
+async fn current_entry(
+    tx: &mut Tx,
+    write: &EntryWrite<'_>,
+    select_current: &str,
+) -> StoreResult<Option<EntryRow>> {
+    Sql::new(select_current)
+        .bind(write.farm.0)
+        .bind(write.flock.0)
+        .bind(write.date)
+        .fetch_optional(tx)
+        .await
 }
 
 /// Nothing was written: say why, or `None` when the row changed between

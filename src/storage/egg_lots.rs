@@ -4,16 +4,15 @@
 use time::{Date, OffsetDateTime};
 use uuid::Uuid;
 
-use super::farm_query::{Bind, FarmQuery};
-use super::{Store, StoreResult, unix};
+use super::farm_query::FarmQuery;
+use super::{Exec, Sql, StoreResult, Tx};
 use crate::domain::{FarmId, FlockId, Page, PageSize, Period};
 use crate::mcp::FlockScope;
-use crate::{fetch_farm_rows, on_pool};
 
 /// The statuses a lot may have (the table's check constraint).
 pub const STATUSES: &[&str] = &["in_store", "shipped", "discarded"];
 
-#[derive(Clone, Debug, PartialEq, Eq, sqlx::FromRow)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct EggLotRow {
     pub lot_code: String,
     pub flock: String,
@@ -23,6 +22,16 @@ pub struct EggLotRow {
     pub quantity: i64,
     pub status: String,
 }
+
+crate::from_record!(EggLotRow {
+    lot_code,
+    flock,
+    house,
+    laid_on,
+    grade,
+    quantity,
+    status
+});
 
 /// (laid on, lot code): lots are listed newest first, then by code
 /// (descending, so one row comparison serves as the keyset condition).
@@ -42,7 +51,7 @@ pub struct EggLotFilter {
 }
 
 pub async fn list_page(
-    store: &Store,
+    db: &mut impl Exec,
     farm: FarmId,
     scope: &FlockScope,
     filter: &EggLotFilter,
@@ -60,30 +69,27 @@ pub async fn list_page(
     );
     q.flock_scope("l.flock_id", scope);
     let (from, to) = (
-        q.bind(Bind::Date(filter.period.from().date())),
-        q.bind(Bind::Date(filter.period.to().date())),
+        q.bind(filter.period.from().date()),
+        q.bind(filter.period.to().date()),
     );
     q.push(&format!(" and l.laid_on >= {from} and l.laid_on <= {to}"));
     if let Some(status) = &filter.status {
-        let p = q.bind(Bind::Text(status.clone()));
+        let p = q.bind(status.clone());
         q.push(&format!(" and l.status = {p}"));
     }
     if let Some(flock) = filter.flock {
-        let p = q.bind(Bind::Uuid(flock.0));
+        let p = q.bind(flock.0);
         q.push(&format!(" and l.flock_id = {p}"));
     }
     if let Some((laid_on, code)) = after {
-        let (a, b) = (
-            q.bind(Bind::Date(*laid_on)),
-            q.bind(Bind::Text(code.clone())),
-        );
+        let (a, b) = (q.bind(*laid_on), q.bind(code.clone()));
         q.push(&format!(" and (l.laid_on, l.lot_code) < ({a}, {b})"));
     }
-    let p = q.bind(Bind::Int(size.fetch_limit()));
+    let p = q.bind(size.fetch_limit());
     q.push(&format!(
         " order by l.laid_on desc, l.lot_code desc limit {p}"
     ));
-    let rows = fetch_farm_rows!(store, EggLotRow, q);
+    let rows = q.fetch_all(db).await?;
     Ok(Page::from_fetched(rows, size))
 }
 
@@ -98,29 +104,27 @@ pub struct NewEggLot<'a> {
 }
 
 pub async fn add(
-    store: &Store,
+    tx: &mut Tx,
     farm: FarmId,
     lot: &NewEggLot<'_>,
     now: OffsetDateTime,
 ) -> StoreResult<()> {
-    on_pool!(store, |pool| {
-        sqlx::query(
-            "insert into egg_lots (id, farm_id, flock_id, lot_code, laid_on, grade, quantity,
-                status, created_at)
-             select $2, $1, f.id, $3, $4, $5, $6, $7, $8
-             from flocks f where f.farm_id = $1 and f.id = $9",
-        )
-        .bind(farm.0)
-        .bind(Uuid::now_v7())
-        .bind(lot.lot_code)
-        .bind(lot.laid_on)
-        .bind(lot.grade)
-        .bind(lot.quantity)
-        .bind(lot.status)
-        .bind(unix(now))
-        .bind(lot.flock.0)
-        .execute(pool)
-        .await?;
-    });
+    Sql::new(
+        "insert into egg_lots (id, farm_id, flock_id, lot_code, laid_on, grade, quantity,
+            status, created_at)
+         select $2, $1, f.id, $3, $4, $5, $6, $7, $8
+         from flocks f where f.farm_id = $1 and f.id = $9",
+    )
+    .bind(farm.0)
+    .bind(Uuid::now_v7())
+    .bind(lot.lot_code)
+    .bind(lot.laid_on)
+    .bind(lot.grade)
+    .bind(lot.quantity)
+    .bind(lot.status)
+    .bind(now)
+    .bind(lot.flock.0)
+    .execute(tx)
+    .await?;
     Ok(())
 }

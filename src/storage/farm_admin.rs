@@ -7,17 +7,17 @@
 use time::Date;
 use uuid::Uuid;
 
-use super::{Store, StoreError, StoreResult};
+use super::{Exec, Sql, StoreError, StoreResult, Tx};
 use crate::domain::{FarmId, FlockId, HouseId};
-use crate::on_pool;
 
-#[derive(Clone, Debug, sqlx::FromRow)]
+#[derive(Clone, Debug)]
 pub struct HouseRow {
     pub id: Uuid,
     pub name: String,
 }
+crate::from_record!(HouseRow { id, name });
 
-#[derive(Clone, Debug, sqlx::FromRow)]
+#[derive(Clone, Debug)]
 pub struct FlockAdminRow {
     pub id: Uuid,
     pub house: String,
@@ -27,44 +27,43 @@ pub struct FlockAdminRow {
     pub head_count: i64,
     pub status: String,
 }
+crate::from_record!(FlockAdminRow {
+    id,
+    house,
+    name,
+    breed,
+    placed_on,
+    head_count,
+    status
+});
 
-pub async fn houses(store: &Store, farm: FarmId) -> StoreResult<Vec<HouseRow>> {
-    let rows = on_pool!(store, |pool| {
-        sqlx::query_as::<_, HouseRow>(
-            "select id, name from houses where farm_id = $1 order by name limit 500",
-        )
+pub async fn houses(db: &mut impl Exec, farm: FarmId) -> StoreResult<Vec<HouseRow>> {
+    Sql::new("select id, name from houses where farm_id = $1 order by name limit 500")
         .bind(farm.0)
-        .fetch_all(pool)
-        .await?
-    });
-    Ok(rows)
+        .fetch_all(db)
+        .await
 }
 
-pub async fn flocks(store: &Store, farm: FarmId) -> StoreResult<Vec<FlockAdminRow>> {
-    let rows = on_pool!(store, |pool| {
-        sqlx::query_as::<_, FlockAdminRow>(
-            "select f.id, h.name as house, f.name, f.breed, f.placed_on, f.head_count, f.status
-             from flocks f join houses h on h.id = f.house_id and h.farm_id = f.farm_id
-             where f.farm_id = $1
-             order by f.status, h.name, f.name
-             limit 1000",
-        )
-        .bind(farm.0)
-        .fetch_all(pool)
-        .await?
-    });
-    Ok(rows)
+pub async fn flocks(db: &mut impl Exec, farm: FarmId) -> StoreResult<Vec<FlockAdminRow>> {
+    Sql::new(
+        "select f.id, h.name as house, f.name, f.breed, f.placed_on, f.head_count, f.status
+         from flocks f join houses h on h.id = f.house_id and h.farm_id = f.farm_id
+         where f.farm_id = $1
+         order by f.status, h.name, f.name
+         limit 1000",
+    )
+    .bind(farm.0)
+    .fetch_all(db)
+    .await
 }
 
 /// Whether `house` is one of `farm`'s houses.
-pub async fn house_of_farm(store: &Store, farm: FarmId, house: HouseId) -> StoreResult<bool> {
-    let found: Option<Uuid> = on_pool!(store, |pool| {
-        sqlx::query_scalar("select id from houses where farm_id = $1 and id = $2")
-            .bind(farm.0)
-            .bind(house.0)
-            .fetch_optional(pool)
-            .await?
-    });
+pub async fn house_of_farm(db: &mut impl Exec, farm: FarmId, house: HouseId) -> StoreResult<bool> {
+    let found: Option<Uuid> = Sql::new("select id from houses where farm_id = $1 and id = $2")
+        .bind(farm.0)
+        .bind(house.0)
+        .fetch_optional_scalar(db)
+        .await?;
     Ok(found.is_some())
 }
 
@@ -78,51 +77,42 @@ fn one_row(affected: u64) -> StoreResult<()> {
 
 /// `Conflict` when the farm already has a house of that name.
 pub async fn rename_house(
-    store: &Store,
+    tx: &mut Tx,
     farm: FarmId,
     house: HouseId,
     name: &str,
 ) -> StoreResult<()> {
-    let affected = on_pool!(store, |pool| {
-        sqlx::query("update houses set name = $3 where farm_id = $1 and id = $2")
-            .bind(farm.0)
-            .bind(house.0)
-            .bind(name)
-            .execute(pool)
-            .await?
-            .rows_affected()
-    });
+    let affected = Sql::new("update houses set name = $3 where farm_id = $1 and id = $2")
+        .bind(farm.0)
+        .bind(house.0)
+        .bind(name)
+        .execute(tx)
+        .await?;
     one_row(affected)
 }
 
 /// `Conflict` when the flock's house already has a flock of that name.
 pub async fn rename_flock(
-    store: &Store,
+    tx: &mut Tx,
     farm: FarmId,
     flock: FlockId,
     name: &str,
 ) -> StoreResult<()> {
-    let affected = on_pool!(store, |pool| {
-        sqlx::query("update flocks set name = $3 where farm_id = $1 and id = $2")
-            .bind(farm.0)
-            .bind(flock.0)
-            .bind(name)
-            .execute(pool)
-            .await?
-            .rows_affected()
-    });
+    let affected = Sql::new("update flocks set name = $3 where farm_id = $1 and id = $2")
+        .bind(farm.0)
+        .bind(flock.0)
+        .bind(name)
+        .execute(tx)
+        .await?;
     one_row(affected)
 }
 
 /// Marks a flock depleted (all birds gone); its records stay.
-pub async fn deplete_flock(store: &Store, farm: FarmId, flock: FlockId) -> StoreResult<()> {
-    let affected = on_pool!(store, |pool| {
-        sqlx::query("update flocks set status = 'depleted' where farm_id = $1 and id = $2")
-            .bind(farm.0)
-            .bind(flock.0)
-            .execute(pool)
-            .await?
-            .rows_affected()
-    });
+pub async fn deplete_flock(tx: &mut Tx, farm: FarmId, flock: FlockId) -> StoreResult<()> {
+    let affected = Sql::new("update flocks set status = 'depleted' where farm_id = $1 and id = $2")
+        .bind(farm.0)
+        .bind(flock.0)
+        .execute(tx)
+        .await?;
     one_row(affected)
 }

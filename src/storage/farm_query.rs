@@ -8,26 +8,14 @@
 //! the farm, and [`FarmQuery::flock_scope`] turns a restricted scope with no
 //! flocks into a condition that matches nothing.
 
-use time::Date;
-use uuid::Uuid;
-
+use super::engine::{Exec, FromRecord, Sql, StoreResult, Value};
 use crate::domain::FarmId;
 use crate::mcp::FlockScope;
-
-/// One bound value.
-#[derive(Clone, Debug)]
-pub enum Bind {
-    Uuid(Uuid),
-    Date(Date),
-    Text(String),
-    Int(i64),
-}
 
 /// SQL text and its binds, in placeholder order.
 #[derive(Clone, Debug)]
 pub struct FarmQuery {
-    sql: String,
-    binds: Vec<Bind>,
+    sql: Sql<'static>,
 }
 
 impl FarmQuery {
@@ -35,21 +23,19 @@ impl FarmQuery {
     /// by farm; every later placeholder comes from [`FarmQuery::bind`].
     pub fn new(farm: FarmId, sql: &str) -> Self {
         Self {
-            sql: sql.to_owned(),
-            binds: vec![Bind::Uuid(farm.0)],
+            sql: Sql::new(sql.to_owned()).bind(farm.0),
         }
     }
 
     /// Appends SQL text.
     pub fn push(&mut self, sql: &str) -> &mut Self {
-        self.sql.push_str(sql);
+        self.sql.push(sql);
         self
     }
 
     /// Adds a bind and returns its placeholder (`$n`).
-    pub fn bind(&mut self, value: Bind) -> String {
-        self.binds.push(value);
-        format!("${}", self.binds.len())
+    pub fn bind(&mut self, value: impl Into<Value<'static>>) -> String {
+        self.sql.push_bind(value)
     }
 
     /// `and <column> in (...)` for a restricted scope; nothing for the whole
@@ -60,8 +46,7 @@ impl FarmQuery {
             None => self,
             Some([]) => self.push(" and 1 = 0"),
             Some(flocks) => {
-                let placeholders: Vec<String> =
-                    flocks.iter().map(|f| self.bind(Bind::Uuid(f.0))).collect();
+                let placeholders: Vec<String> = flocks.iter().map(|f| self.bind(f.0)).collect();
                 let clause = format!(" and {column} in ({})", placeholders.join(", "));
                 self.push(&clause)
             }
@@ -69,44 +54,25 @@ impl FarmQuery {
     }
 
     pub fn sql(&self) -> &str {
-        &self.sql
+        self.sql.text()
     }
 
-    pub fn binds(&self) -> &[Bind] {
-        &self.binds
+    pub fn binds(&self) -> &[Value<'static>] {
+        self.sql.values()
     }
-}
 
-/// Attaches a [`FarmQuery`]'s binds to a sqlx query, on either engine.
-#[macro_export]
-macro_rules! bind_all {
-    ($query:expr, $farm_query:expr) => {{
-        let mut query = $query;
-        for value in $farm_query.binds() {
-            query = match value {
-                $crate::storage::farm_query::Bind::Uuid(v) => query.bind(*v),
-                $crate::storage::farm_query::Bind::Date(v) => query.bind(*v),
-                $crate::storage::farm_query::Bind::Text(v) => query.bind(v.as_str()),
-                $crate::storage::farm_query::Bind::Int(v) => query.bind(*v),
-            };
-        }
-        query
-    }};
-}
+    /// Every row the query returns (its own `limit` bounds them).
+    pub async fn fetch_all<T: FromRecord>(&self, db: &mut impl Exec) -> StoreResult<Vec<T>> {
+        self.sql.fetch_all(db).await
+    }
 
-/// Runs a [`FarmQuery`] and decodes every row it returns (the query's own
-/// `limit` bounds them).
-#[macro_export]
-macro_rules! fetch_farm_rows {
-    ($store:expr, $row:ty, $farm_query:expr) => {{
-        let q = &$farm_query;
-        let rows: Vec<$row> = $crate::on_pool!($store, |pool| {
-            $crate::bind_all!(sqlx::query_as::<_, $row>(q.sql()), q)
-                .fetch_all(pool)
-                .await?
-        });
-        rows
-    }};
+    /// The first column of the one row an aggregate returns.
+    pub async fn fetch_scalar<T: super::engine::Column>(
+        &self,
+        db: &mut impl Exec,
+    ) -> StoreResult<T> {
+        self.sql.fetch_scalar(db).await
+    }
 }
 
 #[cfg(test)]
@@ -120,7 +86,7 @@ mod tests {
         let mut whole = FarmQuery::new(farm, "select 1 from flocks f where f.farm_id = $1");
         whole.flock_scope("f.id", &FlockScope::resolve(false, vec![]));
         assert_eq!(whole.sql(), "select 1 from flocks f where f.farm_id = $1");
-        assert!(matches!(whole.binds(), [Bind::Uuid(id)] if *id == farm.0));
+        assert_eq!(whole.binds(), &[Value::Uuid(Some(farm.0))]);
 
         let mut none = FarmQuery::new(farm, "w f.farm_id = $1");
         none.flock_scope("f.id", &FlockScope::resolve(true, vec![]));

@@ -8,18 +8,17 @@
 use time::Date;
 use uuid::Uuid;
 
-use super::farm_query::{Bind, FarmQuery};
-use super::{Store, StoreError, StoreResult};
+use super::farm_query::FarmQuery;
+use super::{Exec, Sql, StoreError, StoreResult, Tx};
 use crate::domain::{FarmId, FlockId, HouseId, Page, PageSize};
 use crate::mcp::FlockScope;
-use crate::{fetch_farm_rows, on_pool};
 
 /// At most this many flocks are returned for one name; more are reported
 /// as "and more", never listed in full.
 pub const MAX_NAME_MATCHES: i64 = 10;
 
 /// A flock with its house, as every tool shows it.
-#[derive(Clone, Debug, PartialEq, Eq, sqlx::FromRow)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct FlockRow {
     pub id: Uuid,
     pub house_id: Uuid,
@@ -30,6 +29,17 @@ pub struct FlockRow {
     pub head_count: i64,
     pub status: String,
 }
+
+crate::from_record!(FlockRow {
+    id,
+    house_id,
+    name,
+    house,
+    breed,
+    placed_on,
+    head_count,
+    status
+});
 
 impl FlockRow {
     pub fn flock_id(&self) -> FlockId {
@@ -58,7 +68,7 @@ const SELECT: &str = "select f.id, f.house_id, f.name, h.name as house, f.breed,
 /// The flocks in scope named `name` (in `house`, when given), up to
 /// [`MAX_NAME_MATCHES`] + 1 so the caller can tell "several" from "many".
 pub async fn named(
-    store: &Store,
+    db: &mut impl Exec,
     farm: FarmId,
     scope: &FlockScope,
     name: &str,
@@ -66,15 +76,15 @@ pub async fn named(
 ) -> StoreResult<Vec<FlockRow>> {
     let mut q = FarmQuery::new(farm, SELECT);
     q.flock_scope("f.id", scope);
-    let p = q.bind(Bind::Text(name.to_owned()));
+    let p = q.bind(name.to_owned());
     q.push(&format!(" and f.name = {p}"));
     if let Some(house) = house {
-        let p = q.bind(Bind::Text(house.to_owned()));
+        let p = q.bind(house.to_owned());
         q.push(&format!(" and h.name = {p}"));
     }
-    let p = q.bind(Bind::Int(MAX_NAME_MATCHES + 1));
+    let p = q.bind(MAX_NAME_MATCHES + 1);
     q.push(&format!(" order by h.name, f.id limit {p}"));
-    Ok(fetch_farm_rows!(store, FlockRow, q))
+    q.fetch_all(db).await
 }
 
 /// Optional filters of the flock list.
@@ -86,7 +96,7 @@ pub struct FlockFilter {
 
 /// One page of the flocks in scope, by house then name.
 pub async fn list_page(
-    store: &Store,
+    db: &mut impl Exec,
     farm: FarmId,
     scope: &FlockScope,
     filter: &FlockFilter,
@@ -96,43 +106,36 @@ pub async fn list_page(
     let mut q = FarmQuery::new(farm, SELECT);
     q.flock_scope("f.id", scope);
     if let Some(status) = &filter.status {
-        let p = q.bind(Bind::Text(status.clone()));
+        let p = q.bind(status.clone());
         q.push(&format!(" and f.status = {p}"));
     }
     if let Some(house) = &filter.house {
-        let p = q.bind(Bind::Text(house.clone()));
+        let p = q.bind(house.clone());
         q.push(&format!(" and h.name = {p}"));
     }
     if let Some((house, name, id)) = after {
-        let (a, b, c) = (
-            q.bind(Bind::Text(house.clone())),
-            q.bind(Bind::Text(name.clone())),
-            q.bind(Bind::Uuid(*id)),
-        );
+        let (a, b, c) = (q.bind(house.clone()), q.bind(name.clone()), q.bind(*id));
         q.push(&format!(" and (h.name, f.name, f.id) > ({a}, {b}, {c})"));
     }
-    let p = q.bind(Bind::Int(size.fetch_limit()));
+    let p = q.bind(size.fetch_limit());
     q.push(&format!(" order by h.name, f.name, f.id limit {p}"));
-    let rows = fetch_farm_rows!(store, FlockRow, q);
+    let rows = q.fetch_all(db).await?;
     Ok(Page::from_fetched(rows, size))
 }
 
 /// Sets a flock's head count (the operator's correction after a count).
 pub async fn set_head_count(
-    store: &Store,
+    tx: &mut Tx,
     farm: FarmId,
     flock: FlockId,
     head_count: i64,
 ) -> StoreResult<()> {
-    let changed = on_pool!(store, |pool| {
-        sqlx::query("update flocks set head_count = $3 where farm_id = $1 and id = $2")
-            .bind(farm.0)
-            .bind(flock.0)
-            .bind(head_count)
-            .execute(pool)
-            .await?
-            .rows_affected()
-    });
+    let changed = Sql::new("update flocks set head_count = $3 where farm_id = $1 and id = $2")
+        .bind(farm.0)
+        .bind(flock.0)
+        .bind(head_count)
+        .execute(tx)
+        .await?;
     if changed == 0 {
         return Err(StoreError::NotFound);
     }
@@ -141,21 +144,18 @@ pub async fn set_head_count(
 
 /// Marks a flock active or depleted.
 pub async fn set_status(
-    store: &Store,
+    tx: &mut Tx,
     farm: FarmId,
     flock: FlockId,
     depleted: bool,
 ) -> StoreResult<()> {
     let status = if depleted { "depleted" } else { "active" };
-    let changed = on_pool!(store, |pool| {
-        sqlx::query("update flocks set status = $3 where farm_id = $1 and id = $2")
-            .bind(farm.0)
-            .bind(flock.0)
-            .bind(status)
-            .execute(pool)
-            .await?
-            .rows_affected()
-    });
+    let changed = Sql::new("update flocks set status = $3 where farm_id = $1 and id = $2")
+        .bind(farm.0)
+        .bind(flock.0)
+        .bind(status)
+        .execute(tx)
+        .await?;
     if changed == 0 {
         return Err(StoreError::NotFound);
     }

@@ -10,12 +10,11 @@
 use time::OffsetDateTime;
 use uuid::Uuid;
 
-use super::{Store, StoreError, StoreResult, unix};
+use super::{Exec, Sql, StoreResult, Tx};
 use crate::domain::{FarmId, GrantId, UserId};
-use crate::on_pool;
 
 /// A grant with what decides whether it may still issue tokens.
-#[derive(Clone, Debug, sqlx::FromRow)]
+#[derive(Clone, Debug)]
 pub struct GrantStatus {
     pub grant_id: Uuid,
     pub grant_farm_id: Uuid,
@@ -32,6 +31,21 @@ pub struct GrantStatus {
     pub farm_suspended: bool,
     pub farm_apps_enabled: bool,
 }
+
+crate::from_record!(GrantStatus {
+    grant_id,
+    grant_farm_id,
+    grant_user_id,
+    grant_client_id,
+    grant_scope,
+    grant_resource,
+    grant_epoch,
+    grant_revoked_at,
+    user_epoch,
+    user_disabled,
+    farm_suspended,
+    farm_apps_enabled,
+});
 
 impl GrantStatus {
     pub fn id(&self) -> GrantId {
@@ -60,36 +74,29 @@ pub const GRANT_STATUS_COLUMNS: &str = "g.id as grant_id, g.farm_id as grant_far
 pub const GRANT_STATUS_JOIN: &str =
     "join users u on u.id = g.user_id join farms f on f.id = g.farm_id";
 
-pub async fn status(store: &Store, grant: GrantId) -> StoreResult<Option<GrantStatus>> {
-    let sql =
-        format!("select {GRANT_STATUS_COLUMNS} from grants g {GRANT_STATUS_JOIN} where g.id = $1");
-    let row = on_pool!(store, |pool| {
-        sqlx::query_as::<_, GrantStatus>(&sql)
-            .bind(grant.0)
-            .fetch_optional(pool)
-            .await?
-    });
-    Ok(row)
+pub async fn status(db: &mut impl Exec, grant: GrantId) -> StoreResult<Option<GrantStatus>> {
+    Sql::new(format!(
+        "select {GRANT_STATUS_COLUMNS} from grants g {GRANT_STATUS_JOIN} where g.id = $1"
+    ))
+    .bind(grant.0)
+    .fetch_optional(db)
+    .await
 }
 
 /// The active grant of `user` to `client_id`, if any.
 pub async fn active_for(
-    store: &Store,
+    db: &mut impl Exec,
     user: UserId,
     client_id: &str,
 ) -> StoreResult<Option<GrantStatus>> {
-    let sql = format!(
+    Sql::new(format!(
         "select {GRANT_STATUS_COLUMNS} from grants g {GRANT_STATUS_JOIN}
          where g.user_id = $1 and g.client_id = $2 and g.revoked_at is null"
-    );
-    let row = on_pool!(store, |pool| {
-        sqlx::query_as::<_, GrantStatus>(&sql)
-            .bind(user.0)
-            .bind(client_id)
-            .fetch_optional(pool)
-            .await?
-    });
-    Ok(row)
+    ))
+    .bind(user.0)
+    .bind(client_id)
+    .fetch_optional(db)
+    .await
 }
 
 /// What a person approved. `scope_after` gives the grant's scopes after
@@ -126,104 +133,87 @@ impl ConsentOutcome {
     }
 }
 
-/// Records a consent in one transaction. Two consents racing for the same
-/// (user, client) meet the partial unique index; the loser retries once and
-/// then finds the winner's grant.
+/// Records a consent in the caller's transaction. Two consents racing
+/// for the same (user, client) are serialised by the SQLite writer; on
+/// PostgreSQL they meet the partial unique index, and the loser's
+/// transaction fails with a conflict (the caller retries the whole
+/// decision once, and then finds the winner's grant).
 pub async fn record_consent(
-    store: &Store,
-    consent: &Consent<'_>,
-    now: OffsetDateTime,
-) -> StoreResult<ConsentOutcome> {
-    match record_consent_once(store, consent, now).await {
-        Err(StoreError::Conflict(_)) => record_consent_once(store, consent, now).await,
-        other => other,
-    }
-}
-
-async fn record_consent_once(
-    store: &Store,
+    tx: &mut Tx,
     consent: &Consent<'_>,
     now: OffsetDateTime,
 ) -> StoreResult<ConsentOutcome> {
     let new_id = GrantId::new();
-    let outcome = on_pool!(store, |pool| {
-        let mut tx = pool.begin().await?;
-        let existing: Option<(Uuid, i64, String)> = sqlx::query_as(
-            "select id, credential_epoch, scope from grants
-             where user_id = $1 and client_id = $2 and revoked_at is null",
+    let existing: Option<(Uuid, i64, String)> = Sql::new(
+        "select id, credential_epoch, scope from grants
+         where user_id = $1 and client_id = $2 and revoked_at is null",
+    )
+    .bind(consent.user.0)
+    .bind(consent.client_id)
+    .fetch_optional(tx)
+    .await?;
+    let outcome = match existing {
+        Some((id, epoch, scope)) if epoch == consent.epoch => {
+            Sql::new("update grants set scope = $2 where id = $1")
+                .bind(id)
+                .bind((consent.scope_after)(Some(&scope)))
+                .execute(tx)
+                .await?;
+            ConsentOutcome::Updated(GrantId(id))
+        }
+        Some((id, _, _)) => {
+            Sql::new(
+                "update grants set revoked_at = $2, revoked_reason = 'credential epoch moved'
+                 where id = $1 and revoked_at is null",
+            )
+            .bind(id)
+            .bind(now)
+            .execute(tx)
+            .await?;
+            ConsentOutcome::Replaced {
+                old: GrantId(id),
+                new: new_id,
+            }
+        }
+        None => ConsentOutcome::Created(new_id),
+    };
+    if !matches!(outcome, ConsentOutcome::Updated(_)) {
+        Sql::new(
+            "insert into grants (id, farm_id, user_id, client_id, scope, resource,
+                 credential_epoch, created_at)
+             values ($1, $2, $3, $4, $5, $6, $7, $8)",
         )
+        .bind(new_id.0)
+        .bind(consent.farm.0)
         .bind(consent.user.0)
         .bind(consent.client_id)
-        .fetch_optional(&mut *tx)
+        .bind((consent.scope_after)(None))
+        .bind(consent.resource)
+        .bind(consent.epoch)
+        .bind(now)
+        .execute(tx)
         .await?;
-        let outcome = match existing {
-            Some((id, epoch, scope)) if epoch == consent.epoch => {
-                sqlx::query("update grants set scope = $2 where id = $1")
-                    .bind(id)
-                    .bind((consent.scope_after)(Some(&scope)))
-                    .execute(&mut *tx)
-                    .await?;
-                ConsentOutcome::Updated(GrantId(id))
-            }
-            Some((id, _, _)) => {
-                sqlx::query(
-                    "update grants set revoked_at = $2, revoked_reason = 'credential epoch moved'
-                     where id = $1 and revoked_at is null",
-                )
-                .bind(id)
-                .bind(unix(now))
-                .execute(&mut *tx)
-                .await?;
-                ConsentOutcome::Replaced {
-                    old: GrantId(id),
-                    new: new_id,
-                }
-            }
-            None => ConsentOutcome::Created(new_id),
-        };
-        if !matches!(outcome, ConsentOutcome::Updated(_)) {
-            sqlx::query(
-                "insert into grants (id, farm_id, user_id, client_id, scope, resource,
-                     credential_epoch, created_at)
-                 values ($1, $2, $3, $4, $5, $6, $7, $8)",
-            )
-            .bind(new_id.0)
-            .bind(consent.farm.0)
-            .bind(consent.user.0)
-            .bind(consent.client_id)
-            .bind((consent.scope_after)(None))
-            .bind(consent.resource)
-            .bind(consent.epoch)
-            .bind(unix(now))
-            .execute(&mut *tx)
-            .await?;
-        }
-        tx.commit().await?;
-        outcome
-    });
+    }
     Ok(outcome)
 }
 
 /// Ends a grant; every code, refresh token and access token it issued dies
 /// with it (each check reads the grant). Returns whether it was active.
 pub async fn revoke(
-    store: &Store,
+    tx: &mut Tx,
     grant: GrantId,
     reason: &str,
     now: OffsetDateTime,
 ) -> StoreResult<bool> {
-    let affected = on_pool!(store, |pool| {
-        sqlx::query(
-            "update grants set revoked_at = $2, revoked_reason = $3
-             where id = $1 and revoked_at is null",
-        )
-        .bind(grant.0)
-        .bind(unix(now))
-        .bind(reason)
-        .execute(pool)
-        .await?
-        .rows_affected()
-    });
+    let affected = Sql::new(
+        "update grants set revoked_at = $2, revoked_reason = $3
+         where id = $1 and revoked_at is null",
+    )
+    .bind(grant.0)
+    .bind(now)
+    .bind(reason)
+    .execute(tx)
+    .await?;
     Ok(affected > 0)
 }
 
@@ -236,21 +226,18 @@ pub const LAST_USED_RESOLUTION: time::Duration = time::Duration::seconds(60);
 /// pass the check and both write, which is harmless). Returns whether a row
 /// was written.
 pub async fn touch_last_used(
-    store: &Store,
+    tx: &mut Tx,
     grant: GrantId,
     now: OffsetDateTime,
 ) -> StoreResult<bool> {
-    let affected = on_pool!(store, |pool| {
-        sqlx::query(
-            "update grants set last_used_at = $2
-             where id = $1 and (last_used_at is null or last_used_at < $3)",
-        )
-        .bind(grant.0)
-        .bind(unix(now))
-        .bind(unix(now - LAST_USED_RESOLUTION))
-        .execute(pool)
-        .await?
-        .rows_affected()
-    });
+    let affected = Sql::new(
+        "update grants set last_used_at = $2
+         where id = $1 and (last_used_at is null or last_used_at < $3)",
+    )
+    .bind(grant.0)
+    .bind(now)
+    .bind(now - LAST_USED_RESOLUTION)
+    .execute(tx)
+    .await?;
     Ok(affected > 0)
 }

@@ -9,11 +9,10 @@
 use time::OffsetDateTime;
 use uuid::Uuid;
 
-use super::{Store, StoreResult, unix};
+use super::{Exec, Sql, StoreResult, Tx};
 use crate::domain::{Access, FarmId, Role, UserId};
-use crate::on_pool;
 
-#[derive(Clone, Debug, sqlx::FromRow)]
+#[derive(Clone, Debug)]
 pub struct Member {
     pub user_id: Uuid,
     pub email: String,
@@ -22,6 +21,15 @@ pub struct Member {
     pub disabled: bool,
     pub must_change_password: bool,
 }
+
+crate::from_record!(Member {
+    user_id,
+    email,
+    role,
+    flock_restricted,
+    disabled,
+    must_change_password,
+});
 
 impl Member {
     pub fn id(&self) -> UserId {
@@ -39,42 +47,31 @@ const SELECT: &str = "select u.id as user_id, u.email, m.role, m.flock_restricte
     where m.farm_id = $1";
 
 /// The farm's members, by email.
-pub async fn list(store: &Store, farm: FarmId) -> StoreResult<Vec<Member>> {
-    let sql = format!("{SELECT} order by u.email limit 1000");
-    let rows = on_pool!(store, |pool| {
-        sqlx::query_as::<_, Member>(&sql)
-            .bind(farm.0)
-            .fetch_all(pool)
-            .await?
-    });
-    Ok(rows)
+pub async fn list(db: &mut impl Exec, farm: FarmId) -> StoreResult<Vec<Member>> {
+    Sql::new(format!("{SELECT} order by u.email limit 1000"))
+        .bind(farm.0)
+        .fetch_all(db)
+        .await
 }
 
-pub async fn find(store: &Store, farm: FarmId, user: UserId) -> StoreResult<Option<Member>> {
-    let sql = format!("{SELECT} and u.id = $2");
-    let row = on_pool!(store, |pool| {
-        sqlx::query_as::<_, Member>(&sql)
-            .bind(farm.0)
-            .bind(user.0)
-            .fetch_optional(pool)
-            .await?
-    });
-    Ok(row)
+pub async fn find(db: &mut impl Exec, farm: FarmId, user: UserId) -> StoreResult<Option<Member>> {
+    Sql::new(format!("{SELECT} and u.id = $2"))
+        .bind(farm.0)
+        .bind(user.0)
+        .fetch_optional(db)
+        .await
 }
 
 /// (user id, flock id) for every flock-restricted member of the farm.
-pub async fn restricted_flocks(store: &Store, farm: FarmId) -> StoreResult<Vec<(Uuid, Uuid)>> {
-    let rows: Vec<(Uuid, Uuid)> = on_pool!(store, |pool| {
-        sqlx::query_as(
-            "select mf.user_id, mf.flock_id from membership_flocks mf
-             join flocks f on f.id = mf.flock_id
-             where f.farm_id = $1",
-        )
-        .bind(farm.0)
-        .fetch_all(pool)
-        .await?
-    });
-    Ok(rows)
+pub async fn restricted_flocks(db: &mut impl Exec, farm: FarmId) -> StoreResult<Vec<(Uuid, Uuid)>> {
+    Sql::new(
+        "select mf.user_id, mf.flock_id from membership_flocks mf
+         join flocks f on f.id = mf.flock_id
+         where f.farm_id = $1",
+    )
+    .bind(farm.0)
+    .fetch_all(db)
+    .await
 }
 
 /// One change to one member.
@@ -128,91 +125,86 @@ pub enum MemberOutcome {
     UnknownFlock,
 }
 
-/// Applies `change` to `user` on `farm` in one transaction; a refused change
-/// leaves nothing behind.
+/// Applies `change` to `user` on `farm` in the caller's transaction. Only
+/// [`MemberOutcome::Done`] leaves a change worth committing: on any other
+/// outcome the transaction may hold part of it and must be dropped.
 ///
 /// The transaction first writes the farm row: on PostgreSQL that locks it,
 /// so two owners demoting each other at once are serialised and the second
 /// sees the first's change; SQLite serialises every writing transaction
 /// anyway. Then the last-owner rule is checked against committed state.
 pub async fn change(
-    store: &Store,
+    tx: &mut Tx,
     farm: FarmId,
     user: UserId,
     change: &MemberChange,
     now: OffsetDateTime,
 ) -> StoreResult<MemberOutcome> {
-    let outcome = on_pool!(store, |pool| {
-        let mut tx = pool.begin().await?;
-        sqlx::query("update farms set name = name where id = $1")
-            .bind(farm.0)
-            .execute(&mut *tx)
-            .await?;
-        let target: Option<(String, bool)> = sqlx::query_as(
-            "select m.role, u.disabled from memberships m join users u on u.id = m.user_id
-             where m.farm_id = $1 and m.user_id = $2",
+    Sql::new("update farms set name = name where id = $1")
+        .bind(farm.0)
+        .execute(tx)
+        .await?;
+    let target: Option<(String, bool)> = Sql::new(
+        "select m.role, u.disabled from memberships m join users u on u.id = m.user_id
+         where m.farm_id = $1 and m.user_id = $2",
+    )
+    .bind(farm.0)
+    .bind(user.0)
+    .fetch_optional(tx)
+    .await?;
+    let Some((role, disabled)) = target else {
+        return Ok(MemberOutcome::NotFound);
+    };
+    if role == Role::Owner.as_str() && !disabled && change.removes_an_owner() {
+        let other_owners: i64 = Sql::new(
+            "select count(*) from memberships m join users u on u.id = m.user_id
+             where m.farm_id = $1 and m.role = 'owner' and not u.disabled
+               and m.user_id <> $2",
         )
         .bind(farm.0)
         .bind(user.0)
-        .fetch_optional(&mut *tx)
+        .fetch_scalar(tx)
         .await?;
-        let Some((role, disabled)) = target else {
-            return Ok(MemberOutcome::NotFound);
-        };
-        if role == Role::Owner.as_str() && !disabled && change.removes_an_owner() {
-            let other_owners: i64 = sqlx::query_scalar(
-                "select count(*) from memberships m join users u on u.id = m.user_id
-                 where m.farm_id = $1 and m.role = 'owner' and not u.disabled
-                   and m.user_id <> $2",
-            )
-            .bind(farm.0)
+        if other_owners == 0 {
+            return Ok(MemberOutcome::LastOwner);
+        }
+    }
+    Sql::new(change.user_statement())
+        .bind(user.0)
+        .bind(now)
+        .execute(tx)
+        .await?;
+    if let MemberChange::SetAccess(access) = change {
+        Sql::new(
+            "update memberships set role = $3, flock_restricted = $4
+             where user_id = $1 and farm_id = $2",
+        )
+        .bind(user.0)
+        .bind(farm.0)
+        .bind(access.role().as_str())
+        .bind(access.limited_to().is_some())
+        .execute(tx)
+        .await?;
+        Sql::new("delete from membership_flocks where user_id = $1")
             .bind(user.0)
-            .fetch_one(&mut *tx)
+            .execute(tx)
             .await?;
-            if other_owners == 0 {
-                return Ok(MemberOutcome::LastOwner);
+        for flock in access.limited_to().unwrap_or_default() {
+            // Inserted only when the flock is this farm's: another farm's
+            // id inserts nothing, and the caller drops the transaction.
+            let inserted = Sql::new(
+                "insert into membership_flocks (user_id, flock_id)
+                 select $1, id from flocks where id = $2 and farm_id = $3",
+            )
+            .bind(user.0)
+            .bind(flock.0)
+            .bind(farm.0)
+            .execute(tx)
+            .await?;
+            if inserted == 0 {
+                return Ok(MemberOutcome::UnknownFlock);
             }
         }
-        sqlx::query(change.user_statement())
-            .bind(user.0)
-            .bind(unix(now))
-            .execute(&mut *tx)
-            .await?;
-        if let MemberChange::SetAccess(access) = change {
-            sqlx::query(
-                "update memberships set role = $3, flock_restricted = $4
-                 where user_id = $1 and farm_id = $2",
-            )
-            .bind(user.0)
-            .bind(farm.0)
-            .bind(access.role().as_str())
-            .bind(access.limited_to().is_some())
-            .execute(&mut *tx)
-            .await?;
-            sqlx::query("delete from membership_flocks where user_id = $1")
-                .bind(user.0)
-                .execute(&mut *tx)
-                .await?;
-            for flock in access.limited_to().unwrap_or_default() {
-                // Inserted only when the flock is this farm's: another
-                // farm's id inserts nothing and the transaction is dropped.
-                let inserted = sqlx::query(
-                    "insert into membership_flocks (user_id, flock_id)
-                     select $1, id from flocks where id = $2 and farm_id = $3",
-                )
-                .bind(user.0)
-                .bind(flock.0)
-                .bind(farm.0)
-                .execute(&mut *tx)
-                .await?
-                .rows_affected();
-                if inserted == 0 {
-                    return Ok(MemberOutcome::UnknownFlock);
-                }
-            }
-        }
-        tx.commit().await?;
-        MemberOutcome::Done
-    });
-    Ok(outcome)
+    }
+    Ok(MemberOutcome::Done)
 }

@@ -3,15 +3,15 @@
 //! Rotation is one conditional update ("mark used where not yet used and not
 //! expired") followed by the successor's insert, in one transaction: of two
 //! requests racing with the same token exactly one wins, and the loser sees
-//! a spent token, which is reuse (threat 7). Spent rows are kept until they
-//! expire, so a replay is recognised as reuse rather than as "unknown".
+//! a spent token, which is reuse (threat 7), unless the reuse window says
+//! otherwise (see `oauth::token`). Spent rows are kept until they expire,
+//! so a replay is recognised as reuse rather than as "unknown".
 
 use time::OffsetDateTime;
 
 use super::grants::{GRANT_STATUS_COLUMNS, GRANT_STATUS_JOIN, GrantStatus};
-use super::{Store, StoreResult, unix};
+use super::{Exec, FromRecord, Record, Sql, StoreError, StoreResult, Tx};
 use crate::domain::GrantId;
-use crate::on_pool;
 
 pub struct NewRefreshToken<'a> {
     pub token_hash: &'a str,
@@ -21,83 +21,120 @@ pub struct NewRefreshToken<'a> {
     pub expires_at: OffsetDateTime,
 }
 
-/// Binds: hash, grant, scope, expires_at, created_at.
-pub(super) const INSERT: &str = "insert into refresh_tokens
-        (token_hash, grant_id, scope, expires_at, created_at)
-    values ($1, $2, $3, $4, $5)";
+pub async fn insert(
+    tx: &mut Tx,
+    token: &NewRefreshToken<'_>,
+    now: OffsetDateTime,
+) -> StoreResult<()> {
+    Sql::new(
+        "insert into refresh_tokens (token_hash, grant_id, scope, expires_at, created_at)
+         values ($1, $2, $3, $4, $5)",
+    )
+    .bind(token.token_hash)
+    .bind(token.grant.0)
+    .bind(token.scope)
+    .bind(token.expires_at)
+    .bind(now)
+    .execute(tx)
+    .await?;
+    Ok(())
+}
 
-#[derive(Clone, Debug, sqlx::FromRow)]
+#[derive(Clone, Debug)]
 pub struct RefreshRow {
     pub scope: String,
     pub expires_at: i64,
     pub used_at: Option<i64>,
-    #[sqlx(flatten)]
     pub grant: GrantStatus,
 }
 
+impl FromRecord for RefreshRow {
+    fn from_record(r: &Record<'_>) -> Result<Self, StoreError> {
+        Ok(Self {
+            scope: r.get("scope")?,
+            expires_at: r.get("expires_at")?,
+            used_at: r.get("used_at")?,
+            grant: GrantStatus::from_record(r)?,
+        })
+    }
+}
+
 /// The token with its grant's current status.
-pub async fn find(store: &Store, token_hash: &str) -> StoreResult<Option<RefreshRow>> {
-    let sql = format!(
+pub async fn find(db: &mut impl Exec, token_hash: &str) -> StoreResult<Option<RefreshRow>> {
+    Sql::new(format!(
         "select r.scope, r.expires_at, r.used_at, {GRANT_STATUS_COLUMNS}
          from refresh_tokens r
          join grants g on g.id = r.grant_id {GRANT_STATUS_JOIN}
          where r.token_hash = $1"
-    );
-    let row = on_pool!(store, |pool| {
-        sqlx::query_as::<_, RefreshRow>(&sql)
-            .bind(token_hash)
-            .fetch_optional(pool)
-            .await?
-    });
-    Ok(row)
+    ))
+    .bind(token_hash)
+    .fetch_optional(db)
+    .await
 }
 
-/// Spends `old_hash` and stores its successor, atomically. `false` when the
+/// Spends `old_hash`, keeping the nonce its successor was derived with,
+/// and stores the successor, in the caller's transaction. `false` when the
 /// token was spent (or expired) meanwhile: nothing is stored.
 pub async fn rotate(
-    store: &Store,
+    tx: &mut Tx,
     old_hash: &str,
     next: &NewRefreshToken<'_>,
+    successor_nonce: &str,
     now: OffsetDateTime,
 ) -> StoreResult<bool> {
-    let rotated = on_pool!(store, |pool| {
-        let mut tx = pool.begin().await?;
-        let spent = sqlx::query(
-            "update refresh_tokens set used_at = $2
-             where token_hash = $1 and used_at is null and expires_at > $2",
-        )
-        .bind(old_hash)
-        .bind(unix(now))
-        .execute(&mut *tx)
-        .await?
-        .rows_affected();
-        if spent == 1 {
-            sqlx::query(INSERT)
-                .bind(next.token_hash)
-                .bind(next.grant.0)
-                .bind(next.scope)
-                .bind(unix(next.expires_at))
-                .bind(unix(now))
-                .execute(&mut *tx)
-                .await?;
-            tx.commit().await?;
-            true
-        } else {
-            tx.rollback().await?;
-            false
-        }
-    });
-    Ok(rotated)
+    let spent = Sql::new(
+        "update refresh_tokens set used_at = $2, successor_nonce = $3
+         where token_hash = $1 and used_at is null and expires_at > $2",
+    )
+    .bind(old_hash)
+    .bind(now)
+    .bind(successor_nonce)
+    .execute(tx)
+    .await?;
+    if spent != 1 {
+        return Ok(false);
+    }
+    insert(tx, next, now).await?;
+    Ok(true)
+}
+
+/// The nonce the successor of `token_hash` was derived with, if the token
+/// was spent at or after `spent_since`.
+pub async fn successor_nonce(
+    tx: &mut Tx,
+    token_hash: &str,
+    spent_since: OffsetDateTime,
+) -> StoreResult<Option<String>> {
+    let nonce: Option<Option<String>> = Sql::new(
+        "select successor_nonce from refresh_tokens
+         where token_hash = $1 and used_at >= $2",
+    )
+    .bind(token_hash)
+    .bind(spent_since)
+    .fetch_optional_scalar(tx)
+    .await?;
+    Ok(nonce.flatten())
+}
+
+/// Whether `token_hash` is still unused and unexpired, claimed by a write
+/// so that on PostgreSQL it waits for, and then sees, a concurrent
+/// rotation of the same token (the SQLite writer serialises them anyway).
+pub async fn claim_unused(tx: &mut Tx, token_hash: &str, now: OffsetDateTime) -> StoreResult<bool> {
+    let claimed = Sql::new(
+        "update refresh_tokens set reissued_at = $2
+         where token_hash = $1 and used_at is null and expires_at > $2",
+    )
+    .bind(token_hash)
+    .bind(now)
+    .execute(tx)
+    .await?;
+    Ok(claimed == 1)
 }
 
 /// Deletes tokens that expired before `before` (spent or not).
-pub async fn delete_expired(store: &Store, before: OffsetDateTime) -> StoreResult<u64> {
-    let deleted = on_pool!(store, |pool| {
-        sqlx::query("delete from refresh_tokens where expires_at < $1")
-            .bind(unix(before))
-            .execute(pool)
-            .await?
-            .rows_affected()
-    });
-    Ok(deleted)
+pub async fn delete_expired(tx: &mut Tx, before: OffsetDateTime) -> StoreResult<u64> {
+    Sql::new("delete from refresh_tokens where expires_at < $1")
+        .bind(before)
+        .execute(tx)
+        .await
 }

@@ -7,48 +7,40 @@
 
 use time::OffsetDateTime;
 
-use super::{Store, StoreResult, unix};
+use super::{Exec, Sql, StoreResult, Tx};
 use crate::domain::GrantId;
-use crate::on_pool;
 
 /// Records the token as revoked; revoking it twice is not an error.
 pub async fn revoke_access_token(
-    store: &Store,
+    tx: &mut Tx,
     jti: &str,
     grant: GrantId,
     expires_at: i64,
 ) -> StoreResult<()> {
-    on_pool!(store, |pool| {
-        sqlx::query(
-            "insert into revoked_access_tokens (jti, grant_id, expires_at) values ($1, $2, $3)
-             on conflict (jti) do nothing",
-        )
-        .bind(jti)
-        .bind(grant.0)
-        .bind(expires_at)
-        .execute(pool)
-        .await?;
-    });
+    Sql::new(
+        "insert into revoked_access_tokens (jti, grant_id, expires_at) values ($1, $2, $3)
+         on conflict (jti) do nothing",
+    )
+    .bind(jti)
+    .bind(grant.0)
+    .bind(expires_at)
+    .execute(tx)
+    .await?;
     Ok(())
 }
 
-pub async fn is_access_token_revoked(store: &Store, jti: &str) -> StoreResult<bool> {
-    let found: Option<i64> = on_pool!(store, |pool| {
-        sqlx::query_scalar("select expires_at from revoked_access_tokens where jti = $1")
+pub async fn is_access_token_revoked(db: &mut impl Exec, jti: &str) -> StoreResult<bool> {
+    let found: Option<i64> =
+        Sql::new("select expires_at from revoked_access_tokens where jti = $1")
             .bind(jti)
-            .fetch_optional(pool)
-            .await?
-    });
+            .fetch_optional_scalar(db)
+            .await?;
     Ok(found.is_some())
 }
 
-pub async fn delete_expired(store: &Store, now: OffsetDateTime) -> StoreResult<u64> {
-    let deleted = on_pool!(store, |pool| {
-        sqlx::query("delete from revoked_access_tokens where expires_at < $1")
-            .bind(unix(now))
-            .execute(pool)
-            .await?
-            .rows_affected()
-    });
-    Ok(deleted)
+pub async fn delete_expired(tx: &mut Tx, now: OffsetDateTime) -> StoreResult<u64> {
+    Sql::new("delete from revoked_access_tokens where expires_at < $1")
+        .bind(now)
+        .execute(tx)
+        .await
 }

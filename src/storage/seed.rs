@@ -8,17 +8,16 @@
 //!
 //! The daily entries are hundreds of rows, so they go in multi-row
 //! `insert … values (…), (…)` statements of [`ROWS_PER_STATEMENT`] rows: the
-//! same SQL on both engines (sqlx's `QueryBuilder` writes `$n` or `?` as the
-//! engine wants), a handful of round trips instead of one per row, and far
+//! same SQL on both engines ([`Sql::push_values`] numbers the `$n`), a
+//! handful of round trips instead of one per row, and far
 //! below either engine's bound-parameter limit (SQLite 32,766; PostgreSQL
 //! 65,535).
 
-use sqlx::QueryBuilder;
 use time::{Date, OffsetDateTime};
 
-use super::{Store, StoreError, StoreResult, farms, unix};
+use super::engine::Value;
+use super::{Sql, Store, StoreError, StoreResult, farms, unix};
 use crate::domain::{FarmId, FlockId, HouseId, Role, UserId};
-use crate::on_pool;
 
 /// Rows per multi-row insert: 13 columns × 100 rows = 1,300 parameters.
 const ROWS_PER_STATEMENT: usize = 100;
@@ -108,7 +107,7 @@ pub async fn insert_if_empty(
 ) -> StoreResult<bool> {
     match insert(store, seed, now).await {
         Err(StoreError::Conflict(constraint)) => {
-            if farms::any_exist(store).await? {
+            if farms::any_exist(&mut store.read().await?).await? {
                 Ok(false)
             } else {
                 // A conflict inside the seed itself is a bug in the seed.
@@ -121,164 +120,156 @@ pub async fn insert_if_empty(
 
 async fn insert(store: &Store, seed: &FarmSeed, now: OffsetDateTime) -> StoreResult<bool> {
     let at = unix(now);
-    on_pool!(store, |pool| {
-        let mut tx = pool.begin().await?;
-        let farms: i64 = sqlx::query_scalar("select count(*) from farms")
-            .fetch_one(&mut *tx)
-            .await?;
-        if farms > 0 {
-            tx.rollback().await?;
-            return Ok(false);
+    let mut tx = store.write().await?;
+    if farms::any_exist(&mut tx).await? {
+        return Ok(false);
+    }
+
+    Sql::new("insert into farms (id, slug, name, created_at) values ($1, $2, $3, $4)")
+        .bind(seed.farm.0)
+        .bind(&seed.slug)
+        .bind(&seed.name)
+        .bind(at)
+        .execute(&mut tx)
+        .await?;
+
+    if !seed.houses.is_empty() {
+        let mut sql = Sql::new("insert into houses (id, farm_id, name, created_at)");
+        sql.push_values(&seed.houses, |row, house| {
+            row.extend([
+                Value::from(house.id.0),
+                Value::from(seed.farm.0),
+                Value::from(&house.name),
+                Value::from(at),
+            ]);
+        });
+        sql.execute(&mut tx).await?;
+    }
+
+    if !seed.flocks.is_empty() {
+        let mut sql = Sql::new(
+            "insert into flocks
+               (id, farm_id, house_id, name, breed, placed_on, head_count, status, created_at)",
+        );
+        sql.push_values(&seed.flocks, |row, flock| {
+            row.extend([
+                Value::from(flock.id.0),
+                Value::from(seed.farm.0),
+                Value::from(flock.house.0),
+                Value::from(&flock.name),
+                Value::from(&flock.breed),
+                Value::from(flock.placed_on),
+                Value::from(flock.head_count),
+                Value::from(flock.status),
+                Value::from(at),
+            ]);
+        });
+        sql.execute(&mut tx).await?;
+    }
+
+    for member in &seed.members {
+        Sql::new(
+            "insert into users (id, email, password_hash, created_at, updated_at)
+             values ($1, $2, $3, $4, $4)",
+        )
+        .bind(member.id.0)
+        .bind(&member.email)
+        .bind(&member.password_hash)
+        .bind(at)
+        .execute(&mut tx)
+        .await?;
+        Sql::new(
+            "insert into memberships (user_id, farm_id, role, flock_restricted, created_at)
+             values ($1, $2, $3, $4, $5)",
+        )
+        .bind(member.id.0)
+        .bind(seed.farm.0)
+        .bind(member.role.as_str())
+        .bind(member.flocks.is_some())
+        .bind(at)
+        .execute(&mut tx)
+        .await?;
+        if let Some(flocks) = member.flocks.as_ref().filter(|f| !f.is_empty()) {
+            let mut sql = Sql::new("insert into membership_flocks (user_id, flock_id)");
+            sql.push_values(flocks, |row, flock| {
+                row.extend([Value::from(member.id.0), Value::from(flock.0)]);
+            });
+            sql.execute(&mut tx).await?;
         }
+    }
 
-        sqlx::query("insert into farms (id, slug, name, created_at) values ($1, $2, $3, $4)")
-            .bind(seed.farm.0)
-            .bind(&seed.slug)
-            .bind(&seed.name)
-            .bind(at)
-            .execute(&mut *tx)
-            .await?;
+    for chunk in seed.entries.chunks(ROWS_PER_STATEMENT) {
+        let mut sql = Sql::new(
+            "insert into daily_entries
+               (id, farm_id, house_id, flock_id, entry_date, eggs_collected, eggs_cracked,
+                mortality, feed_used_g, water_used_ml, notes, version, recorded_by,
+                created_at, updated_at)",
+        );
+        sql.push_values(chunk, |row, entry| {
+            row.extend([
+                Value::from(uuid::Uuid::now_v7()),
+                Value::from(seed.farm.0),
+                Value::from(entry.house.0),
+                Value::from(entry.flock.0),
+                Value::from(entry.date),
+                Value::from(entry.eggs_collected),
+                Value::from(entry.eggs_cracked),
+                Value::from(entry.mortality),
+                Value::from(entry.feed_used_g),
+                Value::from(entry.water_used_ml),
+                Value::from(&entry.notes),
+                Value::from(1_i64),
+                Value::from(entry.recorded_by.0),
+                Value::from(at),
+                Value::from(at),
+            ]);
+        });
+        sql.execute(&mut tx).await?;
+    }
 
-        if !seed.houses.is_empty() {
-            QueryBuilder::new("insert into houses (id, farm_id, name, created_at) ")
-                .push_values(&seed.houses, |mut row, house| {
-                    row.push_bind(house.id.0)
-                        .push_bind(seed.farm.0)
-                        .push_bind(&house.name)
-                        .push_bind(at);
-                })
-                .build()
-                .execute(&mut *tx)
-                .await?;
-        }
+    for chunk in seed.lots.chunks(ROWS_PER_STATEMENT) {
+        let mut sql = Sql::new(
+            "insert into egg_lots
+               (id, farm_id, flock_id, lot_code, laid_on, grade, quantity, status, created_at)",
+        );
+        sql.push_values(chunk, |row, lot| {
+            row.extend([
+                Value::from(uuid::Uuid::now_v7()),
+                Value::from(seed.farm.0),
+                Value::from(lot.flock.0),
+                Value::from(&lot.lot_code),
+                Value::from(lot.laid_on),
+                Value::from(lot.grade),
+                Value::from(lot.quantity),
+                Value::from(lot.status),
+                Value::from(at),
+            ]);
+        });
+        sql.execute(&mut tx).await?;
+    }
 
-        if !seed.flocks.is_empty() {
-            QueryBuilder::new(
-                "insert into flocks
-                   (id, farm_id, house_id, name, breed, placed_on, head_count, status, created_at) ",
-            )
-            .push_values(&seed.flocks, |mut row, flock| {
-                row.push_bind(flock.id.0)
-                    .push_bind(seed.farm.0)
-                    .push_bind(flock.house.0)
-                    .push_bind(&flock.name)
-                    .push_bind(&flock.breed)
-                    .push_bind(flock.placed_on)
-                    .push_bind(flock.head_count)
-                    .push_bind(flock.status)
-                    .push_bind(at);
-            })
-            .build()
-            .execute(&mut *tx)
-            .await?;
-        }
+    if !seed.stock.is_empty() {
+        let mut sql = Sql::new(
+            "insert into stock_items
+               (id, farm_id, category, name, quantity, unit, unit_cost_minor, currency,
+                updated_at)",
+        );
+        sql.push_values(&seed.stock, |row, item| {
+            row.extend([
+                Value::from(uuid::Uuid::now_v7()),
+                Value::from(seed.farm.0),
+                Value::from(item.category),
+                Value::from(&item.name),
+                Value::from(item.quantity),
+                Value::from(&item.unit),
+                Value::from(item.unit_cost_minor),
+                Value::from(item.currency),
+                Value::from(at),
+            ]);
+        });
+        sql.execute(&mut tx).await?;
+    }
 
-        for member in &seed.members {
-            sqlx::query(
-                "insert into users (id, email, password_hash, created_at, updated_at)
-                 values ($1, $2, $3, $4, $4)",
-            )
-            .bind(member.id.0)
-            .bind(&member.email)
-            .bind(&member.password_hash)
-            .bind(at)
-            .execute(&mut *tx)
-            .await?;
-            sqlx::query(
-                "insert into memberships (user_id, farm_id, role, flock_restricted, created_at)
-                 values ($1, $2, $3, $4, $5)",
-            )
-            .bind(member.id.0)
-            .bind(seed.farm.0)
-            .bind(member.role.as_str())
-            .bind(member.flocks.is_some())
-            .bind(at)
-            .execute(&mut *tx)
-            .await?;
-            if let Some(flocks) = member.flocks.as_ref().filter(|f| !f.is_empty()) {
-                QueryBuilder::new("insert into membership_flocks (user_id, flock_id) ")
-                    .push_values(flocks, |mut row, flock| {
-                        row.push_bind(member.id.0).push_bind(flock.0);
-                    })
-                    .build()
-                    .execute(&mut *tx)
-                    .await?;
-            }
-        }
-
-        for chunk in seed.entries.chunks(ROWS_PER_STATEMENT) {
-            QueryBuilder::new(
-                "insert into daily_entries
-                   (id, farm_id, house_id, flock_id, entry_date, eggs_collected, eggs_cracked,
-                    mortality, feed_used_g, water_used_ml, notes, version, recorded_by,
-                    created_at, updated_at) ",
-            )
-            .push_values(chunk, |mut row, entry| {
-                row.push_bind(uuid::Uuid::now_v7())
-                    .push_bind(seed.farm.0)
-                    .push_bind(entry.house.0)
-                    .push_bind(entry.flock.0)
-                    .push_bind(entry.date)
-                    .push_bind(entry.eggs_collected)
-                    .push_bind(entry.eggs_cracked)
-                    .push_bind(entry.mortality)
-                    .push_bind(entry.feed_used_g)
-                    .push_bind(entry.water_used_ml)
-                    .push_bind(&entry.notes)
-                    .push_bind(1_i64)
-                    .push_bind(entry.recorded_by.0)
-                    .push_bind(at)
-                    .push_bind(at);
-            })
-            .build()
-            .execute(&mut *tx)
-            .await?;
-        }
-
-        for chunk in seed.lots.chunks(ROWS_PER_STATEMENT) {
-            QueryBuilder::new(
-                "insert into egg_lots
-                   (id, farm_id, flock_id, lot_code, laid_on, grade, quantity, status, created_at) ",
-            )
-            .push_values(chunk, |mut row, lot| {
-                row.push_bind(uuid::Uuid::now_v7())
-                    .push_bind(seed.farm.0)
-                    .push_bind(lot.flock.0)
-                    .push_bind(&lot.lot_code)
-                    .push_bind(lot.laid_on)
-                    .push_bind(lot.grade)
-                    .push_bind(lot.quantity)
-                    .push_bind(lot.status)
-                    .push_bind(at);
-            })
-            .build()
-            .execute(&mut *tx)
-            .await?;
-        }
-
-        if !seed.stock.is_empty() {
-            QueryBuilder::new(
-                "insert into stock_items
-                   (id, farm_id, category, name, quantity, unit, unit_cost_minor, currency,
-                    updated_at) ",
-            )
-            .push_values(&seed.stock, |mut row, item| {
-                row.push_bind(uuid::Uuid::now_v7())
-                    .push_bind(seed.farm.0)
-                    .push_bind(item.category)
-                    .push_bind(&item.name)
-                    .push_bind(item.quantity)
-                    .push_bind(&item.unit)
-                    .push_bind(item.unit_cost_minor)
-                    .push_bind(item.currency)
-                    .push_bind(at);
-            })
-            .build()
-            .execute(&mut *tx)
-            .await?;
-        }
-
-        tx.commit().await?;
-    });
+    tx.commit().await?;
     Ok(true)
 }

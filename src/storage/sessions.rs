@@ -1,73 +1,135 @@
 //! Browser sessions in the shared database, so any replica serves any
-//! session. tower-sessions' sqlx stores do the SQL; this enum lets one
-//! session layer sit on whichever engine is configured.
+//! session, stored under the hash of their id.
+//!
+//! The cookie carries a 128-bit random session id; the table keeps only
+//! its SHA-256 (threat 28): a copy of the database, a backup or a log of
+//! its rows yields no cookie anyone can present. The data is the session's
+//! key-value map as JSON, with its expiry as Unix seconds. tower-sessions
+//! sets the expiry from the system clock, so the system clock is what it is
+//! compared with here too. Expired rows are deleted by the housekeeping
+//! task.
 
 use async_trait::async_trait;
+use time::OffsetDateTime;
 use tower_sessions::session::{Id, Record};
-use tower_sessions::session_store::{self, ExpiredDeletion, SessionStore};
-use tower_sessions_sqlx_store::{PostgresStore, SqliteStore};
+use tower_sessions::session_store::{self, SessionStore};
 
-use super::{Db, Store, StoreError};
+use super::{Sql, Store, StoreError, StoreResult, Tx};
+use crate::secrets;
 
 #[derive(Clone, Debug)]
-pub enum SessionBackend {
-    Sqlite(SqliteStore),
-    Postgres(PostgresStore),
+pub struct SessionBackend {
+    store: Store,
+}
+
+fn id_hash(id: &Id) -> String {
+    secrets::hash_secret(&id.to_string())
+}
+
+fn backend_error(err: StoreError) -> session_store::Error {
+    tracing::warn!(error = %err, "session store failed");
+    session_store::Error::Backend("the session store failed".to_owned())
 }
 
 impl SessionBackend {
-    /// Creates the session table if missing.
-    pub async fn for_store(store: &Store) -> Result<Self, StoreError> {
-        let backend = match store.db() {
-            Db::Sqlite(pool) => Self::Sqlite(SqliteStore::new(pool.clone())),
-            Db::Postgres(pool) => Self::Postgres(PostgresStore::new(pool.clone())),
-        };
-        let migrated = match &backend {
-            Self::Sqlite(s) => s.migrate().await,
-            Self::Postgres(s) => s.migrate().await,
-        };
-        migrated.map_err(StoreError::Backend)?;
-        Ok(backend)
+    pub fn new(store: Store) -> Self {
+        Self { store }
     }
+
+    /// Deletes the sessions that expired before now; returns how many.
+    pub async fn delete_expired(&self) -> StoreResult<u64> {
+        let mut tx = self.store.write().await?;
+        let deleted = Sql::new("delete from sessions where expires_at <= $1")
+            .bind(OffsetDateTime::now_utc())
+            .execute(&mut tx)
+            .await?;
+        tx.commit().await?;
+        Ok(deleted)
+    }
+
+    async fn insert(&self, tx: &mut Tx, record: &Record, data: &str) -> StoreResult<u64> {
+        Sql::new(
+            "insert into sessions (id_hash, data, expires_at) values ($1, $2, $3)
+             on conflict (id_hash) do nothing",
+        )
+        .bind(id_hash(&record.id))
+        .bind(data)
+        .bind(record.expiry_date)
+        .execute(tx)
+        .await
+    }
+}
+
+fn encode(record: &Record) -> session_store::Result<String> {
+    serde_json::to_string(&record.data).map_err(|e| session_store::Error::Encode(e.to_string()))
 }
 
 #[async_trait]
 impl SessionStore for SessionBackend {
     async fn create(&self, record: &mut Record) -> session_store::Result<()> {
-        match self {
-            Self::Sqlite(s) => s.create(record).await,
-            Self::Postgres(s) => s.create(record).await,
+        let data = encode(record)?;
+        let mut tx = self.store.write().await.map_err(backend_error)?;
+        // A 128-bit id colliding is all but impossible; if it happens the
+        // new session takes another id rather than anyone's existing one.
+        while self
+            .insert(&mut tx, record, &data)
+            .await
+            .map_err(backend_error)?
+            == 0
+        {
+            record.id = Id::default();
         }
+        tx.commit().await.map_err(backend_error)
     }
 
     async fn save(&self, record: &Record) -> session_store::Result<()> {
-        match self {
-            Self::Sqlite(s) => s.save(record).await,
-            Self::Postgres(s) => s.save(record).await,
-        }
+        let data = encode(record)?;
+        let mut tx = self.store.write().await.map_err(backend_error)?;
+        Sql::new(
+            "insert into sessions (id_hash, data, expires_at) values ($1, $2, $3)
+             on conflict (id_hash) do update set data = excluded.data,
+                 expires_at = excluded.expires_at",
+        )
+        .bind(id_hash(&record.id))
+        .bind(data)
+        .bind(record.expiry_date)
+        .execute(&mut tx)
+        .await
+        .map_err(backend_error)?;
+        tx.commit().await.map_err(backend_error)
     }
 
     async fn load(&self, id: &Id) -> session_store::Result<Option<Record>> {
-        match self {
-            Self::Sqlite(s) => s.load(id).await,
-            Self::Postgres(s) => s.load(id).await,
-        }
+        let mut db = self.store.read().await.map_err(backend_error)?;
+        let row: Option<(String, i64)> = Sql::new(
+            "select data, expires_at from sessions where id_hash = $1 and expires_at > $2",
+        )
+        .bind(id_hash(id))
+        .bind(OffsetDateTime::now_utc())
+        .fetch_optional(&mut db)
+        .await
+        .map_err(backend_error)?;
+        let Some((data, expires_at)) = row else {
+            return Ok(None);
+        };
+        let data =
+            serde_json::from_str(&data).map_err(|e| session_store::Error::Decode(e.to_string()))?;
+        let expiry_date = OffsetDateTime::from_unix_timestamp(expires_at)
+            .map_err(|e| session_store::Error::Decode(e.to_string()))?;
+        Ok(Some(Record {
+            id: *id,
+            data,
+            expiry_date,
+        }))
     }
 
     async fn delete(&self, id: &Id) -> session_store::Result<()> {
-        match self {
-            Self::Sqlite(s) => s.delete(id).await,
-            Self::Postgres(s) => s.delete(id).await,
-        }
-    }
-}
-
-#[async_trait]
-impl ExpiredDeletion for SessionBackend {
-    async fn delete_expired(&self) -> session_store::Result<()> {
-        match self {
-            Self::Sqlite(s) => s.delete_expired().await,
-            Self::Postgres(s) => s.delete_expired().await,
-        }
+        let mut tx = self.store.write().await.map_err(backend_error)?;
+        Sql::new("delete from sessions where id_hash = $1")
+            .bind(id_hash(id))
+            .execute(&mut tx)
+            .await
+            .map_err(backend_error)?;
+        tx.commit().await.map_err(backend_error)
     }
 }

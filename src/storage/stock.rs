@@ -4,15 +4,14 @@
 use time::OffsetDateTime;
 use uuid::Uuid;
 
-use super::farm_query::{Bind, FarmQuery};
-use super::{Store, StoreResult, unix};
+use super::farm_query::FarmQuery;
+use super::{Exec, Sql, StoreResult, Tx};
 use crate::domain::{Currency, FarmId, Page, PageSize};
-use crate::{fetch_farm_rows, on_pool};
 
 /// The categories a stock item may have (the table's check constraint).
 pub const CATEGORIES: &[&str] = &["feed", "medication", "packaging", "other"];
 
-#[derive(Clone, Debug, PartialEq, Eq, sqlx::FromRow)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct StockRow {
     pub category: String,
     pub name: String,
@@ -21,6 +20,15 @@ pub struct StockRow {
     pub unit_cost_minor: i64,
     pub currency: String,
 }
+
+crate::from_record!(StockRow {
+    category,
+    name,
+    quantity,
+    unit,
+    unit_cost_minor,
+    currency
+});
 
 /// (category, name): the order stock is listed in; the name is unique per
 /// farm.
@@ -33,7 +41,7 @@ impl StockRow {
 }
 
 pub async fn list_page(
-    store: &Store,
+    db: &mut impl Exec,
     farm: FarmId,
     category: Option<&str>,
     after: Option<&StockKey>,
@@ -46,19 +54,16 @@ pub async fn list_page(
          where s.farm_id = $1",
     );
     if let Some(category) = category {
-        let p = q.bind(Bind::Text(category.to_owned()));
+        let p = q.bind(category.to_owned());
         q.push(&format!(" and s.category = {p}"));
     }
     if let Some((category, name)) = after {
-        let (a, b) = (
-            q.bind(Bind::Text(category.clone())),
-            q.bind(Bind::Text(name.clone())),
-        );
+        let (a, b) = (q.bind(category.clone()), q.bind(name.clone()));
         q.push(&format!(" and (s.category, s.name) > ({a}, {b})"));
     }
-    let p = q.bind(Bind::Int(size.fetch_limit()));
+    let p = q.bind(size.fetch_limit());
     q.push(&format!(" order by s.category, s.name limit {p}"));
-    let rows = fetch_farm_rows!(store, StockRow, q);
+    let rows = q.fetch_all(db).await?;
     Ok(Page::from_fetched(rows, size))
 }
 
@@ -72,28 +77,26 @@ pub struct NewStockItem<'a> {
 }
 
 pub async fn add(
-    store: &Store,
+    tx: &mut Tx,
     farm: FarmId,
     item: &NewStockItem<'_>,
     now: OffsetDateTime,
 ) -> StoreResult<()> {
-    on_pool!(store, |pool| {
-        sqlx::query(
-            "insert into stock_items (id, farm_id, category, name, quantity, unit,
-                unit_cost_minor, currency, updated_at)
-             values ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
-        )
-        .bind(Uuid::now_v7())
-        .bind(farm.0)
-        .bind(item.category)
-        .bind(item.name)
-        .bind(item.quantity)
-        .bind(item.unit)
-        .bind(item.unit_cost_minor)
-        .bind(item.currency.code())
-        .bind(unix(now))
-        .execute(pool)
-        .await?;
-    });
+    Sql::new(
+        "insert into stock_items (id, farm_id, category, name, quantity, unit,
+            unit_cost_minor, currency, updated_at)
+         values ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
+    )
+    .bind(Uuid::now_v7())
+    .bind(farm.0)
+    .bind(item.category)
+    .bind(item.name)
+    .bind(item.quantity)
+    .bind(item.unit)
+    .bind(item.unit_cost_minor)
+    .bind(item.currency.code())
+    .bind(now)
+    .execute(tx)
+    .await?;
     Ok(())
 }

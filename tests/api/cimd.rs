@@ -3,6 +3,7 @@
 //! (`CimdFetcher::new(settings)` then `fetch`), since the endpoints that use
 //! it belong to the authorization server; plus the `coop serve` settings.
 
+use std::net::{IpAddr, Ipv4Addr};
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
@@ -17,6 +18,8 @@ use crate::helpers::run_cli;
 use crate::tls_host::{Reply, TlsHost};
 
 const NOW: OffsetDateTime = datetime!(2026-12-01 12:00:00 UTC);
+/// The address the fetches are made for (the per-address limit's key).
+const PEER: IpAddr = IpAddr::V4(Ipv4Addr::LOCALHOST);
 const PATH: &str = "/oauth/client.json";
 
 fn document(client_id: &str) -> Value {
@@ -39,7 +42,10 @@ async fn fetch_served(
     reply: Reply,
 ) -> Result<coop::oauth::cimd::ClientMetadataDocument, CimdError> {
     host.serve(PATH, reply);
-    fetcher(host).fetch(&host.url(PATH), NOW).await
+    fetcher(host)
+        .for_peer(PEER)
+        .fetch(&host.url(PATH), NOW)
+        .await
 }
 
 #[tokio::test]
@@ -68,7 +74,11 @@ async fn the_ip_literal_form_is_fetched_when_loopback_is_allowed() {
     let host = TlsHost::start().await;
     let client_id = host.ip_url(PATH);
     host.serve(PATH, Reply::json(&document(&client_id)));
-    let doc = fetcher(&host).fetch(&client_id, NOW).await.unwrap();
+    let doc = fetcher(&host)
+        .for_peer(PEER)
+        .fetch(&client_id, NOW)
+        .await
+        .unwrap();
     assert_eq!(doc.document_host, format!("127.0.0.1:{}", host.port()));
 }
 
@@ -77,7 +87,11 @@ async fn the_helper_serves_a_valid_client_document() {
     let host = TlsHost::start().await;
     let client_id =
         host.serve_client_document("/app.json", "Helper App", &["https://a.example/cb"]);
-    let doc = fetcher(&host).fetch(&client_id, NOW).await.unwrap();
+    let doc = fetcher(&host)
+        .for_peer(PEER)
+        .fetch(&client_id, NOW)
+        .await
+        .unwrap();
     assert_eq!(doc.client_name, "Helper App");
     assert_eq!(doc.redirect_uris, vec!["https://a.example/cb"]);
 }
@@ -218,6 +232,7 @@ async fn a_slow_host_is_cut_off_at_the_time_limit() {
         let started = Instant::now();
         let err = fetcher(&host)
             .with_timeout(limit)
+            .for_peer(PEER)
             .fetch(&host.url(PATH), NOW)
             .await
             .unwrap_err();
@@ -232,7 +247,11 @@ async fn a_loopback_host_is_refused_when_loopback_is_not_allowed_even_with_the_c
     host.serve(PATH, Reply::json(&document(&host.url(PATH))));
     let strict = CimdFetcher::new(host.cimd_settings(false)).unwrap();
     for client_id in [host.url(PATH), host.ip_url(PATH)] {
-        let err = strict.fetch(&client_id, NOW).await.unwrap_err();
+        let err = strict
+            .for_peer(PEER)
+            .fetch(&client_id, NOW)
+            .await
+            .unwrap_err();
         assert!(
             matches!(err, CimdError::ForbiddenAddress(_)),
             "{client_id}: {err:?}"
@@ -240,7 +259,13 @@ async fn a_loopback_host_is_refused_when_loopback_is_not_allowed_even_with_the_c
     }
     assert_eq!(host.hits(PATH), 0, "no request reached the host");
     // The same document is accepted once loopback is allowed.
-    assert!(fetcher(&host).fetch(&host.url(PATH), NOW).await.is_ok());
+    assert!(
+        fetcher(&host)
+            .for_peer(PEER)
+            .fetch(&host.url(PATH), NOW)
+            .await
+            .is_ok()
+    );
 }
 
 #[tokio::test]
@@ -248,7 +273,11 @@ async fn an_http_client_id_is_refused_without_a_request() {
     let host = TlsHost::start().await;
     host.serve(PATH, Reply::json(&document(&host.url(PATH))));
     let url = format!("http://localhost:{}{PATH}", host.port());
-    let err = fetcher(&host).fetch(&url, NOW).await.unwrap_err();
+    let err = fetcher(&host)
+        .for_peer(PEER)
+        .fetch(&url, NOW)
+        .await
+        .unwrap_err();
     assert!(matches!(err, CimdError::NotHttpsUrl), "{err:?}");
     assert_eq!(host.hits(PATH), 0);
 }
@@ -262,7 +291,11 @@ async fn a_host_whose_certificate_is_not_trusted_is_refused() {
         allow_loopback: true,
     })
     .unwrap();
-    let err = untrusting.fetch(&host.url(PATH), NOW).await.unwrap_err();
+    let err = untrusting
+        .for_peer(PEER)
+        .fetch(&host.url(PATH), NOW)
+        .await
+        .unwrap_err();
     assert!(matches!(err, CimdError::Fetch(_)), "{err:?}");
     assert_eq!(host.hits(PATH), 0, "the TLS handshake failed first");
 }
@@ -292,8 +325,13 @@ async fn a_fresh_document_is_served_from_the_cache() {
         Reply::json(&document(&host.url(PATH))).header("cache-control", "public, max-age=600"),
     );
     let fetcher = fetcher(&host);
-    let first = fetcher.fetch(&host.url(PATH), NOW).await.unwrap();
+    let first = fetcher
+        .for_peer(PEER)
+        .fetch(&host.url(PATH), NOW)
+        .await
+        .unwrap();
     let again = fetcher
+        .for_peer(PEER)
         .fetch(&host.url(PATH), NOW + time::Duration::seconds(599))
         .await
         .unwrap();
@@ -306,12 +344,17 @@ async fn a_fresh_document_is_served_from_the_cache() {
     // A clone shares the cache (AppState is cloned per request).
     let _ = fetcher
         .clone()
+        .for_peer(PEER)
         .fetch(&host.url(PATH), NOW + time::Duration::seconds(300))
         .await
         .unwrap();
     assert_eq!(host.hits(PATH), 1);
     let later = NOW + time::Duration::seconds(600);
-    let refreshed = fetcher.fetch(&host.url(PATH), later).await.unwrap();
+    let refreshed = fetcher
+        .for_peer(PEER)
+        .fetch(&host.url(PATH), later)
+        .await
+        .unwrap();
     assert_eq!(host.hits(PATH), 2, "stale after max-age");
     assert_eq!(refreshed.fresh_until, later + time::Duration::seconds(600));
 }
@@ -324,14 +367,20 @@ async fn no_store_still_keeps_a_document_for_the_minimum_minute() {
         Reply::json(&document(&host.url(PATH))).header("cache-control", "no-store"),
     );
     let fetcher = fetcher(&host);
-    let doc = fetcher.fetch(&host.url(PATH), NOW).await.unwrap();
+    let doc = fetcher
+        .for_peer(PEER)
+        .fetch(&host.url(PATH), NOW)
+        .await
+        .unwrap();
     assert_eq!(doc.fresh_until, NOW + time::Duration::seconds(60));
     fetcher
+        .for_peer(PEER)
         .fetch(&host.url(PATH), NOW + time::Duration::seconds(59))
         .await
         .unwrap();
     assert_eq!(host.hits(PATH), 1);
     fetcher
+        .for_peer(PEER)
         .fetch(&host.url(PATH), NOW + time::Duration::seconds(60))
         .await
         .unwrap();
@@ -339,7 +388,7 @@ async fn no_store_still_keeps_a_document_for_the_minimum_minute() {
 }
 
 #[tokio::test]
-async fn a_refused_document_is_not_cached() {
+async fn a_refused_document_is_remembered_for_half_a_minute_then_fetched_again() {
     let host = TlsHost::start().await;
     let mut bad = document(&host.url(PATH));
     bad["client_secret"] = json!("x");
@@ -348,9 +397,30 @@ async fn a_refused_document_is_not_cached() {
         Reply::json(&bad).header("cache-control", "max-age=600"),
     );
     let fetcher = fetcher(&host);
-    assert!(fetcher.fetch(&host.url(PATH), NOW).await.is_err());
+    let first = fetcher.for_peer(PEER).fetch(&host.url(PATH), NOW).await;
+    assert!(
+        matches!(first, Err(CimdError::SharedSecretAuth)),
+        "{first:?}"
+    );
     host.serve(PATH, Reply::json(&document(&host.url(PATH))));
-    assert!(fetcher.fetch(&host.url(PATH), NOW).await.is_ok());
+    // The failure is remembered (not cached for the document's max-age).
+    let again = fetcher
+        .for_peer(PEER)
+        .fetch(&host.url(PATH), NOW + time::Duration::seconds(29))
+        .await;
+    assert!(
+        matches!(again, Err(CimdError::SharedSecretAuth)),
+        "{again:?}"
+    );
+    assert_eq!(host.hits(PATH), 1);
+    let later = NOW + time::Duration::seconds(30);
+    assert!(
+        fetcher
+            .for_peer(PEER)
+            .fetch(&host.url(PATH), later)
+            .await
+            .is_ok()
+    );
     assert_eq!(host.hits(PATH), 2);
 }
 
@@ -465,7 +535,13 @@ async fn the_application_state_carries_a_working_fetcher() {
     let app = coop::startup::Application::build(config, coop::clock::Clock::adjustable())
         .await
         .unwrap();
-    let doc = app.state().cimd.fetch(&client_id, NOW).await.unwrap();
+    let doc = app
+        .state()
+        .cimd
+        .for_peer(PEER)
+        .fetch(&client_id, NOW)
+        .await
+        .unwrap();
     assert_eq!(doc.client_name, "State App");
 
     // With the defaults, the same loopback document is refused.
@@ -475,6 +551,12 @@ async fn the_application_state_carries_a_working_fetcher() {
     let app = coop::startup::Application::build(config, coop::clock::Clock::adjustable())
         .await
         .unwrap();
-    let err = app.state().cimd.fetch(&client_id, NOW).await.unwrap_err();
+    let err = app
+        .state()
+        .cimd
+        .for_peer(PEER)
+        .fetch(&client_id, NOW)
+        .await
+        .unwrap_err();
     assert!(matches!(err, CimdError::ForbiddenAddress(_)), "{err:?}");
 }

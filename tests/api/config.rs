@@ -69,6 +69,17 @@ async fn a_bad_rate_limit_is_refused() {
 }
 
 #[tokio::test]
+async fn a_bad_refresh_reuse_window_is_refused() {
+    for bad in ["-1", "301", "soon"] {
+        serve_refuses(
+            &["--refresh-reuse-window", bad],
+            "COOP_REFRESH_REUSE_WINDOW",
+        )
+        .await;
+    }
+}
+
+#[tokio::test]
 async fn a_bad_password_hash_concurrency_is_refused() {
     for bad in ["0", "65", "lots"] {
         serve_refuses(

@@ -11,6 +11,7 @@ mod tls_host;
 
 mod cimd;
 mod cimd_authorize;
+mod cimd_limits;
 mod cli;
 mod config;
 mod database;
@@ -34,6 +35,7 @@ mod oauth_register;
 mod oauth_revoke;
 mod oauth_token;
 mod real_clients;
+mod refresh_window;
 mod serve;
 mod slow_clients;
 

@@ -249,9 +249,11 @@ async fn assert_demo_rows(db: &TestDatabase) {
     let count = |sql: &'static str| {
         let store = store.clone();
         async move {
-            let n: i64 = coop::on_pool!(store, |pool| {
-                sqlx::query_scalar(sql).fetch_one(pool).await.unwrap()
-            });
+            let mut db = store.read().await.unwrap();
+            let n: i64 = coop::storage::Sql::new(sql)
+                .fetch_scalar(&mut db)
+                .await
+                .unwrap();
             n
         }
     };

@@ -32,9 +32,12 @@
 //!   replaced at any time (the URL, with its port, is known only after
 //!   start). An unknown path answers 404. [`TlsHost::hits`] counts requests
 //!   per path, routed or not.
+//!   [`TlsHost::hits_on`] counts per path whatever the query, and
+//!   [`TlsHost::total_hits`] every request the host received.
 //! - [`Reply`] builds a response: `json`, `bytes`, `status`, `redirect`, then
-//!   `header` (repeatable), `delayed` (before the response head), `chunked`
-//!   (no Content-Length), `stalled_body` (part of the body, then a pause).
+//!   `header` (repeatable), `delayed` (before the response head), `held`
+//!   (no response until [`TlsHost::release`]), `chunked` (no
+//!   Content-Length), `stalled_body` (part of the body, then a pause).
 // Not every helper is used by every test module at every stage.
 #![allow(dead_code)]
 
@@ -57,7 +60,7 @@ use rcgen::{
     KeyUsagePurpose,
 };
 use tokio::net::TcpListener;
-use tokio::sync::oneshot;
+use tokio::sync::{oneshot, watch};
 use tokio_rustls::TlsAcceptor;
 use tokio_rustls::rustls::ServerConfig;
 use tokio_rustls::rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
@@ -69,6 +72,7 @@ pub struct Reply {
     headers: Vec<(String, String)>,
     body: Vec<u8>,
     delay: Duration,
+    held: bool,
     chunked: bool,
     stall: Option<Duration>,
 }
@@ -81,6 +85,7 @@ impl Reply {
             headers: vec![("content-type".to_owned(), content_type.to_owned())],
             body: body.into(),
             delay: Duration::ZERO,
+            held: false,
             chunked: false,
             stall: None,
         }
@@ -116,6 +121,13 @@ impl Reply {
         self
     }
 
+    /// Sends nothing until [`TlsHost::release`] is called (a host whose
+    /// answers are in flight for as long as a test needs).
+    pub fn held(mut self) -> Self {
+        self.held = true;
+        self
+    }
+
     /// Streams the body in 1 KiB chunks without a Content-Length.
     pub fn chunked(mut self) -> Self {
         self.chunked = true;
@@ -130,10 +142,21 @@ impl Reply {
     }
 }
 
-#[derive(Default)]
 struct Routes {
     replies: Mutex<HashMap<String, Reply>>,
     hits: Mutex<HashMap<String, usize>>,
+    /// Whether held replies may go.
+    released: watch::Sender<bool>,
+}
+
+impl Default for Routes {
+    fn default() -> Self {
+        Self {
+            replies: Mutex::default(),
+            hits: Mutex::default(),
+            released: watch::Sender::new(false),
+        }
+    }
 }
 
 /// A running HTTPS host; stops when dropped.
@@ -289,6 +312,30 @@ impl TlsHost {
     }
 }
 
+impl TlsHost {
+    /// How many requests reached `path`, whatever their query.
+    pub fn hits_on(&self, path: &str) -> usize {
+        self.routes
+            .hits
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|(key, _)| key.split('?').next() == Some(path))
+            .map(|(_, count)| count)
+            .sum()
+    }
+
+    /// How many requests the host received in all.
+    pub fn total_hits(&self) -> usize {
+        self.routes.hits.lock().unwrap().values().sum()
+    }
+
+    /// Lets every held reply go, now and from now on.
+    pub fn release(&self) {
+        self.routes.released.send_replace(true);
+    }
+}
+
 async fn answer(State(routes): State<Arc<Routes>>, uri: Uri) -> Response {
     let key = uri
         .path_and_query()
@@ -302,6 +349,10 @@ async fn answer(State(routes): State<Arc<Routes>>, uri: Uri) -> Response {
             .unwrap();
     };
     tokio::time::sleep(reply.delay).await;
+    if reply.held {
+        let mut released = routes.released.subscribe();
+        let _ = released.wait_for(|go| *go).await;
+    }
     let mut response = Response::builder().status(reply.status);
     for (name, value) in &reply.headers {
         response = response.header(

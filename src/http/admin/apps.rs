@@ -37,14 +37,14 @@ pub async fn show(
     RequireOwner(owner): RequireOwner,
     Query(query): Query<NoticeQuery>,
 ) -> Result<Response, PageError> {
-    let farm = farms::find(&state.store, owner.account.farm())
+    let farm = farms::find(&mut state.store.read().await?, owner.account.farm())
         .await?
         .ok_or(PageError::NotFound)?;
     let filter = AppFilter {
         farm: Some(owner.account.farm()),
         ..AppFilter::default()
     };
-    let apps = connected_apps::list(&state.store, &filter).await?;
+    let apps = connected_apps::list(&mut state.store.read().await?, &filter).await?;
     Ok(render(&AdminAppsPage {
         nav: Nav::new(&owner, "admin").await?,
         tab: "apps",
@@ -71,13 +71,15 @@ pub async fn switch(
         "off" => false,
         _ => return Err(PageError::BadRequest("Choose on or off.".to_owned())),
     };
-    farms::set_connected_apps(&state.store, &owner.account.farm_slug, enabled).await?;
+    let mut tx = state.store.write().await?;
+    farms::set_connected_apps(&mut tx, &owner.account.farm_slug, enabled).await?;
     let action = if enabled {
         "connected_apps_on"
     } else {
         "connected_apps_off"
     };
-    audit_action(&state, &owner, None, action, serde_json::json!({})).await?;
+    audit_action(&mut tx, &state, &owner, None, action, serde_json::json!({})).await?;
+    tx.commit().await?;
     let done = if enabled { "apps-on" } else { "apps-off" };
     Ok(Redirect::to(&format!("/admin?done={done}")).into_response())
 }
@@ -89,7 +91,7 @@ async fn farm_app(
     raw_id: &str,
 ) -> Result<ConnectedApp, PageError> {
     let id = GrantId::parse(raw_id).ok_or(PageError::NotFound)?;
-    connected_apps::find_active(&state.store, id)
+    connected_apps::find_active(&mut state.store.read().await?, id)
         .await?
         .filter(|app| app.farm() == owner.account.farm())
         .ok_or(PageError::NotFound)

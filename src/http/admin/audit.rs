@@ -205,7 +205,8 @@ pub async fn show(
         kind: kind.clone(),
         before: cursor(&query.before),
     };
-    let mut rows = audit_query::page(&state.store, farm, &filter, PAGE_SIZE + 1).await?;
+    let mut rows =
+        audit_query::page(&mut state.store.read().await?, farm, &filter, PAGE_SIZE + 1).await?;
     let more = rows.len() as i64 > PAGE_SIZE;
     rows.truncate(PAGE_SIZE as usize);
     let older = match rows.last() {
@@ -224,7 +225,7 @@ pub async fn show(
         _ => None,
     };
 
-    let users = members::list(&state.store, farm)
+    let users = members::list(&mut state.store.read().await?, farm)
         .await?
         .into_iter()
         .map(|m| Choice {
@@ -233,7 +234,7 @@ pub async fn show(
             label: m.email,
         })
         .collect();
-    let clients = connected_apps::clients_of_farm(&state.store, farm)
+    let clients = connected_apps::clients_of_farm(&mut state.store.read().await?, farm)
         .await?
         .into_iter()
         .map(|(id, name)| Choice {

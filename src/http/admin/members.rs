@@ -20,6 +20,7 @@ use crate::http::pages::apps::{NoticeQuery, notice};
 use crate::http::pages::view::Nav;
 use crate::oauth::params::Params;
 use crate::state::AppState;
+use crate::storage::Tx;
 use crate::storage::farm_admin::{self, FlockAdminRow};
 use crate::storage::members::{self, MemberChange, MemberOutcome};
 
@@ -60,10 +61,10 @@ pub async fn show(
     Query(query): Query<NoticeQuery>,
 ) -> Result<Response, PageError> {
     let farm = owner.account.farm();
-    let rows = members::list(&state.store, farm).await?;
-    let farm_flocks = farm_admin::flocks(&state.store, farm).await?;
+    let rows = members::list(&mut state.store.read().await?, farm).await?;
+    let farm_flocks = farm_admin::flocks(&mut state.store.read().await?, farm).await?;
     let mut limited: HashMap<uuid::Uuid, HashSet<uuid::Uuid>> = HashMap::new();
-    for (user, flock) in members::restricted_flocks(&state.store, farm).await? {
+    for (user, flock) in members::restricted_flocks(&mut state.store.read().await?, farm).await? {
         limited.entry(user).or_default().insert(flock);
     }
     let none = HashSet::new();
@@ -182,7 +183,9 @@ pub async fn change(
         _ => return Err(PageError::BadRequest("Choose an action.".to_owned())),
     };
     let farm = owner.account.farm();
-    match members::change(&state.store, farm, user, &change, state.clock.now()).await? {
+    let mut tx = state.store.write().await?;
+    // Any outcome but `Done` returns early and drops the transaction.
+    match members::change(&mut tx, farm, user, &change, state.clock.now()).await? {
         MemberOutcome::Done => {}
         MemberOutcome::NotFound => return Err(PageError::NotFound),
         MemberOutcome::UnknownFlock => return Err(unknown_flock()),
@@ -204,11 +207,12 @@ pub async fn change(
             "member_role_changed",
             serde_json::json!({
                 "role": access.role().as_str(),
-                "flocks": flock_words(&state, farm, access).await?,
+                "flocks": flock_words(&mut tx, farm, access).await?,
             }),
         ),
     };
-    audit_action(&state, &owner, Some(user), action, detail).await?;
+    audit_action(&mut tx, &state, &owner, Some(user), action, detail).await?;
+    tx.commit().await?;
     // Signing oneself out everywhere ends this session too; an owner who
     // stepped down can no longer see this page.
     let is_me = user == owner.account.user_id();
@@ -221,11 +225,11 @@ pub async fn change(
 }
 
 /// "all" or the names of the flocks a worker is limited to, for the log.
-async fn flock_words(state: &AppState, farm: FarmId, access: &Access) -> Result<String, PageError> {
+async fn flock_words(tx: &mut Tx, farm: FarmId, access: &Access) -> Result<String, PageError> {
     let Some(limited_to) = access.limited_to() else {
         return Ok("all".to_owned());
     };
-    let names: Vec<String> = farm_admin::flocks(&state.store, farm)
+    let names: Vec<String> = farm_admin::flocks(tx, farm)
         .await?
         .into_iter()
         .filter(|f| limited_to.contains(&FlockId(f.id)))

@@ -34,8 +34,8 @@ use crate::http::form;
 use crate::http::session::{self, RequireUser, RequireUserRejection, SignedIn};
 use crate::oauth::params::Params;
 use crate::state::AppState;
-use crate::storage::StoreError;
 use crate::storage::audit::{self as audit_log, AuditEvent, AuditKind};
+use crate::storage::{StoreError, Tx};
 
 pub fn router() -> Router<AppState> {
     Router::new()
@@ -137,9 +137,11 @@ fn page_error(err: AdminError) -> PageError {
     }
 }
 
-/// Audits an owner's action. `about` is the member the action concerns
-/// (the owner themself when it concerns no member).
+/// Audits an owner's action in the transaction that made it, so the two
+/// commit together. `about` is the member the action concerns (the owner
+/// themself when it concerns no member).
 async fn audit_action(
+    tx: &mut Tx,
     state: &AppState,
     owner: &SignedIn,
     about: Option<UserId>,
@@ -154,6 +156,6 @@ async fn audit_action(
     event.farm = Some(owner.account.farm());
     event.user = Some(about.unwrap_or(owner.account.user_id()));
     event.detail = detail;
-    audit_log::record(&state.store, &event, state.clock.now()).await?;
+    audit_log::record(tx, &event, state.clock.now()).await?;
     Ok(())
 }

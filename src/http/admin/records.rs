@@ -36,8 +36,8 @@ pub async fn show(
     Ok(render(&FarmPage {
         nav: Nav::new(&owner, "admin").await?,
         tab: "farm",
-        houses: farm_admin::houses(&state.store, farm).await?,
-        flocks: farm_admin::flocks(&state.store, farm).await?,
+        houses: farm_admin::houses(&mut state.store.read().await?, farm).await?,
+        flocks: farm_admin::flocks(&mut state.store.read().await?, farm).await?,
         today: state.clock.now().date().to_string(),
         notice: notice(query.done.as_deref()),
     }))
@@ -54,15 +54,13 @@ pub async fn add_house(
     OwnerPost { owner, form }: OwnerPost,
 ) -> Result<Response, PageError> {
     let form: NameForm = form.fields()?;
-    let name = farm_records::add_house(
-        &state.store,
-        owner.account.farm(),
-        &form.name,
-        state.clock.now(),
-    )
-    .await
-    .map_err(page_error)?;
+    let mut tx = state.store.write().await?;
+    let name =
+        farm_records::add_house(&mut tx, owner.account.farm(), &form.name, state.clock.now())
+            .await
+            .map_err(page_error)?;
     audit_action(
+        &mut tx,
         &state,
         &owner,
         None,
@@ -70,6 +68,7 @@ pub async fn add_house(
         serde_json::json!({ "name": name }),
     )
     .await?;
+    tx.commit().await?;
     Ok(Redirect::to("/admin/farm?done=house").into_response())
 }
 
@@ -80,11 +79,13 @@ pub async fn rename_house(
 ) -> Result<Response, PageError> {
     let form: NameForm = form.fields()?;
     let house = HouseId::parse(&raw_id).ok_or(PageError::NotFound)?;
-    let name = farm_records::rename_house(&state.store, owner.account.farm(), house, &form.name)
+    let mut tx = state.store.write().await?;
+    let name = farm_records::rename_house(&mut tx, owner.account.farm(), house, &form.name)
         .await
         .map_err(page_error)?;
     let detail = serde_json::json!({ "house": house.to_string(), "name": name });
-    audit_action(&state, &owner, None, "house_renamed", detail).await?;
+    audit_action(&mut tx, &state, &owner, None, "house_renamed", detail).await?;
+    tx.commit().await?;
     Ok(Redirect::to("/admin/farm?done=house").into_response())
 }
 
@@ -115,16 +116,13 @@ pub async fn add_flock(
         placed: &form.placed_on,
         head_count: &form.head_count,
     };
-    let name = farm_records::add_flock(
-        &state.store,
-        owner.account.farm(),
-        &input,
-        state.clock.now(),
-    )
-    .await
-    .map_err(page_error)?;
+    let mut tx = state.store.write().await?;
+    let name = farm_records::add_flock(&mut tx, owner.account.farm(), &input, state.clock.now())
+        .await
+        .map_err(page_error)?;
     let detail = serde_json::json!({ "house": house.to_string(), "name": name });
-    audit_action(&state, &owner, None, "flock_added", detail).await?;
+    audit_action(&mut tx, &state, &owner, None, "flock_added", detail).await?;
+    tx.commit().await?;
     Ok(Redirect::to("/admin/farm?done=flock").into_response())
 }
 
@@ -145,9 +143,10 @@ pub async fn change_flock(
     let form: FlockChangeForm = form.fields()?;
     let flock = FlockId::parse(&raw_id).ok_or(PageError::NotFound)?;
     let farm = owner.account.farm();
+    let mut tx = state.store.write().await?;
     let (action, detail) = match form.action.as_str() {
         "rename" => {
-            let name = farm_records::rename_flock(&state.store, farm, flock, &form.name)
+            let name = farm_records::rename_flock(&mut tx, farm, flock, &form.name)
                 .await
                 .map_err(page_error)?;
             (
@@ -156,7 +155,7 @@ pub async fn change_flock(
             )
         }
         "deplete" => {
-            farm_records::deplete_flock(&state.store, farm, flock)
+            farm_records::deplete_flock(&mut tx, farm, flock)
                 .await
                 .map_err(page_error)?;
             (
@@ -166,6 +165,7 @@ pub async fn change_flock(
         }
         _ => return Err(PageError::BadRequest("Choose an action.".to_owned())),
     };
-    audit_action(&state, &owner, None, action, detail).await?;
+    audit_action(&mut tx, &state, &owner, None, action, detail).await?;
+    tx.commit().await?;
     Ok(Redirect::to("/admin/farm?done=flock").into_response())
 }

@@ -30,9 +30,9 @@ use serde_json::Value;
 use super::error;
 use super::rate_limit::GrantLimit;
 use crate::config::Issuer;
-use crate::mcp::CallContext;
 use crate::mcp::bearer::{self, AuthError};
 use crate::mcp::wire;
+use crate::mcp::{CallContext, HeldReader};
 use crate::state::AppState;
 use crate::storage::grants;
 
@@ -98,8 +98,9 @@ fn is_json(headers: &HeaderMap) -> bool {
 }
 
 /// Steps 1 to 5: the request's site, declared size, token, budget and the
-/// store's word, ending in the caller's context or the refusal to send.
-async fn admit(guard: &Guard, parts: &Parts) -> Result<CallContext, Response> {
+/// store's word, ending in the caller's context (and the reader that
+/// answered, for the tool to reuse) or the refusal to send.
+async fn admit(guard: &Guard, parts: &Parts) -> Result<(CallContext, HeldReader), Response> {
     let app = &guard.app;
     if let Err(what) = same_site(&app.issuer, parts) {
         tracing::info!(header = what, "MCP request refused: foreign Host or Origin");
@@ -124,24 +125,39 @@ async fn admit(guard: &Guard, parts: &Parts) -> Result<CallContext, Response> {
         tracing::info!(grant = %grant, "MCP rate limit reached");
         return Err(error::rate_limited(wait));
     }
-    let authorized = match bearer::authorize(&app.store, &claims, now).await {
+    let mut db = app
+        .store
+        .read()
+        .await
+        .map_err(|err| error::internal(&err))?;
+    let authorized = match bearer::authorize(&mut db, &claims, now).await {
         Ok(authorized) => authorized,
         Err(AuthError::Refused(refusal)) => return Err(error::refusal(&app.issuer, &refusal)),
         Err(AuthError::Store(err)) => return Err(error::internal(&err)),
     };
     if authorized.touch_last_used
-        && let Err(err) = grants::touch_last_used(&app.store, authorized.context.grant, now).await
+        && let Err(err) = touch_last_used(app, authorized.context.grant, now).await
     {
         // Bookkeeping for the connected-apps page; the call itself is fine.
         tracing::warn!(error = %err, "could not record the grant's last use");
     }
-    Ok(authorized.context)
+    Ok((authorized.context, HeldReader::new(db)))
+}
+
+async fn touch_last_used(
+    app: &AppState,
+    grant: crate::domain::GrantId,
+    now: time::OffsetDateTime,
+) -> Result<(), crate::storage::StoreError> {
+    let mut tx = app.store.write().await?;
+    grants::touch_last_used(&mut tx, grant, now).await?;
+    tx.commit().await
 }
 
 pub async fn guard(State(guard): State<Guard>, request: Request, next: Next) -> Response {
     let (mut parts, body) = request.into_parts();
-    let context = match admit(&guard, &parts).await {
-        Ok(context) => context,
+    let (context, reader) = match admit(&guard, &parts).await {
+        Ok(admitted) => admitted,
         Err(refusal) => {
             // A refusal sent before the body has arrived makes hyper close
             // the connection without saying so, and a client that reuses
@@ -179,6 +195,7 @@ pub async fn guard(State(guard): State<Guard>, request: Request, next: Next) -> 
     };
     let json_body = is_json(&parts.headers);
     parts.extensions.insert(context);
+    parts.extensions.insert(reader);
     let response = next.run(Request::from_parts(parts, body)).await;
     if response.status() == StatusCode::UNSUPPORTED_MEDIA_TYPE && json_body {
         return error::not_a_message(id);

@@ -12,11 +12,13 @@
 //! [`super::consent::proceed`] decides between refusing, issuing a code at
 //! once, asking for the password again, and the consent screen.
 
-use axum::extract::{RawQuery, State};
+use std::net::SocketAddr;
+
+use axum::extract::{ConnectInfo, RawQuery, State};
 use axum::response::{IntoResponse, Redirect, Response};
 
 use super::consent;
-use super::error::{page_refusal, refusal_redirect};
+use super::error::{page_refusal, page_throttled, refusal_redirect};
 use super::pending;
 use crate::http::error::PageError;
 use crate::http::session::{CHANGE_PASSWORD_PATH, SignedIn};
@@ -26,6 +28,7 @@ use crate::state::AppState;
 
 pub async fn authorize(
     State(state): State<AppState>,
+    ConnectInfo(peer): ConnectInfo<SocketAddr>,
     user: Option<SignedIn>,
     RawQuery(query): RawQuery,
 ) -> Result<Response, PageError> {
@@ -38,11 +41,13 @@ pub async fn authorize(
         Ok(id) => id,
         Err(refusal) => return Ok(page_refusal(&refusal)),
     };
-    let found = match clients::resolve(&state.store, &state.cimd, client_id, now).await {
+    let cimd = state.cimd.for_peer(peer.ip());
+    let found = match clients::resolve(&state.store, &cimd, client_id, now).await {
         Ok(found) => found,
         Err(ClientLookupError::Document(why)) => {
             return Ok(page_refusal(&PageRefusal::ClientDocument(why)));
         }
+        Err(ClientLookupError::Throttled(throttle)) => return Ok(page_throttled(&throttle)),
         Err(ClientLookupError::Store(err)) => return Err(err.into()),
     };
     let document = found.as_ref().and_then(|f| f.document.clone());

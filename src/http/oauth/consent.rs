@@ -86,10 +86,15 @@ pub async fn proceed(
 ) -> Result<Response, PageError> {
     let now = state.clock.now();
     let account = &user.account;
-    let farm = farms::find(&state.store, account.farm())
+    let farm = farms::find(&mut state.store.read().await?, account.farm())
         .await?
         .ok_or_else(|| PageError::Internal("the member's farm is gone".into()))?;
-    let existing = grants::active_for(&state.store, account.user_id(), &request.client_id).await?;
+    let existing = grants::active_for(
+        &mut state.store.read().await?,
+        account.user_id(),
+        &request.client_id,
+    )
+    .await?;
     let step = consent::next_step(
         request,
         &FarmState {
@@ -271,7 +276,7 @@ pub async fn answer(
 
     // The farm may have been suspended, or the sign-in grown old, while the
     // screen was open: decide again before acting on the answer.
-    let farm = farms::find(&state.store, user.account.farm())
+    let farm = farms::find(&mut state.store.read().await?, user.account.farm())
         .await?
         .ok_or_else(|| PageError::Internal("the member's farm is gone".into()))?;
     let step = consent::next_step(

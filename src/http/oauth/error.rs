@@ -16,8 +16,9 @@ use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Redirect, Response};
 
 use crate::config::Issuer;
-use crate::http::error::PageError;
+use crate::http::error::{ErrorPage, PageError, render};
 use crate::oauth::authorize::{PageRefusal, RedirectRefusal};
+use crate::oauth::cimd::{Limit, Throttle};
 use crate::oauth::consent;
 use crate::oauth::error::OAuthError;
 
@@ -53,6 +54,10 @@ impl IntoResponse for OAuthError {
                 StatusCode::TOO_MANY_REQUESTS,
                 "too many requests from this address; retry later".to_owned(),
             ),
+            Self::Unavailable(_) => (
+                StatusCode::SERVICE_UNAVAILABLE,
+                "the server cannot handle this request now; retry later".to_owned(),
+            ),
             Self::ServerError(detail) => {
                 tracing::error!(detail = %detail, "OAuth request failed");
                 (
@@ -75,7 +80,7 @@ impl IntoResponse for OAuthError {
                     HeaderValue::from_static("Basic realm=\"coop\""),
                 );
             }
-            Self::TooManyRequests(wait) => {
+            Self::TooManyRequests(wait) | Self::Unavailable(wait) => {
                 if let Ok(value) = HeaderValue::from_str(&wait.as_secs().max(1).to_string()) {
                     headers.insert(header::RETRY_AFTER, value);
                 }
@@ -100,6 +105,38 @@ pub fn page_refusal(refusal: &PageRefusal) -> Response {
         "This sign-in link cannot be used: {refusal}. Nothing was sent to the app. Go back to the app and try connecting again."
     ))
     .into_response()
+}
+
+/// An authorization request naming a metadata document that a fetch limit
+/// keeps Coop from fetching now (threat 33). Like [`page_refusal`] it is a
+/// page, never a redirect (the redirect URI is not known yet), but it says
+/// "not now": 429 when the limit is the requester's own address, 503 when it
+/// is one shared by everyone (per host, in flight), with `Retry-After`.
+pub fn page_throttled(throttle: &Throttle) -> Response {
+    let seconds = throttle.retry_after.as_secs().max(1);
+    let (status, why) = match throttle.limit {
+        Limit::Address => (
+            StatusCode::TOO_MANY_REQUESTS,
+            "too many application descriptions were fetched for your network address",
+        ),
+        Limit::Host | Limit::InFlight => (
+            StatusCode::SERVICE_UNAVAILABLE,
+            "Coop is fetching too many application descriptions at the moment",
+        ),
+    };
+    tracing::info!(limit = ?throttle.limit, "authorization request refused: fetch limit");
+    let message = format!(
+        "This sign-in link cannot be used right now: the application's description could not be fetched, because {why}. Nothing was sent to the app. Try again in {seconds} seconds."
+    );
+    let mut response = render(&ErrorPage {
+        title: "Try again shortly",
+        message: &message,
+    });
+    *response.status_mut() = status;
+    if let Ok(value) = HeaderValue::from_str(&seconds.to_string()) {
+        response.headers_mut().insert(header::RETRY_AFTER, value);
+    }
+    response
 }
 
 /// Sends a refusal back to the client's validated redirect URI, with
@@ -173,6 +210,11 @@ mod tests {
                 429,
                 "temporarily_unavailable",
             ),
+            (
+                OAuthError::Unavailable(std::time::Duration::from_secs(5)),
+                503,
+                "temporarily_unavailable",
+            ),
         ];
         for (error, status, code) in cases {
             let response = error.into_response();
@@ -200,5 +242,29 @@ mod tests {
         let response =
             OAuthError::TooManyRequests(std::time::Duration::from_secs(7)).into_response();
         assert_eq!(response.headers()["retry-after"], "7");
+        let response = OAuthError::Unavailable(std::time::Duration::from_secs(5)).into_response();
+        assert_eq!(response.headers()["retry-after"], "5");
+    }
+
+    #[tokio::test]
+    async fn a_throttled_document_fetch_is_a_page_saying_when_to_retry() {
+        for (limit, status) in [
+            (Limit::Address, 429),
+            (Limit::Host, 503),
+            (Limit::InFlight, 503),
+        ] {
+            let response = page_throttled(&Throttle {
+                limit,
+                retry_after: std::time::Duration::from_secs(4),
+            });
+            assert_eq!(response.status().as_u16(), status, "{limit:?}");
+            assert_eq!(response.headers()["retry-after"], "4");
+            assert!(response.headers().get("location").is_none());
+            let bytes = axum::body::to_bytes(response.into_body(), 1 << 16)
+                .await
+                .unwrap();
+            let html = String::from_utf8(bytes.to_vec()).unwrap();
+            assert!(html.contains("Try again in 4 seconds"), "{html}");
+        }
     }
 }

@@ -5,8 +5,10 @@
 //! token was known, so revocation reveals nothing; see
 //! [`crate::oauth::revocation`] for what revoking each kind of token does.
 
+use std::net::SocketAddr;
+
 use axum::body::Bytes;
-use axum::extract::State;
+use axum::extract::{ConnectInfo, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 
@@ -21,13 +23,15 @@ use crate::state::AppState;
 
 pub async fn revoke(
     State(state): State<AppState>,
+    ConnectInfo(peer): ConnectInfo<SocketAddr>,
     headers: HeaderMap,
     body: Bytes,
 ) -> Result<Response, OAuthError> {
     let now = state.clock.now();
     let form = Params::parse(&body);
     let presented = client_auth::presented(client_credentials::basic(&headers), &form)?;
-    let client = client_auth::authenticate(&state.store, &state.cimd, &presented, now).await?;
+    let cimd = state.cimd.for_peer(peer.ip());
+    let client = client_auth::authenticate(&state.store, &cimd, &presented, now).await?;
     let repeated = |name| OAuthError::invalid_request(format!("{name} is repeated"));
     let token = form
         .single("token")

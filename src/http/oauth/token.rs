@@ -7,8 +7,10 @@
 //! 6749 JSON (see [`super::error`]). Rate limited per client address.
 
 use axum::Json;
+use std::net::SocketAddr;
+
 use axum::body::Bytes;
-use axum::extract::State;
+use axum::extract::{ConnectInfo, State};
 use axum::http::HeaderMap;
 use axum::response::{IntoResponse, Response};
 
@@ -22,13 +24,15 @@ use crate::state::AppState;
 
 pub async fn token(
     State(state): State<AppState>,
+    ConnectInfo(peer): ConnectInfo<SocketAddr>,
     headers: HeaderMap,
     body: Bytes,
 ) -> Result<Response, OAuthError> {
     let now = state.clock.now();
     let form = Params::parse(&body);
     let presented = client_auth::presented(client_credentials::basic(&headers), &form)?;
-    let client = client_auth::authenticate(&state.store, &state.cimd, &presented, now).await?;
+    let cimd = state.cimd.for_peer(peer.ip());
+    let client = client_auth::authenticate(&state.store, &cimd, &presented, now).await?;
     let request = token::parse(&form)?;
     let ctx = context(&state);
     let issued = token::exchange(&ctx, &client, request, now).await?;
@@ -45,5 +49,7 @@ pub fn context(state: &AppState) -> TokenContext<'_> {
         issuer: &state.issuer,
         access_ttl: time::Duration::try_from(state.config.access_token_ttl)
             .unwrap_or(time::Duration::minutes(15)),
+        reuse_window: time::Duration::try_from(state.config.refresh_reuse_window)
+            .unwrap_or(time::Duration::ZERO),
     }
 }

@@ -101,8 +101,9 @@ pub async fn change_password(
 
     let hash = state.passwords.hash(&form.new_password).await?;
     let now = state.clock.now();
+    let mut tx = state.store.write().await?;
     let epoch = match users::change_password(
-        &state.store,
+        &mut tx,
         user.account.user_id(),
         user.account.credential_epoch,
         &hash,
@@ -115,11 +116,11 @@ pub async fn change_password(
         Err(StoreError::NotFound) => return Ok(Redirect::to("/login").into_response()),
         Err(err) => return Err(err.into()),
     };
-    session::adopt_epoch(&user.session, epoch, now).await?;
-
     let mut event = AuditEvent::new(AuditKind::PasswordChanged);
     event.farm = Some(user.account.farm());
     event.user = Some(user.account.user_id());
-    audit::record(&state.store, &event, now).await?;
+    audit::record(&mut tx, &event, now).await?;
+    tx.commit().await?;
+    session::adopt_epoch(&user.session, epoch, now).await?;
     Ok(Redirect::to("/").into_response())
 }

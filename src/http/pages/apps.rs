@@ -69,8 +69,8 @@ pub async fn list(
         user: Some(user.account.user_id()),
         ..AppFilter::default()
     };
-    let apps = connected_apps::list(&state.store, &filter).await?;
-    let farm_apps_enabled = farms::find(&state.store, user.account.farm())
+    let apps = connected_apps::list(&mut state.store.read().await?, &filter).await?;
+    let farm_apps_enabled = farms::find(&mut state.store.read().await?, user.account.farm())
         .await?
         .is_none_or(|f| f.connected_apps_enabled);
     Ok(render(&AppsPage {
@@ -88,7 +88,7 @@ async fn own_app(
     raw_id: &str,
 ) -> Result<ConnectedApp, PageError> {
     let id = GrantId::parse(raw_id).ok_or(PageError::NotFound)?;
-    connected_apps::find_active(&state.store, id)
+    connected_apps::find_active(&mut state.store.read().await?, id)
         .await?
         .filter(|app| app.user() == user.account.user_id())
         .ok_or(PageError::NotFound)

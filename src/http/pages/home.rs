@@ -25,7 +25,9 @@ pub async fn show(
     State(state): State<AppState>,
     RequireUser(user): RequireUser,
 ) -> Result<Response, PageError> {
-    let apps_count = connected_apps::count_for_user(&state.store, user.account.user_id()).await?;
+    let apps_count =
+        connected_apps::count_for_user(&mut state.store.read().await?, user.account.user_id())
+            .await?;
     Ok(render(&HomePage {
         nav: Nav::new(&user, "home").await?,
         email: &user.account.email,

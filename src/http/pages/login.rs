@@ -80,7 +80,7 @@ pub async fn submit(
         .map_err(PageError::TooManyAttempts)?;
 
     let account = match Email::parse(&typed_email) {
-        Ok(email) => users::find_by_email(&state.store, &email).await?,
+        Ok(email) => users::find_by_email(&mut state.store.read().await?, &email).await?,
         Err(_) => None,
     };
     let password_ok = state
@@ -109,7 +109,7 @@ pub async fn submit(
         event.farm = account.as_ref().map(|a| a.farm());
         event.user = account.as_ref().map(|a| a.user_id());
         event.detail = serde_json::json!({ "address": peer.ip().to_string() });
-        audit::record(&state.store, &event, now).await?;
+        audit::record_alone(&state.store, &event, now).await?;
 
         let csrf = session::csrf_token(&session).await?;
         let mut response = render(&LoginPage {
@@ -131,7 +131,7 @@ pub async fn submit(
     let mut event = AuditEvent::new(AuditKind::SignIn);
     event.farm = Some(account.farm());
     event.user = Some(account.user_id());
-    audit::record(&state.store, &event, now).await?;
+    audit::record_alone(&state.store, &event, now).await?;
 
     if account.must_change_password {
         return Ok(Redirect::to(CHANGE_PASSWORD_PATH).into_response());
@@ -156,7 +156,7 @@ pub async fn sign_out(
         let mut event = AuditEvent::new(AuditKind::SignOut);
         event.farm = Some(user.account.farm());
         event.user = Some(user.account.user_id());
-        audit::record(&state.store, &event, state.clock.now()).await?;
+        audit::record_alone(&state.store, &event, state.clock.now()).await?;
     }
     session::sign_out(&session).await?;
     Ok(Redirect::to("/login").into_response())

@@ -11,7 +11,7 @@ use super::flocks::resolve;
 use super::{ToolError, ToolReply, internal};
 use crate::domain::EntryDate;
 use crate::mcp::CallContext;
-use crate::storage::Store;
+use crate::storage::Reader;
 use crate::storage::egg_lots::{self, EggLotFilter, EggLotKey, EggLotRow};
 
 const LIST: &str = "egg_lots";
@@ -71,7 +71,7 @@ fn lot_json(lot: &EggLotRow) -> Value {
 }
 
 pub async fn list_egg_lots(
-    store: &Store,
+    db: &mut Reader,
     ctx: &CallContext,
     arguments: Map<String, Value>,
     now: OffsetDateTime,
@@ -85,7 +85,7 @@ pub async fn list_egg_lots(
     )?;
     let (size, after) = args::page::<EggLotKey>(LIST, a.limit, a.cursor.as_deref())?;
     let flock = match (&a.flock, &a.house) {
-        (Some(name), house) => Some(resolve(store, ctx, name, house.as_deref()).await?),
+        (Some(name), house) => Some(resolve(db, ctx, name, house.as_deref()).await?),
         (None, Some(_)) => {
             return Err(args::invalid(
                 "house only chooses between flocks of the same name; pass flock too",
@@ -98,7 +98,7 @@ pub async fn list_egg_lots(
         status: a.status.map(|s| s.as_str().to_owned()),
         flock: flock.as_ref().map(|f| f.flock_id()),
     };
-    let page = egg_lots::list_page(store, ctx.farm, &ctx.flocks, &filter, after.as_ref(), size)
+    let page = egg_lots::list_page(db, ctx.farm, &ctx.flocks, &filter, after.as_ref(), size)
         .await
         .map_err(internal)?;
     let next = page.next_cursor(LIST, EggLotRow::key);

@@ -16,10 +16,10 @@ use super::flocks::resolve;
 use super::{ToolError, ToolReply, internal};
 use crate::domain::EntryDate;
 use crate::mcp::CallContext;
-use crate::storage::Store;
 use crate::storage::audit::{AuditEvent, AuditKind};
 use crate::storage::daily_entries::{self, EntryRow, EntryWrite, WriteOutcome};
 use crate::storage::flocks::FlockRow;
+use crate::storage::{Reader, Store};
 
 const LIST: &str = "daily_entries";
 /// Default length of a listed period, in days.
@@ -114,7 +114,7 @@ fn entry_line(entry: &EntryRow) -> String {
 }
 
 pub async fn list_daily_entries(
-    store: &Store,
+    db: &mut Reader,
     ctx: &CallContext,
     arguments: Map<String, Value>,
     now: OffsetDateTime,
@@ -131,9 +131,9 @@ pub async fn list_daily_entries(
         .map(|raw| EntryDate::parse(&raw).map(EntryDate::date))
         .transpose()
         .map_err(|_| invalid("cursor: not a cursor of this list; pass next_cursor unchanged"))?;
-    let flock = resolve(store, ctx, &a.flock, a.house.as_deref()).await?;
+    let flock = resolve(db, ctx, &a.flock, a.house.as_deref()).await?;
     let page = daily_entries::list_page(
-        store,
+        db,
         ctx.farm,
         &ctx.flocks,
         flock.flock_id(),
@@ -247,13 +247,14 @@ fn refuse_if_impossible(
 
 pub async fn record_daily_entry(
     store: &Store,
+    db: &mut Reader,
     ctx: &CallContext,
     arguments: Map<String, Value>,
     now: OffsetDateTime,
 ) -> Result<ToolReply, ToolError> {
     let a: RecordDailyEntryArgs = args::parse(arguments)?;
     let c = check(&a)?;
-    let flock = resolve(store, ctx, &a.flock, a.house.as_deref()).await?;
+    let flock = resolve(db, ctx, &a.flock, a.house.as_deref()).await?;
     refuse_if_impossible(&c, &flock, now)?;
 
     let write = EntryWrite {

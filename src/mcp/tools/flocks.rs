@@ -16,7 +16,7 @@ use super::entries::entry_json;
 use super::{ToolError, ToolReply, internal};
 use crate::domain::{EntryDate, PageSize, Period};
 use crate::mcp::CallContext;
-use crate::storage::Store;
+use crate::storage::Reader;
 use crate::storage::daily_entries;
 use crate::storage::flocks::{self, FlockFilter, FlockKey, FlockRow, MAX_NAME_MATCHES};
 
@@ -65,14 +65,14 @@ pub struct GetFlockArgs {
 
 /// The one flock in the caller's scope named `name` (in `house`, if given).
 pub async fn resolve(
-    store: &Store,
+    db: &mut Reader,
     ctx: &CallContext,
     name: &str,
     house: Option<&str>,
 ) -> Result<FlockRow, ToolError> {
     let name = args::name("flock", name)?;
     let house = args::optional_name("house", house)?;
-    let mut found = flocks::named(store, ctx.farm, &ctx.flocks, &name, house.as_deref())
+    let mut found = flocks::named(db, ctx.farm, &ctx.flocks, &name, house.as_deref())
         .await
         .map_err(internal)?;
     match found.len() {
@@ -134,7 +134,7 @@ fn flock_line(flock: &FlockRow, today: EntryDate) -> String {
 }
 
 pub async fn list_flocks(
-    store: &Store,
+    db: &mut Reader,
     ctx: &CallContext,
     arguments: Map<String, Value>,
     now: OffsetDateTime,
@@ -145,7 +145,7 @@ pub async fn list_flocks(
         status: a.status.map(|s| s.as_str().to_owned()),
         house: args::optional_name("house", a.house.as_deref())?,
     };
-    let page = flocks::list_page(store, ctx.farm, &ctx.flocks, &filter, after.as_ref(), size)
+    let page = flocks::list_page(db, ctx.farm, &ctx.flocks, &filter, after.as_ref(), size)
         .await
         .map_err(internal)?;
     let today = EntryDate::today(now);
@@ -170,18 +170,18 @@ pub async fn list_flocks(
 }
 
 pub async fn get_flock(
-    store: &Store,
+    db: &mut Reader,
     ctx: &CallContext,
     arguments: Map<String, Value>,
     now: OffsetDateTime,
 ) -> Result<ToolReply, ToolError> {
     let a: GetFlockArgs = args::parse(arguments)?;
-    let flock = resolve(store, ctx, &a.flock, a.house.as_deref()).await?;
+    let flock = resolve(db, ctx, &a.flock, a.house.as_deref()).await?;
     let today = EntryDate::today(now);
     let week = Period::new(today.minus_days(6), today).map_err(invalid)?;
     let size = PageSize::parse(Some(7)).map_err(invalid)?;
     let entries = daily_entries::list_page(
-        store,
+        db,
         ctx.farm,
         &ctx.flocks,
         flock.flock_id(),

@@ -30,7 +30,7 @@ use time::OffsetDateTime;
 
 use super::CallContext;
 use super::catalog::{self, Access, ToolSpec};
-use crate::storage::{Store, StoreError};
+use crate::storage::{Reader, Store, StoreError};
 
 /// One tool as `tools/list` shows it.
 #[derive(Clone, Debug)]
@@ -168,6 +168,7 @@ pub fn definitions() -> &'static [ToolDefinition] {
 /// role and scopes do not allow.
 pub async fn call(
     store: &Store,
+    db: &mut Reader,
     ctx: &CallContext,
     name: &str,
     arguments: Map<String, Value>,
@@ -186,14 +187,14 @@ pub async fn call(
         }
     }
     match name {
-        "list_flocks" => flocks::list_flocks(store, ctx, arguments, now).await,
-        "get_flock" => flocks::get_flock(store, ctx, arguments, now).await,
-        "list_daily_entries" => entries::list_daily_entries(store, ctx, arguments, now).await,
-        "production_summary" => reports::production_summary(store, ctx, arguments, now).await,
-        "list_egg_lots" => eggs::list_egg_lots(store, ctx, arguments, now).await,
-        "stock_levels" => stock::stock_levels(store, ctx, arguments, now).await,
-        "mortality_report" => reports::mortality_report(store, ctx, arguments, now).await,
-        "record_daily_entry" => entries::record_daily_entry(store, ctx, arguments, now).await,
+        "list_flocks" => flocks::list_flocks(db, ctx, arguments, now).await,
+        "get_flock" => flocks::get_flock(db, ctx, arguments, now).await,
+        "list_daily_entries" => entries::list_daily_entries(db, ctx, arguments, now).await,
+        "production_summary" => reports::production_summary(db, ctx, arguments, now).await,
+        "list_egg_lots" => eggs::list_egg_lots(db, ctx, arguments, now).await,
+        "stock_levels" => stock::stock_levels(db, ctx, arguments, now).await,
+        "mortality_report" => reports::mortality_report(db, ctx, arguments, now).await,
+        "record_daily_entry" => entries::record_daily_entry(store, db, ctx, arguments, now).await,
         _ => Err(ToolError::InvalidArguments(format!("Unknown tool: {name}"))),
     }
 }

@@ -15,7 +15,7 @@ use super::flocks::resolve;
 use super::{ToolError, ToolReply, internal};
 use crate::domain::{EntryDate, Period};
 use crate::mcp::CallContext;
-use crate::storage::Store;
+use crate::storage::Reader;
 use crate::storage::daily_entries::{self, DayTotals, FlockDeaths};
 use crate::storage::flocks::{FlockKey, FlockRow};
 
@@ -74,13 +74,13 @@ fn percent_text(value: Option<f64>) -> String {
 
 /// The flock a report is narrowed to, if the caller named one.
 async fn narrowed_to(
-    store: &Store,
+    db: &mut Reader,
     ctx: &CallContext,
     flock: Option<&str>,
     house: Option<&str>,
 ) -> Result<Option<FlockRow>, ToolError> {
     match (flock, house) {
-        (Some(name), house) => Ok(Some(resolve(store, ctx, name, house).await?)),
+        (Some(name), house) => Ok(Some(resolve(db, ctx, name, house).await?)),
         (None, Some(_)) => Err(invalid(
             "house only chooses between flocks of the same name; pass flock too",
         )),
@@ -103,7 +103,7 @@ fn day_json(day: &DayTotals) -> Value {
 }
 
 pub async fn production_summary(
-    store: &Store,
+    db: &mut Reader,
     ctx: &CallContext,
     arguments: Map<String, Value>,
     now: OffsetDateTime,
@@ -115,9 +115,9 @@ pub async fn production_summary(
         EntryDate::today(now),
         DEFAULT_SUMMARY_DAYS,
     )?;
-    let flock = narrowed_to(store, ctx, a.flock.as_deref(), a.house.as_deref()).await?;
+    let flock = narrowed_to(db, ctx, a.flock.as_deref(), a.house.as_deref()).await?;
     let days = daily_entries::daily_totals(
-        store,
+        db,
         ctx.farm,
         &ctx.flocks,
         flock.as_ref().map(FlockRow::flock_id),
@@ -183,7 +183,7 @@ fn deaths_json(row: &FlockDeaths) -> Value {
 }
 
 pub async fn mortality_report(
-    store: &Store,
+    db: &mut Reader,
     ctx: &CallContext,
     arguments: Map<String, Value>,
     now: OffsetDateTime,
@@ -196,10 +196,10 @@ pub async fn mortality_report(
         DEFAULT_REPORT_DAYS,
     )?;
     let (size, after) = args::page::<FlockKey>(DEATHS_LIST, a.limit, a.cursor.as_deref())?;
-    let flock = narrowed_to(store, ctx, a.flock.as_deref(), a.house.as_deref()).await?;
+    let flock = narrowed_to(db, ctx, a.flock.as_deref(), a.house.as_deref()).await?;
     let flock_id = flock.as_ref().map(FlockRow::flock_id);
     let page = daily_entries::deaths_page(
-        store,
+        db,
         ctx.farm,
         &ctx.flocks,
         flock_id,
@@ -209,7 +209,7 @@ pub async fn mortality_report(
     )
     .await
     .map_err(internal)?;
-    let total = daily_entries::total_deaths(store, ctx.farm, &ctx.flocks, flock_id, period)
+    let total = daily_entries::total_deaths(db, ctx.farm, &ctx.flocks, flock_id, period)
         .await
         .map_err(internal)?;
     let next = page.next_cursor(DEATHS_LIST, FlockDeaths::key);

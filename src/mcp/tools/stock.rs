@@ -10,7 +10,7 @@ use super::args;
 use super::{ToolError, ToolReply, internal};
 use crate::domain::{Currency, Money};
 use crate::mcp::CallContext;
-use crate::storage::Store;
+use crate::storage::Reader;
 use crate::storage::stock::{self, StockKey, StockRow};
 
 const LIST: &str = "stock";
@@ -82,7 +82,7 @@ fn item_json(p: &Priced<'_>) -> Value {
 }
 
 pub async fn stock_levels(
-    store: &Store,
+    db: &mut Reader,
     ctx: &CallContext,
     arguments: Map<String, Value>,
     _now: OffsetDateTime,
@@ -90,7 +90,7 @@ pub async fn stock_levels(
     let a: StockLevelsArgs = args::parse(arguments)?;
     let (size, after) = args::page::<StockKey>(LIST, a.limit, a.cursor.as_deref())?;
     let page = stock::list_page(
-        store,
+        db,
         ctx.farm,
         a.category.map(StockCategory::as_str),
         after.as_ref(),

@@ -1,4 +1,5 @@
-//! Documents already fetched, kept in memory until their freshness runs out.
+//! Documents and key sets already fetched, kept in memory until their
+//! freshness runs out; and, briefly, the fetches that failed.
 //!
 //! How long a copy stays fresh comes from the response's `Cache-Control:
 //! max-age` (or, failing that, `Expires` minus `Date`), clamped to between
@@ -9,9 +10,13 @@
 //! description is harmless. The ceiling bounds how long a changed or
 //! withdrawn document keeps working.
 //!
-//! The cache is per process, keyed by the exact `client_id` URL, and holds
-//! at most `capacity` entries: when full, stale entries go first, then the
-//! one that would expire soonest. Every decision takes `now` as an argument.
+//! A failed fetch is remembered too, for [`FAILURE_FRESHNESS`], so a URL
+//! that fails (a host that times out, a document that is not valid) is not
+//! fetched again on every request that names it.
+//!
+//! Each cache is per process, keyed by the exact URL, and holds at most
+//! `capacity` entries: when full, stale entries go first, then the one that
+//! would expire soonest. Every decision takes `now` as an argument.
 
 use std::collections::HashMap;
 use std::sync::{Mutex, MutexGuard};
@@ -20,12 +25,15 @@ use time::format_description::FormatItem;
 use time::macros::format_description;
 use time::{Duration, OffsetDateTime, PrimitiveDateTime};
 
-use super::ClientMetadataDocument;
-
 /// The shortest time a fetched document is kept.
 pub const MIN_FRESHNESS: Duration = Duration::seconds(60);
 /// The longest time a fetched document is kept.
 pub const MAX_FRESHNESS: Duration = Duration::hours(24);
+
+/// How long a failed fetch is remembered: long enough that a URL named by
+/// every request of a flood is fetched twice a minute at most, short enough
+/// that a client who fixes its document is not kept waiting.
+pub const FAILURE_FRESHNESS: Duration = Duration::seconds(30);
 
 /// The HTTP date format (RFC 9110 IMF-fixdate), e.g. `Sun, 06 Nov 1994 08:49:37 GMT`.
 const HTTP_DATE: &[FormatItem<'static>] = format_description!(
@@ -97,14 +105,25 @@ fn parse_http_date(raw: &str) -> Option<OffsetDateTime> {
         .map(PrimitiveDateTime::assume_utc)
 }
 
-/// Fetched documents by URL.
+/// What the cache holds for one URL.
+#[derive(Clone, Debug)]
+pub struct Entry<V> {
+    pub value: V,
+    /// When it was fetched (for "refetch at most once per interval").
+    pub fetched_at: OffsetDateTime,
+    /// Until when it may be used.
+    pub fresh_until: OffsetDateTime,
+}
+
+/// Values by URL, each until its `fresh_until`: fetched documents and key
+/// sets, and (with a short freshness of their own) failures.
 #[derive(Debug)]
-pub struct DocumentCache {
-    entries: Mutex<HashMap<String, ClientMetadataDocument>>,
+pub struct Cache<V> {
+    entries: Mutex<HashMap<String, Entry<V>>>,
     capacity: usize,
 }
 
-impl DocumentCache {
+impl<V: Clone> Cache<V> {
     pub fn new(capacity: usize) -> Self {
         Self {
             entries: Mutex::new(HashMap::new()),
@@ -112,19 +131,19 @@ impl DocumentCache {
         }
     }
 
-    fn entries(&self) -> MutexGuard<'_, HashMap<String, ClientMetadataDocument>> {
+    fn entries(&self) -> MutexGuard<'_, HashMap<String, Entry<V>>> {
         // The map stays consistent even if a holder panicked: every change
-        // is a single insert or remove.
+        // is a single insert, remove or retain.
         self.entries
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
-    /// The document for `url` if it is still fresh at `now`.
-    pub fn get(&self, url: &str, now: OffsetDateTime) -> Option<ClientMetadataDocument> {
+    /// The entry for `url` if it is still fresh at `now`.
+    pub fn entry(&self, url: &str, now: OffsetDateTime) -> Option<Entry<V>> {
         let mut entries = self.entries();
         match entries.get(url) {
-            Some(doc) if now < doc.fresh_until => Some(doc.clone()),
+            Some(entry) if now < entry.fresh_until => Some(entry.clone()),
             Some(_) => {
                 entries.remove(url);
                 None
@@ -133,10 +152,15 @@ impl DocumentCache {
         }
     }
 
-    /// Keeps `doc` (under its `client_id`) until its `fresh_until`.
-    pub fn insert(&self, doc: ClientMetadataDocument, now: OffsetDateTime) {
+    /// The value for `url` if it is still fresh at `now`.
+    pub fn get(&self, url: &str, now: OffsetDateTime) -> Option<V> {
+        self.entry(url, now).map(|entry| entry.value)
+    }
+
+    /// Keeps `value` for `url`, fetched at `now`, until `fresh_until`.
+    pub fn insert(&self, url: &str, value: V, now: OffsetDateTime, fresh_until: OffsetDateTime) {
         let mut entries = self.entries();
-        if !entries.contains_key(&doc.client_id) && entries.len() >= self.capacity {
+        if !entries.contains_key(url) && entries.len() >= self.capacity {
             entries.retain(|_, kept| now < kept.fresh_until);
             if entries.len() >= self.capacity {
                 let soonest = entries
@@ -148,7 +172,14 @@ impl DocumentCache {
                 }
             }
         }
-        entries.insert(doc.client_id.clone(), doc);
+        entries.insert(
+            url.to_owned(),
+            Entry {
+                value,
+                fetched_at: now,
+                fresh_until,
+            },
+        );
     }
 
     pub fn len(&self) -> usize {
@@ -250,21 +281,27 @@ mod tests {
         );
     }
 
-    fn doc(url: &str, fresh_for: i64) -> ClientMetadataDocument {
-        ClientMetadataDocument {
-            client_id: url.to_owned(),
-            client_name: "App".to_owned(),
-            redirect_uris: vec!["https://app.example/cb".to_owned()],
-            document_host: "app.example".to_owned(),
-            fresh_until: NOW + Duration::seconds(fresh_for),
-        }
+    /// A cache of names, like the fetcher's caches of documents and key sets.
+    fn put(cache: &Cache<String>, url: &str, fresh_for: i64, now: OffsetDateTime) {
+        cache.insert(
+            url,
+            format!("value of {url}"),
+            now,
+            now + Duration::seconds(fresh_for),
+        );
     }
 
     #[test]
     fn a_document_is_served_until_its_freshness_ends() {
-        let cache = DocumentCache::new(8);
-        cache.insert(doc("https://a.example/c", 300), NOW);
-        assert!(cache.get("https://a.example/c", NOW).is_some());
+        let cache = Cache::new(8);
+        put(&cache, "https://a.example/c", 300, NOW);
+        assert_eq!(
+            cache.get("https://a.example/c", NOW).as_deref(),
+            Some("value of https://a.example/c")
+        );
+        let entry = cache.entry("https://a.example/c", NOW).unwrap();
+        assert_eq!(entry.fetched_at, NOW);
+        assert_eq!(entry.fresh_until, NOW + Duration::seconds(300));
         assert!(
             cache
                 .get("https://a.example/c", NOW + Duration::seconds(299))
@@ -281,27 +318,27 @@ mod tests {
 
     #[test]
     fn the_key_is_the_exact_url() {
-        let cache = DocumentCache::new(8);
-        cache.insert(doc("https://a.example/c", 300), NOW);
+        let cache = Cache::new(8);
+        put(&cache, "https://a.example/c", 300, NOW);
         assert!(cache.get("https://a.example/c/", NOW).is_none());
         assert!(cache.get("https://A.example/c", NOW).is_none());
     }
 
     #[test]
     fn a_full_cache_drops_stale_entries_first_then_the_soonest_to_expire() {
-        let cache = DocumentCache::new(3);
-        cache.insert(doc("https://a.example/1", 60), NOW);
-        cache.insert(doc("https://a.example/2", 600), NOW);
-        cache.insert(doc("https://a.example/3", 300), NOW);
+        let cache = Cache::new(3);
+        put(&cache, "https://a.example/1", 60, NOW);
+        put(&cache, "https://a.example/2", 600, NOW);
+        put(&cache, "https://a.example/3", 300, NOW);
         let later = NOW + Duration::seconds(120);
         // /1 is stale by now: it makes room.
-        cache.insert(doc("https://a.example/4", 900), later);
+        put(&cache, "https://a.example/4", 900, later);
         assert_eq!(cache.len(), 3);
         assert!(cache.get("https://a.example/2", later).is_some());
         assert!(cache.get("https://a.example/3", later).is_some());
         assert!(cache.get("https://a.example/4", later).is_some());
         // Nothing stale: /3 expires soonest and goes.
-        cache.insert(doc("https://a.example/5", 900), later);
+        put(&cache, "https://a.example/5", 900, later);
         assert_eq!(cache.len(), 3);
         assert!(cache.get("https://a.example/3", later).is_none());
         assert!(cache.get("https://a.example/2", later).is_some());
@@ -310,10 +347,10 @@ mod tests {
 
     #[test]
     fn refreshing_an_entry_in_a_full_cache_evicts_nothing() {
-        let cache = DocumentCache::new(2);
-        cache.insert(doc("https://a.example/1", 60), NOW);
-        cache.insert(doc("https://a.example/2", 600), NOW);
-        cache.insert(doc("https://a.example/1", 900), NOW);
+        let cache = Cache::new(2);
+        put(&cache, "https://a.example/1", 60, NOW);
+        put(&cache, "https://a.example/2", 600, NOW);
+        put(&cache, "https://a.example/1", 900, NOW);
         assert_eq!(cache.len(), 2);
         assert!(cache.get("https://a.example/2", NOW).is_some());
     }

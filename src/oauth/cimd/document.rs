@@ -15,11 +15,21 @@
 //! `client_secret` is refused. Coop authenticates document clients as public
 //! clients only, so any method other than `none` is refused too rather than
 //! silently downgraded. Unknown members are ignored.
+//!
+//! The members that describe how a client authenticates at the token
+//! endpoint are parsed and kept ([`AuthMetadata`]) for the negotiation of
+//! `private_key_jwt`: `token_endpoint_auth_method`,
+//! `token_endpoint_auth_methods_supported` (OpenID Connect "RP Metadata
+//! Choices"), `token_endpoint_auth_signing_alg`, and the client's keys as a
+//! `jwks_uri` (a URL the fetcher accepts) or an inline `jwks` (a key set,
+//! [`super::key_set`]), never both (RFC 7591 §2). A malformed one refuses
+//! the document.
 
+use jsonwebtoken::jwk::JwkSet;
 use serde_json::{Map, Value};
 use url::Url;
 
-use super::CimdError;
+use super::{CimdError, fetch_url, key_set};
 
 /// The longest `client_name` accepted, in characters.
 pub const MAX_CLIENT_NAME_CHARS: usize = 200;
@@ -27,6 +37,10 @@ pub const MAX_CLIENT_NAME_CHARS: usize = 200;
 pub const MAX_REDIRECT_URIS: usize = 20;
 /// The longest redirect URI accepted, in bytes.
 pub const MAX_REDIRECT_URI_BYTES: usize = 2000;
+/// The most entries `token_endpoint_auth_methods_supported` may list.
+pub const MAX_AUTH_METHODS: usize = 16;
+/// The longest method or algorithm name accepted, in bytes.
+pub const MAX_NAME_BYTES: usize = 64;
 
 /// Authentication methods built on a secret shared with the server.
 const SHARED_SECRET_METHODS: &[&str] = &[
@@ -40,6 +54,25 @@ const SHARED_SECRET_METHODS: &[&str] = &[
 pub struct ValidDocument {
     pub client_name: String,
     pub redirect_uris: Vec<String>,
+    pub auth: AuthMetadata,
+}
+
+/// How the document says its client authenticates at the token endpoint,
+/// each member as the document gave it (absent: `None`).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct AuthMetadata {
+    /// The client's preferred method; today only ever `none` (any other
+    /// refuses the document).
+    pub token_endpoint_auth_method: Option<String>,
+    /// Every method the client can use, in its order of preference.
+    pub token_endpoint_auth_methods_supported: Option<Vec<String>>,
+    /// The JWS algorithm its assertions are signed with.
+    pub token_endpoint_auth_signing_alg: Option<String>,
+    /// Where its public keys are published (fetch with
+    /// [`super::CimdRequest::key_set`]).
+    pub jwks_uri: Option<String>,
+    /// Its public keys, inline.
+    pub jwks: Option<JwkSet>,
 }
 
 /// Parses and checks the body fetched from `url`.
@@ -54,7 +87,88 @@ pub fn validate(body: &[u8], url: &str) -> Result<ValidDocument, CimdError> {
     Ok(ValidDocument {
         client_name: client_name(&members)?,
         redirect_uris: redirect_uris(&members)?,
+        auth: auth_metadata(&members)?,
     })
+}
+
+fn auth_metadata(members: &Map<String, Value>) -> Result<AuthMetadata, CimdError> {
+    let jwks_uri = match members.get("jwks_uri") {
+        None => None,
+        Some(Value::String(uri)) => {
+            fetch_url::parse_key_set_url(uri).map_err(|_| {
+                CimdError::Invalid(
+                    "jwks_uri is not a canonical https URL Coop can fetch".to_owned(),
+                )
+            })?;
+            Some(uri.clone())
+        }
+        Some(_) => return Err(CimdError::Invalid("jwks_uri is not a string".to_owned())),
+    };
+    let jwks = match members.get("jwks") {
+        None => None,
+        Some(value) => Some(key_set::from_value(value).map_err(|err| match err {
+            CimdError::InvalidKeySet(why) => CimdError::Invalid(format!("jwks: {why}")),
+            other => other,
+        })?),
+    };
+    if jwks.is_some() && jwks_uri.is_some() {
+        return Err(CimdError::Invalid(
+            "jwks and jwks_uri are both present".to_owned(),
+        ));
+    }
+    let methods = match members.get("token_endpoint_auth_methods_supported") {
+        None => None,
+        Some(Value::Array(list)) => {
+            if list.len() > MAX_AUTH_METHODS {
+                return Err(CimdError::Invalid(format!(
+                    "token_endpoint_auth_methods_supported lists more than {MAX_AUTH_METHODS} methods"
+                )));
+            }
+            // Each entry is `Some(name)` or an error: collecting gives
+            // `Some(names)` or the first error.
+            list.iter()
+                .map(|entry| name(Some(entry), "token_endpoint_auth_methods_supported"))
+                .collect::<Result<Option<Vec<String>>, _>>()?
+        }
+        Some(_) => {
+            return Err(CimdError::Invalid(
+                "token_endpoint_auth_methods_supported is not an array".to_owned(),
+            ));
+        }
+    };
+    Ok(AuthMetadata {
+        token_endpoint_auth_method: name(
+            members.get("token_endpoint_auth_method"),
+            "token_endpoint_auth_method",
+        )?,
+        token_endpoint_auth_methods_supported: methods,
+        token_endpoint_auth_signing_alg: name(
+            members.get("token_endpoint_auth_signing_alg"),
+            "token_endpoint_auth_signing_alg",
+        )?,
+        jwks_uri,
+        jwks,
+    })
+}
+
+/// A method or algorithm name: a non-empty, bounded string of visible ASCII.
+fn name(value: Option<&Value>, member: &str) -> Result<Option<String>, CimdError> {
+    let refuse = |why: &str| Err(CimdError::Invalid(format!("{member} {why}")));
+    match value {
+        None => Ok(None),
+        Some(Value::String(name)) => {
+            if name.is_empty() || name.len() > MAX_NAME_BYTES {
+                return refuse(&format!(
+                    "holds a name that is empty or longer than {MAX_NAME_BYTES} bytes"
+                ));
+            }
+            if !name.bytes().all(|b| b.is_ascii_graphic()) {
+                return refuse("holds a name that is not plain ASCII");
+            }
+            Ok(Some(name.clone()))
+        }
+        Some(_) => refuse("holds something that is not a string"),
+    }
 }
 
 fn check_client_id(members: &Map<String, Value>, url: &str) -> Result<(), CimdError> {
@@ -219,6 +333,122 @@ mod tests {
             doc.redirect_uris,
             vec!["https://app.example/callback", "http://127.0.0.1/cb"]
         );
+        assert_eq!(
+            doc.auth,
+            AuthMetadata {
+                token_endpoint_auth_method: Some("none".to_owned()),
+                ..AuthMetadata::default()
+            }
+        );
+    }
+
+    /// The members of ChatGPT's published document that describe its
+    /// authentication, with `none` preferred (the policy of today refuses a
+    /// preferred `private_key_jwt`).
+    fn choices(doc: &mut Value) {
+        doc["token_endpoint_auth_methods_supported"] = json!(["none", "private_key_jwt"]);
+        doc["token_endpoint_auth_signing_alg"] = json!("RS256");
+        doc["jwks_uri"] = json!("https://app.example/.well-known/jwks.json");
+    }
+
+    #[test]
+    fn the_authentication_members_are_kept_as_given() {
+        let mut doc = good();
+        choices(&mut doc);
+        let auth = check(&doc).unwrap().auth;
+        assert_eq!(auth.token_endpoint_auth_method.as_deref(), Some("none"));
+        assert_eq!(
+            auth.token_endpoint_auth_methods_supported,
+            Some(vec!["none".to_owned(), "private_key_jwt".to_owned()])
+        );
+        assert_eq!(
+            auth.token_endpoint_auth_signing_alg.as_deref(),
+            Some("RS256")
+        );
+        assert_eq!(
+            auth.jwks_uri.as_deref(),
+            Some("https://app.example/.well-known/jwks.json")
+        );
+        assert_eq!(auth.jwks, None);
+
+        let auth = check(&without("token_endpoint_auth_method")).unwrap().auth;
+        assert_eq!(auth, AuthMetadata::default(), "absent members stay absent");
+    }
+
+    #[test]
+    fn inline_keys_are_read_as_a_key_set() {
+        let keys = crate::oauth::cimd::key_set::tests::public_keys(&["k1", "k2"]);
+        let auth = check(&with("jwks", keys)).unwrap().auth;
+        let jwks = auth.jwks.unwrap();
+        assert!(jwks.find("k1").is_some() && jwks.find("k2").is_some());
+        invalid_because(
+            &with("jwks", json!({"keys": []})),
+            "jwks: the key set holds no keys",
+        );
+        invalid_because(
+            &with("jwks", json!({"keys": [{"kty": "oct", "k": "c2VjcmV0"}]})),
+            "jwks: a key is symmetric",
+        );
+        invalid_because(&with("jwks", json!("keys")), "jwks: not a JSON object");
+    }
+
+    #[test]
+    fn keys_are_given_one_way_only() {
+        let mut doc = good();
+        choices(&mut doc);
+        doc["jwks"] = crate::oauth::cimd::key_set::tests::public_keys(&["k1"]);
+        invalid_because(&doc, "jwks and jwks_uri are both present");
+    }
+
+    #[test]
+    fn a_jwks_uri_must_be_a_url_the_fetcher_accepts() {
+        for bad in [
+            "http://app.example/jwks.json",
+            "https://APP.example/jwks.json",
+            "https://app.example/jwks.json#k",
+            "/jwks.json",
+        ] {
+            invalid_because(
+                &with("jwks_uri", json!(bad)),
+                "jwks_uri is not a canonical https URL",
+            );
+        }
+        invalid_because(
+            &with("jwks_uri", json!(["https://app.example/j"])),
+            "jwks_uri is not a string",
+        );
+    }
+
+    #[test]
+    fn malformed_method_and_algorithm_members_refuse_the_document() {
+        let member = "token_endpoint_auth_methods_supported";
+        invalid_because(&with(member, json!("none")), "is not an array");
+        invalid_because(&with(member, json!(["none", 7])), "not a string");
+        invalid_because(&with(member, json!([""])), "empty");
+        invalid_because(&with(member, json!(["pri vate"])), "plain ASCII");
+        let many: Vec<String> = (0..=MAX_AUTH_METHODS).map(|i| format!("m{i}")).collect();
+        invalid_because(&with(member, json!(many)), "more than");
+        let empty = check(&with(member, json!([]))).unwrap().auth;
+        assert_eq!(
+            empty.token_endpoint_auth_methods_supported,
+            Some(Vec::new())
+        );
+
+        let member = "token_endpoint_auth_signing_alg";
+        invalid_because(&with(member, json!(256)), "not a string");
+        invalid_because(
+            &with(member, json!("A".repeat(MAX_NAME_BYTES + 1))),
+            "longer than",
+        );
+        invalid_because(&with(member, json!("ES256\n")), "plain ASCII");
+    }
+
+    #[test]
+    fn a_preferred_method_other_than_none_is_still_refused_whatever_else_is_offered() {
+        let mut doc = good();
+        choices(&mut doc);
+        doc["token_endpoint_auth_method"] = json!("private_key_jwt");
+        invalid_because(&doc, "not supported");
     }
 
     #[test]

@@ -1,15 +1,17 @@
 //! Client ID Metadata Documents: a `client_id` that is an https URL names a
-//! JSON document describing the client, which Coop fetches.
+//! JSON document describing the client, which Coop fetches; and the key sets
+//! (RFC 7517) behind a client's `jwks_uri`, fetched the same way.
 //!
-//! # The defence (threat 13, SSRF)
+//! # The defence against pointing the fetch inward (threat 13, SSRF)
 //!
 //! The URL comes from whoever starts an authorization request, so fetching
 //! it would let a stranger make Coop open connections inside its network.
 //! The fetcher therefore:
 //!
-//! 1. accepts only `https://host/path` URLs: a non-root path, no fragment, no
-//!    user information, at most 2048 bytes, and already in canonical form (so
-//!    the URL fetched is byte for byte the `client_id` compared later);
+//! 1. accepts only `https://host/path` URLs: no fragment, no user
+//!    information, at most 2048 bytes, and already in canonical form, so the
+//!    URL fetched is byte for byte the `client_id` compared later
+//!    ([`fetch_url`]);
 //! 2. refuses an IP-literal host outright when its address is not public
 //!    ([`address`]), before any connection;
 //! 3. resolves a host name itself, through the one resolver its HTTP client
@@ -19,11 +21,32 @@
 //!    slip in another address, and no proxy is ever used;
 //! 4. verifies TLS with rustls against the platform's root certificates;
 //! 5. refuses redirects (a 3xx is an error, not followed), any status but
-//!    200, more than 5 KiB of body (read in chunks and cut off), and anything
-//!    that takes longer than 5 s in total, from resolving to the last byte;
-//! 6. validates the document ([`document`]) and caches it for between one
-//!    minute and one day according to its cache headers ([`cache`]), which
-//!    also bounds how often one URL can make Coop fetch.
+//!    200, a body larger than 5 KiB (documents) or 16 KiB (key sets), read
+//!    in chunks and cut off, and anything that takes longer than 5 s in
+//!    total, from resolving to the last byte ([`transport`]);
+//! 6. validates what it fetched ([`document`], [`key_set`]) and caches it
+//!    for between one minute and one day according to its cache headers
+//!    ([`cache`]).
+//!
+//! # The defence against amplification (threat 33)
+//!
+//! Nobody needs to be signed in to make Coop fetch a URL, so what one
+//! request can make Coop do is bounded too:
+//!
+//! - a fresh copy in the cache costs nothing; so does a failure, which is
+//!   remembered for 30 s ([`cache::FAILURE_FRESHNESS`]);
+//! - concurrent requests for a URL being fetched wait for that one fetch
+//!   and share its result ([`single_flight`]);
+//! - a request that would start a fetch must pass three limits
+//!   ([`limits`]): per requesting address (IPv6 per /64), per target host,
+//!   and a cap on fetches in flight; beyond them it is refused at once with
+//!   [`CimdError::Throttled`] and when to try again;
+//! - a key set is fetched again before its freshness ends only when a `kid`
+//!   is not in it, and then at most once per [`KEY_SET_REFETCH_INTERVAL`].
+//!
+//! The per-address limit needs the address, so the fetcher is used through
+//! [`CimdFetcher::for_peer`], which every handler calls with the peer
+//! address of its connection.
 //!
 //! For tests and development only, [`CimdTestSettings`] may add a trusted CA
 //! certificate and admit loopback addresses (and nothing else: private
@@ -33,32 +56,49 @@
 pub mod address;
 pub mod cache;
 pub mod document;
+pub mod fetch_url;
+pub mod key_set;
+pub mod limits;
 mod resolver;
+mod single_flight;
+mod transport;
 
-use std::path::Path;
+use std::net::IpAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use reqwest::Certificate;
-use reqwest::header::{CACHE_CONTROL, CONTENT_LENGTH, DATE, EXPIRES, HeaderMap};
+use jsonwebtoken::jwk::JwkSet;
+use reqwest::header::{CACHE_CONTROL, DATE, EXPIRES};
 use time::OffsetDateTime;
 use url::{Host, Url};
 
 use crate::config::CimdTestSettings;
-use cache::DocumentCache;
-use resolver::{AddressRefused, CheckedResolver, ResolveFailed};
+use cache::Cache;
+pub use document::AuthMetadata;
+pub use key_set::MAX_KEY_SET_BYTES;
+pub use limits::{Limit, Throttle};
+use limits::{Limits, Permit};
+use single_flight::{Decision, SingleFlight};
+pub use transport::{EXTRA_CA_SETTING, load_extra_ca};
+use transport::{Transport, header, joined};
 
 /// The whole fetch, from resolving the host to the last byte of the body.
 pub const FETCH_TIMEOUT: Duration = Duration::from_secs(5);
 /// The largest document accepted.
 pub const MAX_DOCUMENT_BYTES: usize = 5 * 1024;
 /// The longest `client_id` URL accepted.
-pub const MAX_CLIENT_ID_BYTES: usize = 2048;
+pub const MAX_CLIENT_ID_BYTES: usize = fetch_url::MAX_URL_BYTES;
 /// How many documents the cache holds.
 pub const CACHE_CAPACITY: usize = 1024;
-
-/// The setting that names the extra CA, quoted in its errors.
-pub const EXTRA_CA_SETTING: &str = "--cimd-test-extra-ca / COOP_CIMD_TEST_EXTRA_CA";
+/// How many key sets the cache holds (each up to 16 KiB).
+pub const KEY_SET_CACHE_CAPACITY: usize = 256;
+/// How many failures are remembered, per kind.
+pub const FAILURE_CACHE_CAPACITY: usize = 1024;
+/// The shortest time between two fetches of one key set caused by `kid`s
+/// it does not hold: the same as the shortest freshness, so unknown `kid`s
+/// cannot make Coop fetch a key set more often than a host that forbids
+/// caching already can.
+pub const KEY_SET_REFETCH_INTERVAL: time::Duration = cache::MIN_FRESHNESS;
 
 /// What Coop keeps of a fetched document.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -70,15 +110,20 @@ pub struct ClientMetadataDocument {
     /// The host the document was served from (with `:port` when the URL
     /// names one), shown on the consent page.
     pub document_host: String,
+    /// How the client authenticates at the token endpoint, as the document
+    /// says (parsed and kept; today only `none` is accepted).
+    pub auth: AuthMetadata,
     /// Until when the cached copy may be used without fetching again.
     pub fresh_until: OffsetDateTime,
 }
 
-/// Why a document cannot be used. Every variant but `Settings` is a client
-/// error (`invalid_client` / an error page); the variant is for the log.
-#[derive(Debug, thiserror::Error)]
+/// Why a document or key set cannot be used. `Throttled` means "not now"
+/// (the caller answers 429 or 503 with `Retry-After`); `Settings` is a
+/// start-up error; every other variant is a client error (`invalid_client`
+/// / an error page), the variant being for the log.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum CimdError {
-    #[error("client_id is not an https URL with a path")]
+    #[error("the URL is not a canonical https URL Coop fetches")]
     NotHttpsUrl,
     #[error("the host resolves to an address Coop does not fetch from: {0}")]
     ForbiddenAddress(String),
@@ -86,11 +131,11 @@ pub enum CimdError {
     Resolve(String),
     #[error("fetch failed: {0}")]
     Fetch(String),
-    #[error("the document answered {0}")]
+    #[error("the URL answered {0}")]
     Status(u16),
     #[error("redirects are not followed")]
     Redirect,
-    #[error("the document is larger than 5 KiB")]
+    #[error("the body is larger than Coop accepts")]
     TooLarge,
     #[error("the fetch took longer than the time allowed")]
     Timeout,
@@ -100,12 +145,18 @@ pub enum CimdError {
     SharedSecretAuth,
     #[error("the document is not valid: {0}")]
     Invalid(String),
+    #[error("the key set is not valid: {0}")]
+    InvalidKeySet(String),
+    /// A fetch would be needed, and a limit refuses it now.
+    #[error("not fetched now: {0}")]
+    Throttled(Throttle),
     /// The fetcher cannot be built from its settings (a start-up error).
     #[error("{0}")]
     Settings(String),
 }
 
-/// Fetches and caches metadata documents; shared by every handler.
+/// Fetches and caches documents and key sets; shared by every handler
+/// (clones share everything).
 #[derive(Clone, Debug)]
 pub struct CimdFetcher {
     shared: Arc<Shared>,
@@ -114,92 +165,273 @@ pub struct CimdFetcher {
 
 #[derive(Debug)]
 struct Shared {
-    client: reqwest::Client,
+    transport: Transport,
     allow_loopback: bool,
-    cache: DocumentCache,
+    limits: Limits,
+    documents: Kept<ClientMetadataDocument>,
+    key_sets: Kept<JwkSet>,
+}
+
+/// Everything kept about one kind of resource.
+#[derive(Debug)]
+struct Kept<R> {
+    fresh: Cache<Arc<R>>,
+    failed: Cache<CimdError>,
+    pending: SingleFlight<Result<Arc<R>, CimdError>>,
+}
+
+impl<R> Kept<R> {
+    fn new(capacity: usize) -> Self {
+        Self {
+            fresh: Cache::new(capacity),
+            failed: Cache::new(FAILURE_CACHE_CAPACITY),
+            pending: SingleFlight::default(),
+        }
+    }
+
+    /// The cached copy if fresh and, when `refetch_after` is given, fetched
+    /// less than that long ago.
+    fn usable(
+        &self,
+        url: &str,
+        now: OffsetDateTime,
+        refetch_after: Option<time::Duration>,
+    ) -> Option<Arc<R>> {
+        let entry = self.fresh.entry(url, now)?;
+        match refetch_after {
+            Some(interval) if now - entry.fetched_at >= interval => None,
+            _ => Some(entry.value),
+        }
+    }
+
+    /// What a request gets without fetching: a usable copy or a
+    /// remembered failure.
+    fn known(
+        &self,
+        url: &str,
+        now: OffsetDateTime,
+        refetch_after: Option<time::Duration>,
+    ) -> Option<Result<Arc<R>, CimdError>> {
+        if let Some(kept) = self.usable(url, now, refetch_after) {
+            return Some(Ok(kept));
+        }
+        self.failed.get(url, now).map(Err)
+    }
+}
+
+/// One kind of thing the fetcher fetches.
+trait Resource: Sized + Send + Sync + 'static {
+    /// For the log.
+    const WHAT: &'static str;
+    const ACCEPT: &'static str;
+    const MAX_BYTES: usize;
+    fn parse_url(raw: &str) -> Result<Url, CimdError>;
+    fn kept(shared: &Shared) -> &Kept<Self>;
+    /// Checks the body fetched from `url` (`raw` as given).
+    fn build(
+        body: &[u8],
+        raw: &str,
+        url: &Url,
+        fresh_until: OffsetDateTime,
+    ) -> Result<Self, CimdError>;
+}
+
+impl Resource for ClientMetadataDocument {
+    const WHAT: &'static str = "client metadata document";
+    const ACCEPT: &'static str = "application/json";
+    const MAX_BYTES: usize = MAX_DOCUMENT_BYTES;
+
+    fn parse_url(raw: &str) -> Result<Url, CimdError> {
+        fetch_url::parse_client_id(raw)
+    }
+
+    fn kept(shared: &Shared) -> &Kept<Self> {
+        &shared.documents
+    }
+
+    fn build(
+        body: &[u8],
+        raw: &str,
+        url: &Url,
+        fresh_until: OffsetDateTime,
+    ) -> Result<Self, CimdError> {
+        let valid = document::validate(body, raw)?;
+        Ok(Self {
+            client_id: raw.to_owned(),
+            client_name: valid.client_name,
+            redirect_uris: valid.redirect_uris,
+            document_host: fetch_url::document_host(url),
+            auth: valid.auth,
+            fresh_until,
+        })
+    }
+}
+
+impl Resource for JwkSet {
+    const WHAT: &'static str = "key set";
+    const ACCEPT: &'static str = "application/jwk-set+json, application/json";
+    const MAX_BYTES: usize = MAX_KEY_SET_BYTES;
+
+    fn parse_url(raw: &str) -> Result<Url, CimdError> {
+        fetch_url::parse_key_set_url(raw)
+    }
+
+    fn kept(shared: &Shared) -> &Kept<Self> {
+        &shared.key_sets
+    }
+
+    fn build(body: &[u8], _: &str, _: &Url, _: OffsetDateTime) -> Result<Self, CimdError> {
+        key_set::parse(body)
+    }
 }
 
 impl CimdFetcher {
     /// A fetcher with the production limits and, when set, the test settings.
     pub fn new(settings: CimdTestSettings) -> Result<Self, CimdError> {
-        let extra_roots = match &settings.extra_ca_pem {
-            Some(path) => load_extra_ca(path)
-                .map_err(|why| CimdError::Settings(format!("{EXTRA_CA_SETTING}: {why}")))?,
-            None => Vec::new(),
-        };
-        let client = reqwest::Client::builder()
-            .https_only(true)
-            .redirect(reqwest::redirect::Policy::none())
-            .no_proxy()
-            .referer(false)
-            .dns_resolver(Arc::new(CheckedResolver::new(settings.allow_loopback)))
-            .pool_max_idle_per_host(0)
-            .user_agent(concat!(
-                "Coop/",
-                env!("CARGO_PKG_VERSION"),
-                " (client metadata fetcher)"
-            ))
-            .tls_certs_merge(extra_roots)
-            .build()
-            .map_err(|e| {
-                CimdError::Settings(format!(
-                    "cannot build the HTTPS client for client metadata documents: {}",
-                    error_chain(&e)
-                ))
-            })?;
         Ok(Self {
             shared: Arc::new(Shared {
-                client,
+                transport: Transport::new(&settings)?,
                 allow_loopback: settings.allow_loopback,
-                cache: DocumentCache::new(CACHE_CAPACITY),
+                limits: Limits::default(),
+                documents: Kept::new(CACHE_CAPACITY),
+                key_sets: Kept::new(KEY_SET_CACHE_CAPACITY),
             }),
             timeout: FETCH_TIMEOUT,
         })
     }
 
-    /// The same fetcher (sharing its cache) with another total time limit.
-    /// Production uses [`FETCH_TIMEOUT`]; tests shorten it so a slow host
-    /// need not keep them waiting five seconds.
+    /// The same fetcher (sharing its caches and limits) with another total
+    /// time limit. Production uses [`FETCH_TIMEOUT`]; tests shorten it so a
+    /// slow host need not keep them waiting five seconds.
     pub fn with_timeout(mut self, timeout: Duration) -> Self {
         self.timeout = timeout;
         self
     }
 
-    /// The document for `client_id`, from the cache while fresh.
-    pub async fn fetch(
+    /// The fetcher as used by a request from `address` (the peer address of
+    /// its connection), which the per-address limit counts.
+    pub fn for_peer(&self, address: IpAddr) -> CimdRequest<'_> {
+        CimdRequest {
+            fetcher: self,
+            from: address,
+        }
+    }
+
+    /// How many requests are waiting on the fetch of `url` in progress
+    /// besides the one that started it (0 when none is in progress): what
+    /// coalescing saved, for tests and diagnostics.
+    pub fn joined(&self, url: &str) -> usize {
+        self.shared.documents.pending.joined(url) + self.shared.key_sets.pending.joined(url)
+    }
+
+    /// How many fetches are in progress.
+    pub fn in_flight(&self) -> usize {
+        self.shared.limits.in_flight()
+    }
+
+    /// The resource at `raw`: a usable cached copy, a remembered failure,
+    /// the result of the fetch in progress, or a new fetch if the limits
+    /// admit it. `refetch_after`: treat a copy fetched that long ago as
+    /// absent (the `kid` refetch).
+    async fn get<R: Resource>(
         &self,
-        client_id: &str,
+        raw: &str,
+        from: IpAddr,
         now: OffsetDateTime,
-    ) -> Result<ClientMetadataDocument, CimdError> {
-        let url = parse_client_id(client_id)?;
-        if let Some(doc) = self.shared.cache.get(client_id, now) {
-            return Ok(doc);
+        refetch_after: Option<time::Duration>,
+    ) -> Result<Arc<R>, CimdError> {
+        let url = R::parse_url(raw)?;
+        let kept = R::kept(&self.shared);
+        if let Some(known) = kept.known(raw, now, refetch_after) {
+            return known;
         }
         self.refuse_literal_address(&url)?;
-        let fetched = tokio::time::timeout(self.timeout, self.fetch_body(url.clone()))
+        let host = fetch_url::host_key(&url);
+        let answer = kept
+            .pending
+            .run(raw, || {
+                // A fetch may have ended between the look above and now.
+                if let Some(known) = kept.known(raw, now, refetch_after) {
+                    return Decision::Answer(known);
+                }
+                match self.shared.limits.admit(from, &host, now) {
+                    Ok(permit) => Decision::Start(self.clone().fetch_and_keep::<R>(
+                        url,
+                        raw.to_owned(),
+                        now,
+                        permit,
+                    )),
+                    Err(throttle) => {
+                        tracing::info!(
+                            url = raw,
+                            %from,
+                            limit = ?throttle.limit,
+                            "{} not fetched: a fetch limit is reached",
+                            R::WHAT
+                        );
+                        Decision::Answer(Err(CimdError::Throttled(throttle)))
+                    }
+                }
+            })
+            .await;
+        answer.unwrap_or_else(|| Err(CimdError::Fetch("the fetch ended without a result".into())))
+    }
+
+    /// One fetch, run in a task of its own while `permit` holds its place
+    /// among the fetches in flight; its result is kept either way.
+    async fn fetch_and_keep<R: Resource>(
+        self,
+        url: Url,
+        raw: String,
+        now: OffsetDateTime,
+        permit: Permit,
+    ) -> Result<Arc<R>, CimdError> {
+        let shared = &self.shared;
+        let result = async {
+            let fetched = tokio::time::timeout(
+                self.timeout,
+                shared
+                    .transport
+                    .get(url.clone(), R::ACCEPT, R::MAX_BYTES, self.timeout),
+            )
             .await
             .map_err(|_| CimdError::Timeout)??;
-        let valid = document::validate(&fetched.body, client_id)?;
-        let fresh_for = cache::freshness(
-            joined(&fetched.headers, CACHE_CONTROL).as_deref(),
-            header(&fetched.headers, EXPIRES),
-            header(&fetched.headers, DATE),
-            now,
-        );
-        let doc = ClientMetadataDocument {
-            client_id: client_id.to_owned(),
-            client_name: valid.client_name,
-            redirect_uris: valid.redirect_uris,
-            document_host: document_host(&url),
-            fresh_until: now + fresh_for,
-        };
-        tracing::info!(
-            client_id,
-            fresh_seconds = fresh_for.whole_seconds(),
-            "fetched a client metadata document"
-        );
-        self.shared.cache.insert(doc.clone(), now);
-        Ok(doc)
+            let fresh_for = cache::freshness(
+                joined(&fetched.headers, CACHE_CONTROL).as_deref(),
+                header(&fetched.headers, EXPIRES),
+                header(&fetched.headers, DATE),
+                now,
+            );
+            let value = R::build(&fetched.body, &raw, &url, now + fresh_for)?;
+            Ok::<_, CimdError>((Arc::new(value), fresh_for))
+        }
+        .await;
+        drop(permit);
+        let kept = R::kept(shared);
+        match result {
+            Ok((value, fresh_for)) => {
+                tracing::info!(
+                    url = raw,
+                    fresh_seconds = fresh_for.whole_seconds(),
+                    "fetched a {}",
+                    R::WHAT
+                );
+                kept.fresh.insert(&raw, value.clone(), now, now + fresh_for);
+                Ok(value)
+            }
+            Err(err) => {
+                tracing::info!(
+                    url = raw,
+                    error = %err,
+                    remembered_seconds = cache::FAILURE_FRESHNESS.whole_seconds(),
+                    "fetching a {} failed",
+                    R::WHAT
+                );
+                kept.failed
+                    .insert(&raw, err.clone(), now, now + cache::FAILURE_FRESHNESS);
+                Err(err)
+            }
+        }
     }
 
     /// An IP-literal host never reaches the resolver, so it is checked here.
@@ -213,192 +445,80 @@ impl CimdFetcher {
         address::permitted(ip, self.shared.allow_loopback)
             .map_err(|reason| CimdError::ForbiddenAddress(format!("{ip} ({reason})")))
     }
+}
 
-    async fn fetch_body(&self, url: Url) -> Result<Fetched, CimdError> {
-        let mut response = self
-            .shared
-            .client
-            .get(url)
-            .header(reqwest::header::ACCEPT, "application/json")
-            .timeout(self.timeout)
-            .send()
+/// One request's use of the fetcher: the fetcher and the address the
+/// request came from.
+#[derive(Clone, Copy, Debug)]
+pub struct CimdRequest<'a> {
+    fetcher: &'a CimdFetcher,
+    from: IpAddr,
+}
+
+impl CimdRequest<'_> {
+    /// The address the per-address limit counts this request under.
+    pub fn address(&self) -> IpAddr {
+        self.from
+    }
+
+    /// The document for `client_id`, from the cache while fresh.
+    pub async fn fetch(
+        &self,
+        client_id: &str,
+        now: OffsetDateTime,
+    ) -> Result<ClientMetadataDocument, CimdError> {
+        let doc = self
+            .fetcher
+            .get::<ClientMetadataDocument>(client_id, self.from, now, None)
+            .await?;
+        Ok((*doc).clone())
+    }
+
+    /// The key set at `jwks_uri`, from the cache while fresh.
+    pub async fn key_set(
+        &self,
+        jwks_uri: &str,
+        now: OffsetDateTime,
+    ) -> Result<Arc<JwkSet>, CimdError> {
+        self.fetcher
+            .get::<JwkSet>(jwks_uri, self.from, now, None)
             .await
-            .map_err(request_error)?;
-        let status = response.status();
-        if status.is_redirection() {
-            return Err(CimdError::Redirect);
+    }
+
+    /// The key set at `jwks_uri` for verifying a signature by key `kid`: the
+    /// cached set when it holds `kid`; otherwise the set fetched again (the
+    /// client may have rotated its keys), but at most once per
+    /// [`KEY_SET_REFETCH_INTERVAL`] per URL, so that a stream of unknown
+    /// `kid`s cannot make Coop fetch on every request. The set returned may
+    /// still lack `kid`: the caller refuses the signature then.
+    pub async fn key_set_with_kid(
+        &self,
+        jwks_uri: &str,
+        kid: &str,
+        now: OffsetDateTime,
+    ) -> Result<Arc<JwkSet>, CimdError> {
+        let kept = &self.fetcher.shared.key_sets;
+        if let Some(set) = kept.usable(jwks_uri, now, None)
+            && set.find(kid).is_some()
+        {
+            return Ok(set);
         }
-        if status != reqwest::StatusCode::OK {
-            return Err(CimdError::Status(status.as_u16()));
-        }
-        let declared = header(response.headers(), CONTENT_LENGTH)
-            .and_then(|length| length.trim().parse::<u64>().ok());
-        if declared.is_some_and(|length| length > MAX_DOCUMENT_BYTES as u64) {
-            return Err(CimdError::TooLarge);
-        }
-        let headers = response.headers().clone();
-        let mut body = Vec::with_capacity(MAX_DOCUMENT_BYTES.min(1024));
-        while let Some(chunk) = response.chunk().await.map_err(request_error)? {
-            if body.len() + chunk.len() > MAX_DOCUMENT_BYTES {
-                return Err(CimdError::TooLarge);
-            }
-            body.extend_from_slice(&chunk);
-        }
-        Ok(Fetched { headers, body })
+        self.fetcher
+            .get::<JwkSet>(jwks_uri, self.from, now, Some(KEY_SET_REFETCH_INTERVAL))
+            .await
     }
-}
-
-struct Fetched {
-    headers: HeaderMap,
-    body: Vec<u8>,
-}
-
-/// Reads the extra CA bundle: at least one certificate, each a valid trust
-/// anchor. Used to check the setting at start as well as to build the client.
-pub fn load_extra_ca(path: &Path) -> Result<Vec<Certificate>, String> {
-    let pem = std::fs::read(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-    let certificates = Certificate::from_pem_bundle(&pem)
-        .map_err(|e| format!("{} is not a PEM certificate bundle: {e}", path.display()))?;
-    if certificates.is_empty() {
-        return Err(format!(
-            "{} holds no PEM certificate (-----BEGIN CERTIFICATE-----)",
-            path.display()
-        ));
-    }
-    // A client trusting only these roots parses each one as a trust anchor,
-    // without loading the platform's roots.
-    reqwest::Client::builder()
-        .tls_certs_only(certificates.clone())
-        .build()
-        .map_err(|e| {
-            format!(
-                "{} holds a certificate that is not a usable CA: {}",
-                path.display(),
-                error_chain(&e)
-            )
-        })?;
-    Ok(certificates)
-}
-
-/// Checks the shape of a `client_id` before anything else happens.
-fn parse_client_id(client_id: &str) -> Result<Url, CimdError> {
-    if client_id.len() > MAX_CLIENT_ID_BYTES {
-        return Err(CimdError::NotHttpsUrl);
-    }
-    let url = Url::parse(client_id).map_err(|_| CimdError::NotHttpsUrl)?;
-    let acceptable = url.scheme() == "https"
-        && url.host().is_some()
-        && url.username().is_empty()
-        && url.password().is_none()
-        && url.fragment().is_none()
-        && url.path() != "/"
-        // Canonical form only: no dot segments, upper-case host, default
-        // port or other spelling that the parser would rewrite.
-        && url.as_str() == client_id;
-    if acceptable {
-        Ok(url)
-    } else {
-        Err(CimdError::NotHttpsUrl)
-    }
-}
-
-fn document_host(url: &Url) -> String {
-    let host = url.host_str().unwrap_or_default();
-    match url.port() {
-        Some(port) => format!("{host}:{port}"),
-        None => host.to_owned(),
-    }
-}
-
-fn header(headers: &HeaderMap, name: reqwest::header::HeaderName) -> Option<&str> {
-    headers.get(name).and_then(|v| v.to_str().ok())
-}
-
-/// Every value of a list header, joined as one.
-fn joined(headers: &HeaderMap, name: reqwest::header::HeaderName) -> Option<String> {
-    let values: Vec<&str> = headers
-        .get_all(name)
-        .iter()
-        .filter_map(|v| v.to_str().ok())
-        .collect();
-    (!values.is_empty()).then(|| values.join(","))
-}
-
-/// Maps a transport failure to the reason behind it: a refused or
-/// unresolvable address is reported as such, wherever in the chain it sits.
-fn request_error(err: reqwest::Error) -> CimdError {
-    if err.is_timeout() {
-        return CimdError::Timeout;
-    }
-    let mut source: Option<&(dyn std::error::Error + 'static)> = Some(&err);
-    while let Some(current) = source {
-        if let Some(refused) = current.downcast_ref::<AddressRefused>() {
-            return CimdError::ForbiddenAddress(refused.to_string());
-        }
-        if let Some(failed) = current.downcast_ref::<ResolveFailed>() {
-            return CimdError::Resolve(failed.to_string());
-        }
-        source = current.source();
-    }
-    CimdError::Fetch(error_chain(&err))
-}
-
-fn error_chain(err: &dyn std::error::Error) -> String {
-    let mut text = err.to_string();
-    let mut source = err.source();
-    while let Some(cause) = source {
-        text.push_str(": ");
-        text.push_str(&cause.to_string());
-        source = cause.source();
-    }
-    text
 }
 
 #[cfg(test)]
 mod tests {
+    use std::net::Ipv4Addr;
+
     use time::macros::datetime;
 
     use super::*;
 
     const NOW: OffsetDateTime = datetime!(2026-12-01 12:00:00 UTC);
-
-    #[test]
-    fn client_ids_must_be_canonical_https_urls_with_a_path() {
-        assert!(parse_client_id("https://app.example/client.json").is_ok());
-        assert!(parse_client_id("https://app.example:8443/c?v=1").is_ok());
-        for bad in [
-            "http://app.example/client.json",
-            "https://app.example",
-            "https://app.example/",
-            "https://app.example/c#frag",
-            "https://user@app.example/c",
-            "https://user:pw@app.example/c",
-            "https://APP.example/c",
-            "https://app.example:443/c",
-            "https://app.example/a/../c",
-            "ftp://app.example/c",
-            "app.example/c",
-            "",
-        ] {
-            assert!(
-                matches!(parse_client_id(bad), Err(CimdError::NotHttpsUrl)),
-                "{bad}"
-            );
-        }
-        let long = format!("https://app.example/{}", "a".repeat(MAX_CLIENT_ID_BYTES));
-        assert!(matches!(
-            parse_client_id(&long),
-            Err(CimdError::NotHttpsUrl)
-        ));
-    }
-
-    #[test]
-    fn the_document_host_keeps_an_explicit_port() {
-        let url = Url::parse("https://app.example:8443/c").unwrap();
-        assert_eq!(document_host(&url), "app.example:8443");
-        let url = Url::parse("https://app.example/c").unwrap();
-        assert_eq!(document_host(&url), "app.example");
-    }
+    const PEER: IpAddr = IpAddr::V4(Ipv4Addr::new(192, 0, 2, 1));
 
     async fn refused_before_connecting(url: &str, allow_loopback: bool) -> CimdError {
         let fetcher = CimdFetcher::new(CimdTestSettings {
@@ -410,6 +530,7 @@ mod tests {
         // connection attempt would come back as Fetch or Timeout instead.
         fetcher
             .with_timeout(Duration::from_secs(2))
+            .for_peer(PEER)
             .fetch(url, NOW)
             .await
             .unwrap_err()

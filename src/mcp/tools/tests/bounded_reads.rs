@@ -1,7 +1,8 @@
 //! Proof that lists read a page from the database, not the whole table.
 //!
-//! sqlx reports, for every statement, how many rows the database returned
-//! (`rows_returned` on its `sqlx::query` tracing event). A global tracing
+//! The storage seam reports, for every statement, how many rows the
+//! database returned (`rows_returned` on its `coop::storage::statement`
+//! tracing event, on both engines). A global tracing
 //! layer records those counts; each test fills a farm with far more rows
 //! than a page and checks that no statement of that list returned more than
 //! the page plus one. Loading everything and cutting the list in Rust makes
@@ -20,7 +21,7 @@ use tracing_subscriber::{Layer, Registry};
 use super::*;
 use crate::domain::paging::MAX_PAGE_SIZE;
 use crate::domain::{Currency, EntryDate};
-use crate::on_pool;
+use crate::storage::Sql;
 use crate::storage::egg_lots::{self, NewEggLot};
 use crate::storage::stock::{self, NewStockItem};
 
@@ -43,7 +44,7 @@ impl Visit for Fields {
         }
     }
     fn record_str(&mut self, field: &Field, value: &str) {
-        if matches!(field.name(), "db.statement" | "summary") {
+        if field.name() == "statement" {
             self.statement.push_str(value);
             self.statement.push('\n');
         }
@@ -53,7 +54,7 @@ impl Visit for Fields {
 
 impl<S: tracing::Subscriber> Layer<S> for RowsReturned {
     fn on_event(&self, event: &tracing::Event<'_>, _ctx: Context<'_, S>) {
-        if event.metadata().target() != "sqlx::query" {
+        if event.metadata().target() != crate::storage::engine::STATEMENT_TARGET {
             return;
         }
         let mut fields = Fields::default();
@@ -73,8 +74,8 @@ fn capture() {
 }
 
 /// The row counts of every statement so far that `is_list` recognises,
-/// once `seen` says the expected one is among them (waiting briefly: SQLite
-/// logs from its worker thread, after the result arrives).
+/// once `seen` says the expected one is among them (waiting briefly, in
+/// case a statement's event is recorded after its result arrives).
 async fn reads_of(is_list: impl Fn(&str) -> bool, seen: impl Fn(&u64) -> bool) -> Vec<u64> {
     let mut counts = Vec::new();
     for _ in 0..100 {
@@ -113,14 +114,12 @@ async fn assert_bounded(list: &str, is_list: impl Fn(&str) -> bool, page: u64) {
 const MANY: usize = 260;
 
 async fn the_capture_sees_an_unbounded_read(w: &World, marker: &str, table: &str) {
-    let sql = format!("select 1 as {marker} from {table} where farm_id = $1");
-    let rows: Vec<i32> = on_pool!(w.store(), |pool| {
-        sqlx::query_scalar(&sql)
-            .bind(w.farm.id.0)
-            .fetch_all(pool)
-            .await
-            .unwrap()
-    });
+    let sql = format!("select cast(1 as bigint) as {marker} from {table} where farm_id = $1");
+    let rows: Vec<i64> = Sql::new(sql)
+        .bind(w.farm.id.0)
+        .fetch_column(&mut w.store().read().await.unwrap())
+        .await
+        .unwrap();
     assert!(rows.len() >= MANY);
     let counts = reads_of(|sql| sql.contains(marker), |n| *n >= MANY as u64).await;
     assert!(counts.iter().any(|n| *n >= MANY as u64), "{counts:?}");
@@ -192,7 +191,10 @@ async fn list_egg_lots_reads_one_page(engine: Engine) {
             quantity: 30,
             status: "in_store",
         };
-        egg_lots::add(store, w.farm.id, &lot, NOW).await.unwrap();
+        in_tx(store, async |tx| {
+            egg_lots::add(tx, w.farm.id, &lot, NOW).await
+        })
+        .await;
     }
     let page = ok(store, &w.owner, "list_egg_lots", json!({ "limit": 11 })).await;
     assert_eq!(page["egg_lots"].as_array().unwrap().len(), 11);
@@ -215,7 +217,10 @@ async fn stock_levels_reads_one_page(engine: Engine) {
             unit_cost_minor: 100,
             currency: eur,
         };
-        stock::add(store, w.farm.id, &item, NOW).await.unwrap();
+        in_tx(store, async |tx| {
+            stock::add(tx, w.farm.id, &item, NOW).await
+        })
+        .await;
     }
     let page = ok(store, &w.owner, "stock_levels", json!({ "limit": 13 })).await;
     assert_eq!(page["items"].as_array().unwrap().len(), 13);

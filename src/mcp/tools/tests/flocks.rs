@@ -27,9 +27,10 @@ async fn lists_flocks_in_pages_by_house_and_name(engine: Engine) {
 
     let south = ok(store, owner, "list_flocks", json!({ "house": "South" })).await;
     assert_eq!(names(&south, "flocks", "name"), ["Charlie"]);
-    flock_store::set_status(store, w.farm.id, w.bravo, true)
-        .await
-        .unwrap();
+    in_tx(store, async |tx| {
+        flock_store::set_status(tx, w.farm.id, w.bravo, true).await
+    })
+    .await;
     let depleted = ok(store, owner, "list_flocks", json!({ "status": "depleted" })).await;
     assert_eq!(names(&depleted, "flocks", "name"), ["Bravo"]);
 }

@@ -153,7 +153,10 @@ async fn egg_lots_page_by_day_and_respect_scope(engine: Engine) {
             quantity: 360,
             status,
         };
-        egg_lots::add(store, w.farm.id, &lot, NOW).await.unwrap();
+        in_tx(store, async |tx| {
+            egg_lots::add(tx, w.farm.id, &lot, NOW).await
+        })
+        .await;
     }
     let first = ok(store, &w.owner, "list_egg_lots", json!({ "limit": 2 })).await;
     assert_eq!(names(&first, "egg_lots", "lot_code"), ["C-0303", "B-0302"]);
@@ -216,7 +219,10 @@ async fn stock_is_priced_as_text_with_its_currency(engine: Engine) {
             unit_cost_minor: cost,
             currency: Currency::parse(currency).unwrap(),
         };
-        stock::add(store, w.farm.id, &item, NOW).await.unwrap();
+        in_tx(store, async |tx| {
+            stock::add(tx, w.farm.id, &item, NOW).await
+        })
+        .await;
     }
     let reply = run(store, &w.owner, "stock_levels", json!({}), NOW)
         .await

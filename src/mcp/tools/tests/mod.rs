@@ -175,9 +175,15 @@ pub async fn flock(
     };
     admin::add_flock(store, &input, NOW).await.unwrap();
     let whole = FlockScope::resolve(false, vec![]);
-    let found = flock_store::named(store, farm.id, &whole, name, Some(house))
-        .await
-        .unwrap();
+    let found = flock_store::named(
+        &mut store.read().await.unwrap(),
+        farm.id,
+        &whole,
+        name,
+        Some(house),
+    )
+    .await
+    .unwrap();
     found[0].flock_id()
 }
 
@@ -198,7 +204,10 @@ pub async fn member(
         flocks,
         must_change_password: false,
     };
-    users::create_member(store, &member, NOW).await.unwrap()
+    in_tx(store, async |tx| {
+        users::create_member(tx, &member, NOW).await
+    })
+    .await
 }
 
 /// The call context the bearer check would build for this member.
@@ -274,7 +283,19 @@ pub async fn run(
     let Value::Object(arguments) = arguments else {
         panic!("arguments must be an object");
     };
-    call(store, ctx, tool, arguments, now).await
+    let mut db = store.read().await.unwrap();
+    call(store, &mut db, ctx, tool, arguments, now).await
+}
+
+/// Runs `change` in a transaction of its own and commits it.
+pub async fn in_tx<T>(
+    store: &Store,
+    change: impl AsyncFnOnce(&mut crate::storage::Tx) -> crate::storage::StoreResult<T>,
+) -> T {
+    let mut tx = store.write().await.unwrap();
+    let done = change(&mut tx).await.unwrap();
+    tx.commit().await.unwrap();
+    done
 }
 
 /// Calls a tool that must succeed; returns its structured reply.

@@ -5,7 +5,7 @@ use serde_json::json;
 use time::Duration;
 
 use super::*;
-use crate::on_pool;
+use crate::storage::Sql;
 
 /// Audit rows of tool writes on the farm: (user, client, grant, detail).
 async fn tool_writes(
@@ -17,26 +17,22 @@ async fn tool_writes(
     Option<uuid::Uuid>,
     String,
 )> {
-    on_pool!(store, |pool| {
-        sqlx::query_as(
-            "select user_id, client_id, grant_id, detail from audit_log
-             where farm_id = $1 and kind = 'tool_write' order by created_at, id",
-        )
-        .bind(farm.0)
-        .fetch_all(pool)
-        .await
-        .unwrap()
-    })
+    Sql::new(
+        "select user_id, client_id, grant_id, detail from audit_log
+         where farm_id = $1 and kind = 'tool_write' order by created_at, id",
+    )
+    .bind(farm.0)
+    .fetch_all(&mut store.read().await.unwrap())
+    .await
+    .unwrap()
 }
 
 async fn stored_entries(store: &Store, farm: FarmId) -> i64 {
-    on_pool!(store, |pool| {
-        sqlx::query_scalar("select count(*) from daily_entries where farm_id = $1")
-            .bind(farm.0)
-            .fetch_one(pool)
-            .await
-            .unwrap()
-    })
+    Sql::new("select count(*) from daily_entries where farm_id = $1")
+        .bind(farm.0)
+        .fetch_scalar(&mut store.read().await.unwrap())
+        .await
+        .unwrap()
 }
 
 fn full_entry() -> Value {
@@ -183,9 +179,17 @@ async fn a_write_refused_for_the_date_succeeds_once_the_day_has_come(engine: Eng
         unreachable!()
     };
     let later = NOW + Duration::days(1);
-    let reply = crate::mcp::tools::call(store, &w.owner, "record_daily_entry", arguments, later)
-        .await
-        .unwrap();
+    let mut db = store.read().await.unwrap();
+    let reply = crate::mcp::tools::call(
+        store,
+        &mut db,
+        &w.owner,
+        "record_daily_entry",
+        arguments,
+        later,
+    )
+    .await
+    .unwrap();
     // Done now, not "replayed": the refusal was not remembered as done.
     assert_eq!(reply.structured["replayed"], false);
     assert_eq!(reply.structured["change"], "created");
@@ -212,9 +216,10 @@ async fn a_write_refused_for_mortality_succeeds_after_the_head_count_is_fixed(en
         message,
         r#"mortality 501 exceeds flock "Bravo"'s head count of 500"#
     );
-    flock_store::set_head_count(store, w.farm.id, w.bravo, 520)
-        .await
-        .unwrap();
+    in_tx(store, async |tx| {
+        flock_store::set_head_count(tx, w.farm.id, w.bravo, 520).await
+    })
+    .await;
     let reply = ok(store, &w.owner, "record_daily_entry", call).await;
     assert_eq!(reply["change"], "created");
     assert_eq!(reply["entry"]["mortality"], 501);

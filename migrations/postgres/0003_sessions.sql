@@ -1,0 +1,15 @@
+-- Browser sessions move from tower-sessions' own table (created by the library in its schema
+-- `tower_sessions`, keyed by the cookie value itself) to this one, keyed by the SHA-256 of the session id:
+-- a copy of the database yields no usable cookie (threat 28). Sessions of the old table are not carried
+-- over; everyone signs in once more.
+
+drop schema if exists tower_sessions cascade;
+
+create table sessions (
+    -- Lower-case hex SHA-256 of the id in the cookie.
+    id_hash    text primary key,
+    -- The session's key-value map, JSON.
+    data       text not null,
+    expires_at bigint not null
+);
+create index sessions_expiry on sessions (expires_at);
