@@ -35,7 +35,7 @@ struct DatabaseArgs {
 #[derive(Subcommand)]
 enum Command {
     /// Run the server.
-    Serve(ServeArgs),
+    Serve(Box<ServeArgs>),
     /// Operator actions on farms, users, houses, flocks and clients.
     #[command(subcommand)]
     Admin(AdminCommand),
@@ -461,7 +461,7 @@ fn usage_error(err: &clap::Error) -> ExitCode {
 
 async fn run(cli: Cli) -> Result<(), String> {
     match cli.command {
-        Command::Serve(args) => serve(&cli.database, args).await,
+        Command::Serve(args) => serve(&cli.database, *args).await,
         Command::Keys(KeysCommand::Rotate) => {
             let url = DatabaseUrl::parse(&cli.database.database_url).map_err(|e| e.to_string())?;
             let store = Store::connect(&url).await.map_err(|e| e.to_string())?;
