@@ -79,7 +79,8 @@ fn push_uniform(password: &mut String, bytes: &[u8], len: usize) {
 /// Fills `buf` from the OS generator. SystemRandom fails only if the OS has
 /// none, in which case a zeroed buffer would be worse than stopping, so it
 /// falls back to rand's OS-seeded generator.
-fn fill_random(buf: &mut [u8]) {
+/// Fills `buf` from the system's secure random source.
+pub fn fill_random(buf: &mut [u8]) {
     if SystemRandom::new().fill(buf).is_err() {
         use rand::RngCore;
         rand::rng().fill_bytes(buf);

@@ -6,16 +6,20 @@
 //! of occupying every blocking thread and every core, and `/mcp`, which never
 //! hashes a password, keeps answering.
 //!
-//! A verification works in memory kept between calls, one buffer per permit
-//! at most. Allocating 19 MiB afresh for each one left glibc's per-thread
-//! arenas holding freed blocks they could not hand back: a sign-in flood
-//! grew a 2-core server from 30 MB to 480 MB resident (`bench/signin-flood.sh`).
+//! Every hash and verification works in memory kept between calls, one
+//! buffer per permit at most, so the process never holds more argon2
+//! memory than permits × 19 MiB. Allocating 19 MiB afresh for each left
+//! glibc's per-thread arenas holding freed blocks they could not hand back:
+//! a sign-in flood grew a 2-core server from 30 MB to 480 MB resident
+//! (`bench/signin-flood.sh`), and `serve --demo`'s four new members left it
+//! at 96 MB.
 
 use std::sync::{Arc, Mutex};
 
-use argon2::password_hash::PasswordHasher;
 use argon2::password_hash::phc::PasswordHash;
 use argon2::{Algorithm, Argon2, Block, Params, Version};
+use base64::Engine;
+use base64::engine::general_purpose::STANDARD_NO_PAD;
 use subtle::ConstantTimeEq;
 use tokio::sync::Semaphore;
 
@@ -53,11 +57,43 @@ fn argon2() -> Result<Argon2<'static>, PasswordError> {
     Ok(Argon2::new(Algorithm::Argon2id, Version::V0x13, params))
 }
 
-fn hash_blocking(password: &str) -> Result<String, PasswordError> {
-    argon2()?
-        .hash_password(password.as_bytes())
-        .map(|h| h.to_string())
-        .map_err(|e| PasswordError::Hasher(e.to_string()))
+/// A new argon2id hash of `password` with a fresh 16-byte salt, working in
+/// `memory`, as a PHC string (`$argon2id$v=19$m=…,t=…,p=…$salt$hash`,
+/// base64 without padding, as the PHC format and the argon2 crate write it).
+fn hash_with_memory(password: &str, memory: &mut Vec<Block>) -> Result<String, PasswordError> {
+    let mut salt = [0u8; 16];
+    crate::secrets::fill_random(&mut salt);
+    hash_with_salt(password, &salt, memory)
+}
+
+fn hash_with_salt(
+    password: &str,
+    salt: &[u8],
+    memory: &mut Vec<Block>,
+) -> Result<String, PasswordError> {
+    let argon2 = argon2()?;
+    let params = argon2.params();
+    let blocks = params.block_count();
+    if memory.len() < blocks {
+        memory.resize(blocks, Block::default());
+    }
+    let mut output = [0u8; 32];
+    argon2
+        .hash_password_into_with_memory(
+            password.as_bytes(),
+            salt,
+            &mut output,
+            &mut memory[..blocks],
+        )
+        .map_err(hasher_error)?;
+    Ok(format!(
+        "$argon2id$v=19$m={},t={},p={}${}${}",
+        params.m_cost(),
+        params.t_cost(),
+        params.p_cost(),
+        STANDARD_NO_PAD.encode(salt),
+        STANDARD_NO_PAD.encode(output)
+    ))
 }
 
 fn hasher_error(err: impl std::fmt::Display) -> PasswordError {
@@ -106,10 +142,13 @@ fn verify_blocking(
 impl Passwords {
     pub fn new(concurrency: usize) -> Result<Self, PasswordError> {
         let decoy = crate::secrets::random_token(16);
+        let mut memory = Vec::new();
+        let decoy_hash = hash_with_memory(&decoy, &mut memory)?.into();
         Ok(Self {
             permits: Arc::new(Semaphore::new(concurrency.max(1))),
-            memory: Arc::default(),
-            decoy_hash: hash_blocking(&decoy)?.into(),
+            // The decoy's buffer is the pool's first.
+            memory: Arc::new(Mutex::new(vec![memory])),
+            decoy_hash,
         })
     }
 
@@ -130,7 +169,25 @@ impl Passwords {
 
     pub async fn hash(&self, password: &str) -> Result<String, PasswordError> {
         let password = password.to_owned();
-        self.run(move || hash_blocking(&password)).await
+        self.with_memory(move |memory| hash_with_memory(&password, memory))
+            .await
+    }
+
+    /// Runs `job` under a permit with one of the pooled argon2 buffers.
+    async fn with_memory<T: Send + 'static>(
+        &self,
+        job: impl FnOnce(&mut Vec<Block>) -> Result<T, PasswordError> + Send + 'static,
+    ) -> Result<T, PasswordError> {
+        let pool = Arc::clone(&self.memory);
+        self.run(move || {
+            // Under a permit, so the pool never holds more buffers than
+            // there are permits.
+            let mut memory = lock(&pool).pop().unwrap_or_default();
+            let done = job(&mut memory);
+            lock(&pool).push(memory);
+            done
+        })
+        .await
     }
 
     /// Checks `password` against `stored`, or against the decoy when there
@@ -143,16 +200,8 @@ impl Passwords {
         let exists = stored.is_some();
         let phc = stored.unwrap_or(&self.decoy_hash).to_owned();
         let password = password.to_owned();
-        let pool = Arc::clone(&self.memory);
         let matched = self
-            .run(move || {
-                // Under a permit, so the pool never holds more buffers than
-                // there are permits.
-                let mut memory = lock(&pool).pop().unwrap_or_default();
-                let matched = verify_blocking(&password, &phc, &mut memory);
-                lock(&pool).push(memory);
-                matched
-            })
+            .with_memory(move |memory| verify_blocking(&password, &phc, memory))
             .await?;
         Ok(exists && matched)
     }
@@ -189,6 +238,18 @@ pub fn check_new_password(password: &str) -> Result<(), String> {
 mod tests {
     use super::*;
 
+    #[test]
+    fn a_pooled_hash_is_the_argon2_crates_own_phc_string() {
+        use argon2::password_hash::PasswordHasher;
+        let salt = [7u8; 16];
+        let ours = hash_with_salt("correct horse battery", &salt, &mut Vec::new()).unwrap();
+        let theirs: PasswordHash = argon2()
+            .unwrap()
+            .hash_password_with_salt(b"correct horse battery", &salt)
+            .unwrap();
+        assert_eq!(ours, theirs.to_string());
+    }
+
     #[tokio::test]
     async fn a_hash_verifies_its_password_only() {
         let passwords = Passwords::new(2).unwrap();
@@ -210,6 +271,7 @@ mod tests {
 
     #[tokio::test]
     async fn older_parameters_verify_in_the_reused_memory() {
+        use argon2::password_hash::PasswordHasher;
         let passwords = Passwords::new(1).unwrap();
         let current = passwords.hash("the current parameters").await.unwrap();
         let older = Argon2::new(

@@ -49,5 +49,6 @@ mod admin_farm;
 mod admin_members;
 mod apps_cli;
 mod apps_pages;
+mod atomic_writes;
 mod browser_apps;
 mod replicas;

@@ -337,6 +337,25 @@ pub async fn db_count(app: &TestApp, sql: &str) -> i64 {
     }
 }
 
+/// The one text value `sql` selects.
+pub async fn db_text(app: &TestApp, sql: &str) -> String {
+    use coop::config::DatabaseUrl;
+    match &app.db.url {
+        DatabaseUrl::Sqlite(url) => {
+            let pool = sqlx::SqlitePool::connect(url).await.unwrap();
+            let v: String = sqlx::query_scalar(sql).fetch_one(&pool).await.unwrap();
+            pool.close().await;
+            v
+        }
+        DatabaseUrl::Postgres(url) => {
+            let pool = sqlx::PgPool::connect(url).await.unwrap();
+            let v: String = sqlx::query_scalar(sql).fetch_one(&pool).await.unwrap();
+            pool.close().await;
+            v
+        }
+    }
+}
+
 /// Runs a statement against the app's database (to break or mend it).
 pub async fn db_execute(app: &TestApp, sql: &str) {
     use coop::config::DatabaseUrl;

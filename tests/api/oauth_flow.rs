@@ -163,8 +163,18 @@ async fn a_real_oauth_client_runs_the_whole_flow(engine: Engine) {
         refreshed.access_token().secret()
     );
 
-    // Reuse detection: the spent token is refused, and the grant is revoked,
-    // so the token that replaced it is dead too.
+    // The family moves on once more.
+    let third = client
+        .exchange_refresh_token(&second)
+        .request_async(&http_client)
+        .await
+        .unwrap()
+        .refresh_token()
+        .unwrap()
+        .clone();
+
+    // Reuse detection: the spent token, whose successor was used since, is
+    // refused, and the grant is revoked, so the latest token is dead too.
     let err = client
         .exchange_refresh_token(&first)
         .request_async(&http_client)
@@ -172,7 +182,7 @@ async fn a_real_oauth_client_runs_the_whole_flow(engine: Engine) {
         .unwrap_err();
     assert_eq!(error_code(err), BasicErrorResponseType::InvalidGrant);
     let err = client
-        .exchange_refresh_token(&second)
+        .exchange_refresh_token(&third)
         .request_async(&http_client)
         .await
         .unwrap_err();

@@ -32,6 +32,8 @@ async fn no_token_code_or_secret_reaches_the_logs_even_at_debug_level() {
         .args(["serve", "--bind", "127.0.0.1:0"])
         .env("COOP_DATABASE_URL", &database_url)
         .env("RUST_LOG", "debug")
+        // The replay below must be reuse at once, not a retry.
+        .env("COOP_REFRESH_REUSE_WINDOW", "0")
         .env_remove("COOP_LOG_FORMAT")
         .env_remove("COOP_ISSUER")
         .stdin(Stdio::null())
