@@ -202,6 +202,9 @@ pub struct Config {
     /// How long a just-rotated refresh token may be presented again and
     /// get the same successor (a retry, a race); zero turns it off.
     pub refresh_reuse_window: Duration,
+    /// How long a connection may take over each part of a request, how many
+    /// may be open, and how long a shutdown waits for them.
+    pub connections: ConnectionLimits,
 }
 
 impl Config {
@@ -219,7 +222,44 @@ impl Config {
             password_hash_concurrency: std::thread::available_parallelism()
                 .map(|n| n.get())
                 .unwrap_or(2),
+            connections: ConnectionLimits::default(),
             refresh_reuse_window: Duration::from_secs(30),
+        }
+    }
+}
+
+/// What a connection may cost the server (threat 32). Enforced by
+/// [`crate::http::serve`]; each is a `coop serve` setting.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ConnectionLimits {
+    /// From accepting a connection (or, on a kept-alive one, from the first
+    /// byte of the next request) to the end of the request's head.
+    pub header_timeout: Duration,
+    /// From the end of the head to the end of the body.
+    pub body_timeout: Duration,
+    /// From the end of the head to the response, whatever the handler does.
+    pub request_timeout: Duration,
+    /// A kept-alive connection with no request under way, and a response
+    /// the client does not take.
+    pub idle_timeout: Duration,
+    /// Connections served at once; the next is refused at once.
+    pub max_connections: usize,
+    /// After SIGTERM: how long in-flight requests may take before what is
+    /// left is closed.
+    pub drain_timeout: Duration,
+}
+
+impl Default for ConnectionLimits {
+    fn default() -> Self {
+        Self {
+            header_timeout: Duration::from_secs(10),
+            body_timeout: Duration::from_secs(20),
+            request_timeout: Duration::from_secs(30),
+            idle_timeout: Duration::from_secs(60),
+            // Half of the usual 1,024 descriptors, leaving the rest to the
+            // database pool, the log and the files Coop opens.
+            max_connections: 512,
+            drain_timeout: Duration::from_secs(20),
         }
     }
 }

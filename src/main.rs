@@ -35,7 +35,7 @@ struct DatabaseArgs {
 #[derive(Subcommand)]
 enum Command {
     /// Run the server.
-    Serve(ServeArgs),
+    Serve(Box<ServeArgs>),
     /// Operator actions on farms, users, houses, flocks and clients.
     #[command(subcommand)]
     Admin(AdminCommand),
@@ -109,6 +109,8 @@ struct ServeArgs {
         allow_negative_numbers = true
     )]
     password_hash_concurrency: Option<String>,
+    #[command(flatten)]
+    connections: ConnectionArgs,
     /// Fill an empty database with a demo farm and print how to sign in.
     #[arg(long)]
     demo: bool,
@@ -120,6 +122,96 @@ struct ServeArgs {
     /// from loopback addresses (never private ranges).
     #[arg(long, env = "COOP_CIMD_TEST_ALLOW_LOOPBACK")]
     cimd_test_allow_loopback: bool,
+}
+
+/// What one connection may cost (threat 32): `coop serve` settings.
+#[derive(Args)]
+struct ConnectionArgs {
+    /// Seconds a client has to send a request's head (1–300).
+    #[arg(
+        long,
+        env = "COOP_HEADER_TIMEOUT",
+        default_value = "10",
+        allow_negative_numbers = true
+    )]
+    header_timeout: String,
+    /// Seconds a client has to send a request's body (1–600).
+    #[arg(
+        long,
+        env = "COOP_BODY_TIMEOUT",
+        default_value = "20",
+        allow_negative_numbers = true
+    )]
+    body_timeout: String,
+    /// Seconds from a request's head to its response (1–600).
+    #[arg(
+        long,
+        env = "COOP_REQUEST_TIMEOUT",
+        default_value = "30",
+        allow_negative_numbers = true
+    )]
+    request_timeout: String,
+    /// Seconds a kept-alive connection may sit without a request (1–3600).
+    #[arg(
+        long,
+        env = "COOP_IDLE_TIMEOUT",
+        default_value = "60",
+        allow_negative_numbers = true
+    )]
+    idle_timeout: String,
+    /// Connections served at once; past it a new one gets 503 (1–1000000).
+    #[arg(
+        long,
+        env = "COOP_MAX_CONNECTIONS",
+        default_value = "512",
+        allow_negative_numbers = true
+    )]
+    max_connections: String,
+    /// Seconds SIGTERM waits for in-flight requests before closing (0–600).
+    #[arg(
+        long,
+        env = "COOP_DRAIN_TIMEOUT",
+        default_value = "20",
+        allow_negative_numbers = true
+    )]
+    drain_timeout: String,
+}
+
+impl ConnectionArgs {
+    fn limits(&self) -> Result<config::ConnectionLimits, config::ConfigError> {
+        Ok(config::ConnectionLimits {
+            header_timeout: config::parse_seconds(
+                "--header-timeout / COOP_HEADER_TIMEOUT",
+                &self.header_timeout,
+                1..=300,
+            )?,
+            body_timeout: config::parse_seconds(
+                "--body-timeout / COOP_BODY_TIMEOUT",
+                &self.body_timeout,
+                1..=600,
+            )?,
+            request_timeout: config::parse_seconds(
+                "--request-timeout / COOP_REQUEST_TIMEOUT",
+                &self.request_timeout,
+                1..=600,
+            )?,
+            idle_timeout: config::parse_seconds(
+                "--idle-timeout / COOP_IDLE_TIMEOUT",
+                &self.idle_timeout,
+                1..=3600,
+            )?,
+            max_connections: config::parse_concurrency(
+                "--max-connections / COOP_MAX_CONNECTIONS",
+                &self.max_connections,
+                1..=1_000_000,
+            )?,
+            drain_timeout: config::parse_seconds(
+                "--drain-timeout / COOP_DRAIN_TIMEOUT",
+                &self.drain_timeout,
+                0..=600,
+            )?,
+        })
+    }
 }
 
 #[derive(Subcommand)]
@@ -295,6 +387,7 @@ fn serve_config(database: &DatabaseArgs, args: &ServeArgs) -> Result<Config, con
             1..=64,
         )?;
     }
+    config.connections = args.connections.limits()?;
     config.cimd_test = config::CimdTestSettings::parse(
         args.cimd_test_extra_ca.as_deref(),
         args.cimd_test_allow_loopback,
@@ -368,7 +461,7 @@ fn usage_error(err: &clap::Error) -> ExitCode {
 
 async fn run(cli: Cli) -> Result<(), String> {
     match cli.command {
-        Command::Serve(args) => serve(&cli.database, args).await,
+        Command::Serve(args) => serve(&cli.database, *args).await,
         Command::Keys(KeysCommand::Rotate) => {
             let url = DatabaseUrl::parse(&cli.database.database_url).map_err(|e| e.to_string())?;
             let store = Store::connect(&url).await.map_err(|e| e.to_string())?;

@@ -4,7 +4,8 @@
 //! port 0 (every test) knows its real address and advertises it. Then the
 //! store is connected and migrated, the session layer built on it, and the
 //! router assembled. `run_until_stopped` serves until SIGTERM or Ctrl-C and
-//! drains in-flight requests.
+//! drains in-flight requests, up to the drain deadline; connections and
+//! their timeouts are [`crate::http::serve`]'s.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -125,7 +126,8 @@ impl Application {
         &self.state
     }
 
-    /// Serves until SIGTERM or Ctrl-C, then lets in-flight requests finish.
+    /// Serves until SIGTERM or Ctrl-C, then lets in-flight requests finish
+    /// until the drain deadline.
     pub async fn run_until_stopped(self) -> std::io::Result<()> {
         self.run_until(shutdown_signal()).await
     }
@@ -144,15 +146,12 @@ impl Application {
         spawn_housekeeping(&state, sessions.clone());
         let upkeep = state.metrics.spawn_upkeep();
         let app = crate::http::router(state.clone(), session_layer(&state, sessions));
-        let served = axum::serve(
-            listener,
-            app.into_make_service_with_connect_info::<SocketAddr>(),
-        )
-        .with_graceful_shutdown(stop)
-        .await;
+        let limits = state.config.connections;
+        let served = crate::http::serve::serve(listener, app, limits, stop).await;
         upkeep.abort();
-        // Every request has been answered; closing the pool lets SQLite
-        // checkpoint its write-ahead log so the file is whole on its own.
+        // Every request has been answered or cut off at the drain deadline;
+        // closing the pool lets SQLite checkpoint its write-ahead log so the
+        // file is whole on its own.
         state.store.close().await;
         served
     }

@@ -15,6 +15,7 @@ pub mod metrics;
 pub mod oauth;
 pub mod pages;
 pub mod security_headers;
+pub mod serve;
 pub mod session;
 
 use axum::Router;

@@ -103,7 +103,9 @@ async fn a_database_that_cannot_be_opened_names_the_setting_and_the_cause() {
         ("postgres://postgres@127.0.0.1:1/coop", "Connection refused"),
     ];
     for (url, cause) in cases {
-        for args in [&["serve"][..], &["admin", "farm", "add", "--name", "X"][..]] {
+        // Port 0: the check must not depend on the default port being free.
+        let serve = ["serve", "--bind", "127.0.0.1:0"];
+        for args in [&serve[..], &["admin", "farm", "add", "--name", "X"][..]] {
             let (code, out, err) = run_cli(url, args, None).await;
             assert_eq!(code, 1, "{url} {args:?}: {out}");
             let line = err.trim_end();

@@ -39,6 +39,7 @@ mod oauth_token;
 mod real_clients;
 mod refresh_window;
 mod serve;
+mod slow_clients;
 
 mod apps_support;
 mod browser_support;

@@ -21,11 +21,11 @@ const PATIENCE: Duration = Duration::from_secs(60);
 /// A `coop serve` child process, its stdout read up to the "serving" line
 /// and its stderr collected in the background (so a chatty log can never
 /// fill the pipe and stall the server).
-struct Server {
-    child: Child,
+pub(crate) struct Server {
+    pub(crate) child: Child,
     /// stdout lines up to and including "Coop is serving at …".
     printed: Vec<String>,
-    issuer: String,
+    pub(crate) issuer: String,
     _stdout: BufReader<ChildStdout>,
     /// Everything written to stderr so far.
     logs: Arc<Mutex<String>>,
@@ -33,7 +33,7 @@ struct Server {
 }
 
 impl Server {
-    async fn start(database_url: &str, args: &[&str], env: &[(&str, &str)]) -> Self {
+    pub(crate) async fn start(database_url: &str, args: &[&str], env: &[(&str, &str)]) -> Self {
         let mut command = Command::new(env!("CARGO_BIN_EXE_coop"));
         command
             .arg("serve")
@@ -89,7 +89,7 @@ impl Server {
     }
 
     /// Waits until the server has logged a line containing every needle.
-    async fn wait_for_log(&self, needles: &[&str]) {
+    pub(crate) async fn wait_for_log(&self, needles: &[&str]) {
         tokio::time::timeout(PATIENCE, async {
             loop {
                 let seen = self
@@ -112,7 +112,7 @@ impl Server {
         format!("{}{path}", self.issuer)
     }
 
-    fn send_sigterm(&self) {
+    pub(crate) fn send_sigterm(&self) {
         let pid = self.child.id().unwrap();
         let sent = std::process::Command::new("kill")
             .args(["-TERM", &pid.to_string()])
@@ -127,7 +127,7 @@ impl Server {
         self.wait().await
     }
 
-    async fn wait(mut self) -> (ExitStatus, String) {
+    pub(crate) async fn wait(mut self) -> (ExitStatus, String) {
         let status = tokio::time::timeout(PATIENCE, self.child.wait())
             .await
             .expect("coop serve stopped after SIGTERM")

@@ -1,0 +1,78 @@
+//! One accepted connection: HTTP/1.1 through hyper, closed when the client
+//! is too slow with a head or stays idle too long, and wound down when the
+//! server drains.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use axum::Router;
+use hyper::server::conn::http1;
+use hyper_util::rt::TokioIo;
+use tokio::net::TcpStream;
+use tokio::sync::watch;
+use tokio::time::Instant;
+
+use super::activity::{Activity, TrackedStream};
+use super::request::RequestService;
+use crate::config::ConnectionLimits;
+
+/// Serves `stream` until the client closes it, a timeout closes it, or the
+/// server drains and the request under way (if any) has been answered.
+/// Returning drops the socket, which closes it.
+pub async fn serve(
+    stream: TcpStream,
+    peer: SocketAddr,
+    router: Router,
+    limits: ConnectionLimits,
+    mut drain: watch::Receiver<bool>,
+) {
+    let activity = Arc::new(Activity::new(Instant::now()));
+    let io = TokioIo::new(TrackedStream::new(stream, activity.clone()));
+    let service = RequestService::new(router, peer, activity.clone(), limits);
+    let mut builder = http1::Builder::new();
+    // Heads and idle waits are timed by `Activity` instead (see there).
+    builder.header_read_timeout(None).keep_alive(true);
+    let connection = builder.serve_connection(io, service);
+    let mut connection = std::pin::pin!(connection);
+    let mut draining = false;
+    loop {
+        if !draining && *drain.borrow() {
+            draining = true;
+            // Closes an idle connection at once; one with a request under
+            // way answers it with `Connection: close`.
+            connection.as_mut().graceful_shutdown();
+        }
+        let deadline = activity.deadline(&limits);
+        tokio::select! {
+            result = connection.as_mut() => {
+                if let Err(err) = result {
+                    tracing::debug!(error = %err, "connection ended with an error");
+                }
+                return;
+            }
+            () = activity.changed() => {}
+            () = sleep_until(deadline.map(|(at, _)| at)) => {
+                if let Some((at, expired)) = activity.deadline(&limits)
+                    && at <= Instant::now()
+                {
+                    tracing::debug!(?expired, "closing a connection that timed out");
+                    return;
+                }
+            }
+            changed = drain.changed(), if !draining => {
+                if changed.is_err() {
+                    // The accept loop is gone: drain as if told to.
+                    draining = true;
+                    connection.as_mut().graceful_shutdown();
+                }
+            }
+        }
+    }
+}
+
+async fn sleep_until(deadline: Option<Instant>) {
+    match deadline {
+        Some(at) => tokio::time::sleep_until(at).await,
+        None => std::future::pending().await,
+    }
+}
