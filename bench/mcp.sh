@@ -11,7 +11,7 @@
 # rmcp alone (no auth, no database) 0.2–0.3 of /healthz.
 #
 # How: a fresh release Coop per engine with the per-grant MCP rate limit
-# off (`--mcp-rate-limit 0`) and a test farm of 5 flocks made with the CLI;
+# off (`--mcp-rate-limit 0 --mcp-subject-rate-limit 0`) and a test farm of 5 flocks made with the CLI;
 # one real OAuth flow (tests/tools/get-token.py) gives an owner's access
 # token for <issuer>/mcp with farm:read; wrk sends the same POST /mcp with
 # it (bench/lua/mcp.lua). Each call is the full per-call check (JWT
@@ -33,7 +33,7 @@ bench_failed=0
 
 echo "$COOP_BIN ($("$COOP_BIN" --version)), $(nproc) cores shared by wrk and the server, ${seconds}s per run, MCP wire $BENCH_MCP_WIRE"
 for engine in $engines; do
-  coop_start "$engine" --mcp-rate-limit 0 --access-token-ttl 3600
+  coop_start "$engine" --mcp-rate-limit 0 --mcp-subject-rate-limit 0 --access-token-ttl 3600
   BENCH_TOKEN="$(python3 "$ROOT/tests/tools/get-token.py" --issuer "$coop_url" --email "$coop_email" \
     --password-stdin --scope "farm:read" <<<"$coop_password" \
     | python3 -c 'import json,sys; print(json.load(sys.stdin)["access_token"])')"

@@ -205,7 +205,7 @@ echo "$COOP_BIN ($("$COOP_BIN" --version)), $(nproc) cores shared by wrk and eve
 echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
 
 if wants coop; then
-  coop_start sqlite --mcp-rate-limit 0 --access-token-ttl 3600
+  coop_start sqlite --mcp-rate-limit 0 --mcp-subject-rate-limit 0 --access-token-ttl 3600
   url[coop]="$coop_url/mcp"
   pid[coop]="$coop_pid"
   label[coop]="coop (1 process)"

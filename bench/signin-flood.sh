@@ -27,7 +27,7 @@ trap bench_cleanup EXIT
 bench_failed=0
 
 echo "$COOP_BIN ($("$COOP_BIN" --version)), $(nproc) cores shared by wrk, the flood and the server, ${seconds}s per run, $engine"
-coop_start "$engine" --mcp-rate-limit 0 --access-token-ttl 3600
+coop_start "$engine" --mcp-rate-limit 0 --mcp-subject-rate-limit 0 --access-token-ttl 3600
 BENCH_TOKEN="$(python3 "$ROOT/tests/tools/get-token.py" --issuer "$coop_url" --email "$coop_email" \
   --password-stdin --scope "farm:read" <<<"$coop_password" \
   | python3 -c 'import json,sys; print(json.load(sys.stdin)["access_token"])')"

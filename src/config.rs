@@ -192,6 +192,9 @@ pub struct Config {
     pub access_token_ttl: Duration,
     /// Requests per minute per grant on `/mcp`; 0 turns the limit off.
     pub mcp_rate_limit: u32,
+    /// Requests per minute per subject (person or automation) on `/mcp`,
+    /// over all its grants; 0 turns the limit off.
+    pub mcp_subject_rate_limit: u32,
     /// Token requests per minute per client address; 0 turns it off.
     pub token_rate_limit: u32,
     /// Client registrations per hour per client address; 0 turns it off.
@@ -216,6 +219,7 @@ impl Config {
             database_url,
             access_token_ttl: Duration::from_secs(15 * 60),
             mcp_rate_limit: 300,
+            mcp_subject_rate_limit: 600,
             token_rate_limit: 300,
             register_rate_limit: 20,
             cimd_test: CimdTestSettings::default(),

@@ -75,6 +75,15 @@ struct ServeArgs {
         allow_negative_numbers = true
     )]
     mcp_rate_limit: String,
+    /// Requests per minute per person (or automation) on /mcp over all their
+    /// apps together; 0 turns the limit off.
+    #[arg(
+        long,
+        env = "COOP_MCP_SUBJECT_RATE_LIMIT",
+        default_value = "600",
+        allow_negative_numbers = true
+    )]
+    mcp_subject_rate_limit: String,
     /// Token requests per minute per client address; 0 turns the limit off.
     #[arg(
         long,
@@ -363,6 +372,11 @@ fn serve_config(database: &DatabaseArgs, args: &ServeArgs) -> Result<Config, con
     config.mcp_rate_limit = parse_count(
         "--mcp-rate-limit / COOP_MCP_RATE_LIMIT",
         &args.mcp_rate_limit,
+        "requests per minute",
+    )?;
+    config.mcp_subject_rate_limit = parse_count(
+        "--mcp-subject-rate-limit / COOP_MCP_SUBJECT_RATE_LIMIT",
+        &args.mcp_subject_rate_limit,
         "requests per minute",
     )?;
     config.token_rate_limit = parse_count(

@@ -11,6 +11,7 @@ on_both_engines!(
     a_body_over_64_kib_is_refused_unread,
     a_chunked_body_over_64_kib_is_cut_while_reading,
     each_grant_has_its_request_budget,
+    a_person_has_one_budget_over_all_their_apps,
     a_foreign_origin_is_refused_before_the_token,
     batches_are_refused,
     a_refusal_waits_for_the_body_and_keeps_the_connection,
@@ -79,6 +80,47 @@ async fn each_grant_has_its_request_budget(engine: Engine) {
     // Another grant of the same user has its own budget.
     let other = connect(&app, &viewer, "farm:read").await;
     assert_eq!(list_with(&app, &other.access_token).await.status(), 200);
+}
+
+/// More apps do not mean more requests (issue 13): the subject's budget
+/// counts every grant of the person together.
+async fn a_person_has_one_budget_over_all_their_apps(engine: Engine) {
+    let app = TestApp::spawn_with(engine, |c| {
+        c.mcp_rate_limit = 100;
+        c.mcp_subject_rate_limit = 4;
+    })
+    .await;
+    let viewer = app.farm_with_member("viewer").await;
+    let first = connect(&app, &viewer, "farm:read").await;
+    let second = connect(&app, &viewer, "farm:read").await;
+    assert_ne!(first.client_id, second.client_id);
+    for tokens in [&first, &second, &first, &second] {
+        assert_eq!(list_with(&app, &tokens.access_token).await.status(), 200);
+    }
+    for tokens in [&first, &second] {
+        let response = list_with(&app, &tokens.access_token).await;
+        assert_eq!(response.status(), 429);
+        assert!(response.headers().contains_key("retry-after"));
+        let body: Value = response.json().await.unwrap();
+        assert_eq!(body["error"]["code"], -32600);
+        let message = body["error"]["message"].as_str().unwrap();
+        assert!(
+            message.starts_with("Too many requests for this account"),
+            "{message}"
+        );
+    }
+    // Someone else's budget is their own.
+    let valley = app.add_farm("Valley Farm").await;
+    let password = "another horse battery staple";
+    app.add_user(&valley, "viewer@valley.example", "viewer", password)
+        .await;
+    let other = crate::helpers::TestUser {
+        farm: valley,
+        email: "viewer@valley.example".to_owned(),
+        password: password.to_owned(),
+    };
+    let theirs = connect(&app, &other, "farm:read").await;
+    assert_eq!(list_with(&app, &theirs.access_token).await.status(), 200);
 }
 
 async fn a_foreign_origin_is_refused_before_the_token(engine: Engine) {

@@ -124,7 +124,8 @@ pub fn body_too_large(limit: usize) -> Response {
 }
 
 /// 429 with `Retry-After` (whole seconds, at least 1).
-pub fn rate_limited(wait: Duration) -> Response {
+/// `whose` names the budget spent: "this app" or "this account".
+pub fn rate_limited(wait: Duration, whose: &str) -> Response {
     let seconds = wait.as_secs() + u64::from(wait.subsec_nanos() > 0);
     let seconds = seconds.max(1);
     let mut response = jsonrpc(
@@ -132,7 +133,7 @@ pub fn rate_limited(wait: Duration) -> Response {
         wire::error_body(
             Value::Null,
             code::INVALID_REQUEST,
-            &format!("Too many requests for this grant; retry in {seconds} s"),
+            &format!("Too many requests for {whose}; retry in {seconds} s"),
             Some(json!({ "retryAfterSeconds": seconds })),
         ),
     );

@@ -7,7 +7,8 @@
 //! 2. a declared `Content-Length` over 64 KiB: 413, nothing read;
 //! 3. the bearer token ([`crate::mcp::bearer`]): header present, none in
 //!    the query, signature and claims;
-//! 4. the grant's request budget ([`super::rate_limit`]): 429;
+//! 4. the grant's request budget, then its subject's over all its grants
+//!    ([`super::rate_limit`]): 429;
 //! 5. the one store look-up; the grant's `last_used_at` written at most
 //!    once a minute;
 //! 6. for a POST, the body read up to 64 KiB (413 beyond) and checked by
@@ -28,7 +29,7 @@ use futures::StreamExt;
 use serde_json::Value;
 
 use super::error;
-use super::rate_limit::GrantLimit;
+use super::rate_limit::Budget;
 use crate::config::Issuer;
 use crate::mcp::bearer::{self, AuthError};
 use crate::mcp::wire;
@@ -44,7 +45,8 @@ const PROTOCOL_VERSION: HeaderName = HeaderName::from_static("mcp-protocol-versi
 #[derive(Clone)]
 pub struct Guard {
     pub app: AppState,
-    pub limit: GrantLimit,
+    pub per_grant: Budget,
+    pub per_subject: Budget,
 }
 
 fn header_str(headers: &HeaderMap, name: HeaderName) -> Option<&str> {
@@ -120,10 +122,16 @@ async fn admit(guard: &Guard, parts: &Parts) -> Result<(CallContext, HeldReader)
         .await
         .map_err(|refusal| error::refusal(&app.issuer, &refusal))?;
     if let Some(grant) = claims.grant_id()
-        && let Err(wait) = guard.limit.check(grant.0)
+        && let Err(wait) = guard.per_grant.check(grant.0)
     {
         tracing::info!(grant = %grant, "MCP rate limit reached");
-        return Err(error::rate_limited(wait));
+        return Err(error::rate_limited(wait, "this app"));
+    }
+    if let Some(subject) = claims.user_id()
+        && let Err(wait) = guard.per_subject.check(subject.0)
+    {
+        tracing::info!(subject = %subject, "MCP rate limit reached for the subject over all its apps");
+        return Err(error::rate_limited(wait, "this account"));
     }
     let mut db = app
         .store

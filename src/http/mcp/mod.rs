@@ -28,7 +28,7 @@ use crate::mcp::resource_metadata;
 use crate::mcp::server::FarmServer;
 use crate::state::AppState;
 use guard::{Guard, MAX_BODY};
-use rate_limit::GrantLimit;
+use rate_limit::Budget;
 
 /// The issuer's origin with an explicit port, as rmcp's Origin allow-list
 /// wants it (an entry without a port would match any port).
@@ -63,7 +63,8 @@ pub fn router(state: &AppState) -> Router<AppState> {
     );
     let guard = Guard {
         app: state.clone(),
-        limit: GrantLimit::per_minute(state.config.mcp_rate_limit),
+        per_grant: Budget::per_minute(state.config.mcp_rate_limit),
+        per_subject: Budget::per_minute(state.config.mcp_subject_rate_limit),
     };
     let metadata_routes = Router::new()
         .route(resource_metadata::PATH, get(metadata::show))
