@@ -49,6 +49,17 @@ enum KeysCommand {
     /// Make a new active signing key; the old public key stays in /jwks.json
     /// until every token it signed has expired. Prints the new key id.
     Rotate,
+    /// Every key: id, created, and active, retired or withdrawn.
+    List,
+    /// Withdraw a retired key at once (a compromised key): it leaves
+    /// /jwks.json and every replica refuses its tokens on their next call.
+    /// The active key cannot be withdrawn: rotate first.
+    Retire {
+        kid: String,
+        /// Required: a key retires by itself at rotation; this withdraws it now.
+        #[arg(long, required = true)]
+        now: bool,
+    },
 }
 
 #[derive(Args)]
@@ -476,6 +487,32 @@ fn usage_error(err: &clap::Error) -> ExitCode {
 async fn run(cli: Cli) -> Result<(), String> {
     match cli.command {
         Command::Serve(args) => serve(&cli.database, *args).await,
+        Command::Keys(KeysCommand::List) => {
+            let url = DatabaseUrl::parse(&cli.database.database_url).map_err(|e| e.to_string())?;
+            let store = Store::connect(&url).await.map_err(|e| e.to_string())?;
+            let result = list_keys(&store).await;
+            store.close().await;
+            result
+        }
+        Command::Keys(KeysCommand::Retire { kid, now: _ }) => {
+            let url = DatabaseUrl::parse(&cli.database.database_url).map_err(|e| e.to_string())?;
+            let store = Store::connect(&url).await.map_err(|e| e.to_string())?;
+            let result =
+                coop::oauth::keys::Keys::withdraw(&store, &kid, Clock::system().now()).await;
+            store.close().await;
+            use coop::storage::keys::Withdrawal;
+            match result.map_err(|e| e.to_string())? {
+                Withdrawal::Withdrawn => {
+                    println!("{kid} withdrawn: its tokens are refused from their next call");
+                    Ok(())
+                }
+                Withdrawal::Unknown => Err(format!("no signing key has the id {kid:?}")),
+                Withdrawal::Active => Err(format!(
+                    "{kid} is the active signing key; run `coop keys rotate` first, then retire it"
+                )),
+                Withdrawal::AlreadyWithdrawn => Err(format!("{kid} was withdrawn already")),
+            }
+        }
         Command::Keys(KeysCommand::Rotate) => {
             let url = DatabaseUrl::parse(&cli.database.database_url).map_err(|e| e.to_string())?;
             let store = Store::connect(&url).await.map_err(|e| e.to_string())?;
@@ -501,6 +538,33 @@ async fn run(cli: Cli) -> Result<(), String> {
             })
         }
     }
+}
+
+/// `coop keys list`: one line per key, tab-separated: id, created (RFC
+/// 3339), state (`active`, `retired`, `withdrawn`).
+async fn list_keys(store: &Store) -> Result<(), String> {
+    let mut db = store.read().await.map_err(|e| e.to_string())?;
+    let keys = coop::storage::keys::all(&mut db)
+        .await
+        .map_err(|e| e.to_string())?;
+    for key in keys {
+        let created = time::OffsetDateTime::from_unix_timestamp(key.created_at)
+            .ok()
+            .and_then(|t| {
+                t.format(&time::format_description::well_known::Rfc3339)
+                    .ok()
+            })
+            .unwrap_or_default();
+        let state = if key.withdrawn_at.is_some() {
+            "withdrawn"
+        } else if key.active {
+            "active"
+        } else {
+            "retired"
+        };
+        println!("{}\t{created}\t{state}", key.kid);
+    }
+    Ok(())
 }
 
 async fn serve(database: &DatabaseArgs, args: ServeArgs) -> Result<(), String> {

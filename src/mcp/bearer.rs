@@ -6,9 +6,10 @@
 //! 3. signature, `kid`, `iss`, `exp`, `aud` = the resource
 //!    ([`crate::oauth::access_token::verify`]);
 //! 4. one look-up in the shared store ([`crate::storage::call_context`]):
-//!    grant active and the token's own, token not revoked, credential epoch
-//!    unchanged, user enabled and not required to change password, farm not
-//!    suspended, the farm's connected apps on;
+//!    grant active and the token's own, token not revoked, its signing key
+//!    not withdrawn, credential epoch unchanged, user enabled and not
+//!    required to change password, farm not suspended, the farm's connected
+//!    apps on;
 //! 5. at least one MCP scope left (the token's scopes ∩ the grant's now).
 //!
 //! Failures of 3 and 4 are all [`Refusal::InvalidToken`]: the client learns
@@ -55,6 +56,8 @@ pub enum InvalidToken {
     GrantRevoked,
     #[error("the token was revoked")]
     TokenRevoked,
+    #[error("the key that signed the token was withdrawn")]
+    KeyWithdrawn,
     #[error("the token's user or client is not the grant's")]
     NotTheGrantsToken,
     #[error("the credential epoch moved")]
@@ -139,7 +142,7 @@ pub async fn authorize(
     let grant = claims
         .grant_id()
         .ok_or(Refusal::InvalidToken(InvalidToken::UnknownGrant))?;
-    let stored = call_context::load(db, grant, &claims.jti).await?;
+    let stored = call_context::load(db, grant, &claims.jti, &claims.kid).await?;
     Ok(decide(claims, stored, now)?)
 }
 
@@ -158,6 +161,9 @@ pub fn decide(
     }
     if s.token_revoked {
         return invalid(InvalidToken::TokenRevoked);
+    }
+    if s.key_withdrawn {
+        return invalid(InvalidToken::KeyWithdrawn);
     }
     if claims.user_id().map(|u| u.0) != Some(s.user_id) || claims.client_id != s.client_id {
         return invalid(InvalidToken::NotTheGrantsToken);
@@ -235,6 +241,7 @@ mod tests {
             jti: "jti-1".into(),
             grant_id: Uuid::nil().to_string(),
             epoch: 2,
+            kid: "key-1".into(),
         }
     }
 
@@ -256,6 +263,7 @@ mod tests {
             farm_suspended: false,
             connected_apps_enabled: true,
             token_revoked: false,
+            key_withdrawn: false,
         }
     }
 
@@ -264,9 +272,10 @@ mod tests {
         let user = Uuid::now_v7();
         let c = claims(user);
         type Breaks = fn(&mut StoredCallContext);
-        let cases: [(Breaks, InvalidToken); 10] = [
+        let cases: [(Breaks, InvalidToken); 11] = [
             (|s| s.grant_revoked = true, InvalidToken::GrantRevoked),
             (|s| s.token_revoked = true, InvalidToken::TokenRevoked),
+            (|s| s.key_withdrawn = true, InvalidToken::KeyWithdrawn),
             (|s| s.user_epoch = 3, InvalidToken::EpochMoved),
             (|s| s.user_disabled = true, InvalidToken::UserDisabled),
             (

@@ -37,6 +37,10 @@ pub struct AccessClaims {
     pub grant_id: String,
     /// The user's credential epoch when the token was issued.
     pub epoch: i64,
+    /// The key that signed the token (from its header), so the per-call
+    /// store check can refuse a token whose key was withdrawn. Not a claim.
+    #[serde(skip)]
+    pub kid: String,
 }
 
 impl AccessClaims {
@@ -83,6 +87,7 @@ pub async fn mint(
         jti: Uuid::new_v4().to_string(),
         grant_id: new.grant.to_string(),
         epoch: new.epoch,
+        kid: kid.clone(),
     };
     let mut header = Header::new(Algorithm::ES256);
     header.typ = Some("at+jwt".to_owned());
@@ -163,8 +168,10 @@ pub async fn verify(
     if data.claims.exp <= now.unix_timestamp() {
         return Err(TokenRejection::Expired);
     }
-    keys.remember_verified(hash, &kid, data.claims.clone(), now);
-    Ok(data.claims)
+    let mut claims = data.claims;
+    claims.kid = kid;
+    keys.remember_verified(hash, &claims.kid, claims.clone(), now);
+    Ok(claims)
 }
 
 #[cfg(test)]

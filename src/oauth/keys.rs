@@ -89,6 +89,7 @@ pub fn generate() -> Result<KeyRow, KeyError> {
         created_at: 0,
         active: true,
         retired_at: None,
+        withdrawn_at: None,
     })
 }
 
@@ -259,6 +260,27 @@ impl Keys {
 
     /// `coop keys rotate`: a new active key; the old one is retired and
     /// stays published for the grace period.
+    /// `coop keys retire KID --now`: withdraws a retired key at once. It
+    /// leaves `/jwks.json` and this process's key set on the next reload
+    /// (within a second for the JWKS), and every replica refuses its tokens
+    /// on their next call, since the per-call store check reads the
+    /// withdrawal. The withdrawal and its audit row commit together.
+    pub async fn withdraw(
+        store: &Store,
+        kid: &str,
+        now: OffsetDateTime,
+    ) -> Result<stored::Withdrawal, KeyError> {
+        let mut tx = store.write().await?;
+        let outcome = stored::withdraw(&mut tx, kid, now).await?;
+        if outcome == stored::Withdrawal::Withdrawn {
+            let mut event = AuditEvent::new(AuditKind::AdminAction);
+            event.detail = serde_json::json!({ "action": "signing_key_withdrawn", "kid": kid });
+            audit::record(&mut tx, &event, now).await?;
+            tx.commit().await?;
+        }
+        Ok(outcome)
+    }
+
     /// The rotation and its audit row commit together.
     pub async fn rotate(store: &Store, now: OffsetDateTime) -> Result<String, KeyError> {
         let new = generate()?;

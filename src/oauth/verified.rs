@@ -120,6 +120,7 @@ mod tests {
             jti: "j".into(),
             grant_id: "g".into(),
             epoch: 0,
+            kid: "k1".into(),
         }
     }
 

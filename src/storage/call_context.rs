@@ -1,10 +1,11 @@
 //! The one look-up behind every `/mcp` call: a token's grant with its user,
 //! the user's membership of the grant's farm, the farm, the member's flock
-//! list and whether the token itself was revoked, in a single indexed query.
+//! list, whether the token itself was revoked and whether its signing key
+//! was withdrawn, in a single indexed query.
 //!
 //! Every join is by primary key (`grants.id`, `users.id`,
 //! `memberships.user_id`, `farms.id`, `membership_flocks (user_id, …)`,
-//! `revoked_access_tokens.jti`), so the cost does not grow with the number of
+//! `revoked_access_tokens.jti`, `signing_keys.kid`), so the cost does not grow with the number of
 //! grants or farms. A restricted member yields one row per flock (at least
 //! one row, the flock column then null); the rows differ only in that
 //! column. Nothing is cached: the next call after a revocation, a moved
@@ -39,6 +40,8 @@ pub struct StoredCallContext {
     pub connected_apps_enabled: bool,
     /// The token's `jti` was revoked on its own (RFC 7009).
     pub token_revoked: bool,
+    /// The key that signed the token was withdrawn (`coop keys retire --now`).
+    pub key_withdrawn: bool,
 }
 
 struct Row {
@@ -58,6 +61,7 @@ struct Row {
     connected_apps_enabled: bool,
     flock_id: Option<Uuid>,
     token_revoked: i64,
+    key_withdrawn: i64,
 }
 
 crate::from_record!(Row {
@@ -77,6 +81,7 @@ crate::from_record!(Row {
     connected_apps_enabled,
     flock_id,
     token_revoked,
+    key_withdrawn,
 });
 
 const SQL: &str = "select g.id as grant_id, g.farm_id as farm_id, g.user_id as user_id,
@@ -87,7 +92,9 @@ const SQL: &str = "select g.id as grant_id, g.farm_id as farm_id, g.user_id as u
         m.role as role, m.flock_restricted as flock_restricted,
         f.suspended as farm_suspended, f.connected_apps_enabled as connected_apps_enabled,
         mf.flock_id as flock_id,
-        (select count(*) from revoked_access_tokens r where r.jti = $2) as token_revoked
+        (select count(*) from revoked_access_tokens r where r.jti = $2) as token_revoked,
+        (select count(*) from signing_keys k where k.kid = $3 and k.withdrawn_at is not null)
+            as key_withdrawn
     from grants g
     join users u on u.id = g.user_id
     join memberships m on m.user_id = g.user_id and m.farm_id = g.farm_id
@@ -95,14 +102,21 @@ const SQL: &str = "select g.id as grant_id, g.farm_id as farm_id, g.user_id as u
     left join membership_flocks mf on mf.user_id = m.user_id and m.flock_restricted
     where g.id = $1";
 
-/// The call context of a token naming `grant` and `jti`; `None` when the
-/// grant, its user, the user's membership of its farm or the farm is gone.
+/// The call context of a token naming `grant` and `jti`, signed by `kid`;
+/// `None` when the grant, its user, the user's membership of its farm or
+/// the farm is gone.
 pub async fn load(
     db: &mut impl Exec,
     grant: GrantId,
     jti: &str,
+    kid: &str,
 ) -> StoreResult<Option<StoredCallContext>> {
-    let rows: Vec<Row> = Sql::new(SQL).bind(grant.0).bind(jti).fetch_all(db).await?;
+    let rows: Vec<Row> = Sql::new(SQL)
+        .bind(grant.0)
+        .bind(jti)
+        .bind(kid)
+        .fetch_all(db)
+        .await?;
     let mut rows = rows.into_iter();
     let Some(first) = rows.next() else {
         return Ok(None);
@@ -126,5 +140,6 @@ pub async fn load(
         farm_suspended: first.farm_suspended,
         connected_apps_enabled: first.connected_apps_enabled,
         token_revoked: first.token_revoked > 0,
+        key_withdrawn: first.key_withdrawn > 0,
     }))
 }

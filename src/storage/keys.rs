@@ -14,6 +14,8 @@ pub struct KeyRow {
     pub created_at: i64,
     pub active: bool,
     pub retired_at: Option<i64>,
+    /// Withdrawn at once (`coop keys retire --now`): verifies nothing.
+    pub withdrawn_at: Option<i64>,
 }
 crate::from_record!(KeyRow {
     kid,
@@ -23,18 +25,68 @@ crate::from_record!(KeyRow {
     created_at,
     active,
     retired_at,
+    withdrawn_at,
 });
 
-/// The active key and every retired key retired after `retired_since`.
+const COLUMNS: &str =
+    "kid, algorithm, private_pkcs8, public_jwk, created_at, active, retired_at, withdrawn_at";
+
+/// The active key and every retired key retired after `retired_since`,
+/// none of them withdrawn.
 pub async fn usable(db: &mut impl Exec, retired_since: OffsetDateTime) -> StoreResult<Vec<KeyRow>> {
-    Sql::new(
-        "select kid, algorithm, private_pkcs8, public_jwk, created_at, active, retired_at
-         from signing_keys where active or retired_at >= $1
-         order by created_at desc",
-    )
+    Sql::new(format!(
+        "select {COLUMNS} from signing_keys
+         where (active or retired_at >= $1) and withdrawn_at is null
+         order by created_at desc"
+    ))
     .bind(retired_since)
     .fetch_all(db)
     .await
+}
+
+/// Every key, the active one first, then newest first (`coop keys list`).
+pub async fn all(db: &mut impl Exec) -> StoreResult<Vec<KeyRow>> {
+    Sql::new(format!(
+        "select {COLUMNS} from signing_keys order by active desc, created_at desc, kid limit 1000"
+    ))
+    .fetch_all(db)
+    .await
+}
+
+/// What withdrawing a key did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Withdrawal {
+    Withdrawn,
+    /// No key has that id.
+    Unknown,
+    /// It is the key that signs: rotate first, or nothing could sign.
+    Active,
+    AlreadyWithdrawn,
+}
+
+/// Withdraws the retired key `kid` in the caller's transaction.
+pub async fn withdraw(tx: &mut Tx, kid: &str, now: OffsetDateTime) -> StoreResult<Withdrawal> {
+    let found: Option<(bool, Option<i64>)> =
+        Sql::new("select active, withdrawn_at from signing_keys where kid = $1")
+            .bind(kid)
+            .fetch_optional(tx)
+            .await?;
+    match found {
+        None => Ok(Withdrawal::Unknown),
+        Some((true, _)) => Ok(Withdrawal::Active),
+        Some((false, Some(_))) => Ok(Withdrawal::AlreadyWithdrawn),
+        Some((false, None)) => {
+            Sql::new(
+                "update signing_keys set withdrawn_at = $2
+                 where kid = $1 and not active and withdrawn_at is null",
+            )
+            .bind(kid)
+            .bind(now)
+            .execute(tx)
+            .await?;
+            Ok(Withdrawal::Withdrawn)
+        }
+    }
 }
 
 const INSERT_ACTIVE: &str =

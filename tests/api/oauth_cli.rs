@@ -11,6 +11,7 @@ on_both_engines!(
     a_pre_registered_confidential_client_gets_a_secret_once,
     client_add_refuses_bad_input,
     a_rotated_key_stays_published_until_its_tokens_expired,
+    a_withdrawn_key_is_unpublished_and_its_tokens_refused,
 );
 
 fn field(out: &str, name: &str) -> Option<String> {
@@ -192,6 +193,76 @@ async fn a_rotated_key_stays_published_until_its_tokens_expired(engine: Engine) 
         .advance(time::Duration::hours(24) + time::Duration::minutes(1));
     tokio::time::sleep(std::time::Duration::from_millis(1100)).await;
     assert_eq!(kids(&app).await, vec![new_kid]);
+}
+
+/// `coop keys retire KID --now`: a compromised key is withdrawn at once
+/// (issue 13), and every refusal of the command leaves the keys as they are.
+async fn a_withdrawn_key_is_unpublished_and_its_tokens_refused(engine: Engine) {
+    let app = TestApp::spawn(engine).await;
+    let user = app.farm_with_member("manager").await;
+    let tokens = oauth_client::connect(&app, &user, "farm:read").await;
+    let old_kid = oauth_client::jwt_header(&tokens.access_token)["kid"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let (code, out, err) = app.cli(&["keys", "rotate"]).await;
+    assert_eq!(code, 0, "{err}");
+    let new_kid = out.trim().to_owned();
+
+    for (args, message) in [
+        (
+            vec!["keys", "retire", &new_kid, "--now"],
+            "is the active signing key",
+        ),
+        (
+            vec!["keys", "retire", "no-such-key", "--now"],
+            "no signing key has the id",
+        ),
+        (vec!["keys", "retire", &old_kid], "--now"),
+    ] {
+        let (code, out, err) = app.cli(&args).await;
+        assert_eq!(code, 1, "{args:?}: {out}");
+        assert!(err.contains(message), "{args:?}: {err}");
+    }
+    assert_eq!(
+        crate::apps_support::mcp_list(&app, &tokens.access_token)
+            .await
+            .status(),
+        200,
+        "a refused retire withdrew nothing"
+    );
+
+    let (code, _, err) = app.cli(&["keys", "retire", &old_kid, "--now"]).await;
+    assert_eq!(code, 0, "{err}");
+    crate::mcp_support::assert_invalid_token(&app, &tokens.access_token, "withdrawn key").await;
+    tokio::time::sleep(std::time::Duration::from_millis(1100)).await;
+    assert_eq!(kids(&app).await, vec![new_kid.clone()]);
+    let (_, listed, _) = app.cli(&["keys", "list"]).await;
+    let states: Vec<(&str, &str)> = listed
+        .lines()
+        .map(|line| {
+            let fields: Vec<&str> = line.split('\t').collect();
+            (fields[0], fields[2])
+        })
+        .collect();
+    assert_eq!(
+        states,
+        vec![
+            (new_kid.as_str(), "active"),
+            (old_kid.as_str(), "withdrawn")
+        ]
+    );
+    let (code, _, err) = app.cli(&["keys", "retire", &old_kid, "--now"]).await;
+    assert_eq!(code, 1);
+    assert!(err.contains("withdrawn already"), "{err}");
+    assert_eq!(
+        oauth_client::db_count(
+            &app,
+            "select count(*) from audit_log where detail like '%signing_key_withdrawn%'"
+        )
+        .await,
+        1
+    );
 }
 
 #[tokio::test]

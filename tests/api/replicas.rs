@@ -22,7 +22,45 @@ on_both_engines!(
     a_user_disabled_through_one_replica_is_refused_on_the_other,
     a_farm_suspended_by_the_operator_is_refused_on_both,
     connected_apps_off_through_one_replica_is_refused_on_the_other,
+    a_withdrawn_signing_key_is_refused_on_both_at_once,
 );
+
+/// `coop keys retire KID --now` (issue 13): both replicas had verified the
+/// token (so its signature is in each one's cache); the very next call on
+/// either is refused, because the per-call store check reads the withdrawal.
+async fn a_withdrawn_signing_key_is_refused_on_both_at_once(engine: Engine) {
+    let (a, b) = replicas(engine).await;
+    let (_, tokens) = connected(&a).await;
+    for replica in [&a, &b] {
+        let response = apps_support::mcp_list(replica, &tokens.access_token).await;
+        assert_eq!(response.status(), 200);
+    }
+    let kid = oauth_client::jwt_header(&tokens.access_token)["kid"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let (code, _, err) = a.cli(&["keys", "rotate"]).await;
+    assert_eq!(code, 0, "{err}");
+    // Rotation alone leaves the old key verifying (its tokens live on).
+    let response = apps_support::mcp_list(&b, &tokens.access_token).await;
+    assert_eq!(response.status(), 200);
+
+    let (code, out, err) = a.cli(&["keys", "retire", &kid, "--now"]).await;
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("withdrawn"), "{out}");
+    for replica in [&b, &a] {
+        let response = apps_support::mcp_list(replica, &tokens.access_token).await;
+        assert_eq!(response.status(), 401);
+        let challenge = response.headers()["www-authenticate"]
+            .to_str()
+            .unwrap()
+            .to_owned();
+        assert!(
+            challenge.ends_with(r#"error="invalid_token""#),
+            "{challenge}"
+        );
+    }
+}
 
 /// Replica `a`, and `b` on the same database with `a`'s issuer.
 async fn replicas(engine: Engine) -> (TestApp, TestApp) {
