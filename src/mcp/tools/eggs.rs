@@ -3,15 +3,12 @@
 
 use schemars::JsonSchema;
 use serde::Deserialize;
-use serde_json::{Map, Value, json};
-use time::OffsetDateTime;
+use serde_json::{Value, json};
 
 use super::args;
 use super::flocks::resolve;
-use super::{ToolError, ToolReply, internal};
+use super::{ToolCall, ToolError, ToolReply, internal};
 use crate::domain::EntryDate;
-use crate::mcp::CallContext;
-use crate::storage::Reader;
 use crate::storage::egg_lots::{self, EggLotFilter, EggLotKey, EggLotRow};
 
 const LIST: &str = "egg_lots";
@@ -52,7 +49,7 @@ pub struct ListEggLotsArgs {
     /// The flock's house; needed only when flocks in several houses share the name.
     pub house: Option<String>,
     /// Lots per page, 1 to 200 (default 50).
-    #[schemars(range(min = 1, max = 200))]
+    #[schemars(range(min = 1, max = crate::domain::paging::MAX_PAGE_SIZE))]
     pub limit: Option<i64>,
     /// The `next_cursor` of the previous page, unchanged.
     pub cursor: Option<String>,
@@ -70,13 +67,8 @@ fn lot_json(lot: &EggLotRow) -> Value {
     })
 }
 
-pub async fn list_egg_lots(
-    db: &mut Reader,
-    ctx: &CallContext,
-    arguments: Map<String, Value>,
-    now: OffsetDateTime,
-) -> Result<ToolReply, ToolError> {
-    let a: ListEggLotsArgs = args::parse(arguments)?;
+pub async fn list_egg_lots(t: ToolCall<'_>, a: ListEggLotsArgs) -> Result<ToolReply, ToolError> {
+    let ToolCall { db, ctx, now, .. } = t;
     let period = args::period(
         a.from.as_deref(),
         a.to.as_deref(),

@@ -8,18 +8,16 @@
 
 use schemars::JsonSchema;
 use serde::Deserialize;
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 use time::OffsetDateTime;
 
 use super::args::{self, invalid};
 use super::flocks::resolve;
-use super::{ToolError, ToolReply, internal};
+use super::{ToolCall, ToolError, ToolReply, internal};
 use crate::domain::EntryDate;
-use crate::mcp::CallContext;
 use crate::storage::audit::{AuditEvent, AuditKind};
 use crate::storage::daily_entries::{self, EntryRow, EntryWrite, WriteOutcome};
 use crate::storage::flocks::FlockRow;
-use crate::storage::{Reader, Store};
 
 const LIST: &str = "daily_entries";
 /// Default length of a listed period, in days.
@@ -45,7 +43,7 @@ pub struct ListDailyEntriesArgs {
     #[schemars(extend("format" = "date"))]
     pub to: Option<String>,
     /// Entries per page, 1 to 200 (default 50).
-    #[schemars(range(min = 1, max = 200))]
+    #[schemars(range(min = 1, max = crate::domain::paging::MAX_PAGE_SIZE))]
     pub limit: Option<i64>,
     /// The `next_cursor` of the previous page, unchanged.
     pub cursor: Option<String>,
@@ -63,22 +61,22 @@ pub struct RecordDailyEntryArgs {
     #[schemars(extend("format" = "date"))]
     pub date: String,
     /// Eggs collected that day.
-    #[schemars(range(min = 0, max = 10_000_000))]
+    #[schemars(range(min = 0, max = MAX_EGGS))]
     pub eggs_collected: i64,
     /// Cracked eggs that day (omitted: unchanged, or 0 for a new entry).
-    #[schemars(range(min = 0, max = 10_000_000))]
+    #[schemars(range(min = 0, max = MAX_EGGS))]
     pub eggs_cracked: Option<i64>,
     /// Birds that died that day, at most the flock's head count (omitted: unchanged, or 0).
-    #[schemars(range(min = 0, max = 10_000_000))]
+    #[schemars(range(min = 0, max = MAX_BIRDS))]
     pub mortality: Option<i64>,
     /// Feed used, in grams (omitted: unchanged, or 0).
-    #[schemars(range(min = 0, max = 100_000_000))]
+    #[schemars(range(min = 0, max = MAX_FEED_G))]
     pub feed_used_g: Option<i64>,
     /// Water used, in millilitres (omitted: unchanged, or 0).
-    #[schemars(range(min = 0, max = 1_000_000_000))]
+    #[schemars(range(min = 0, max = MAX_WATER_ML))]
     pub water_used_ml: Option<i64>,
     /// Free-text notes, up to 1000 characters (omitted: unchanged, or empty).
-    #[schemars(length(max = 1000))]
+    #[schemars(length(max = MAX_NOTES_CHARS))]
     pub notes: Option<String>,
     /// The version you last read: the write happens only if the entry is
     /// still at it (0: only if there is no entry for that day yet).
@@ -114,12 +112,10 @@ fn entry_line(entry: &EntryRow) -> String {
 }
 
 pub async fn list_daily_entries(
-    db: &mut Reader,
-    ctx: &CallContext,
-    arguments: Map<String, Value>,
-    now: OffsetDateTime,
+    t: ToolCall<'_>,
+    a: ListDailyEntriesArgs,
 ) -> Result<ToolReply, ToolError> {
-    let a: ListDailyEntriesArgs = args::parse(arguments)?;
+    let ToolCall { db, ctx, now, .. } = t;
     let period = args::period(
         a.from.as_deref(),
         a.to.as_deref(),
@@ -246,13 +242,15 @@ fn refuse_if_impossible(
 }
 
 pub async fn record_daily_entry(
-    store: &Store,
-    db: &mut Reader,
-    ctx: &CallContext,
-    arguments: Map<String, Value>,
-    now: OffsetDateTime,
+    t: ToolCall<'_>,
+    a: RecordDailyEntryArgs,
 ) -> Result<ToolReply, ToolError> {
-    let a: RecordDailyEntryArgs = args::parse(arguments)?;
+    let ToolCall {
+        store,
+        db,
+        ctx,
+        now,
+    } = t;
     let c = check(&a)?;
     let flock = resolve(db, ctx, &a.flock, a.house.as_deref()).await?;
     refuse_if_impossible(&c, &flock, now)?;

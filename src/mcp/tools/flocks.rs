@@ -8,12 +8,11 @@
 
 use schemars::JsonSchema;
 use serde::Deserialize;
-use serde_json::{Map, Value, json};
-use time::OffsetDateTime;
+use serde_json::{Value, json};
 
 use super::args::{self, invalid};
 use super::entries::entry_json;
-use super::{ToolError, ToolReply, internal};
+use super::{ToolCall, ToolError, ToolReply, internal};
 use crate::domain::{EntryDate, PageSize, Period};
 use crate::mcp::CallContext;
 use crate::storage::Reader;
@@ -47,7 +46,7 @@ pub struct ListFlocksArgs {
     /// Only flocks in the house with this name.
     pub house: Option<String>,
     /// Flocks per page, 1 to 200 (default 50).
-    #[schemars(range(min = 1, max = 200))]
+    #[schemars(range(min = 1, max = crate::domain::paging::MAX_PAGE_SIZE))]
     pub limit: Option<i64>,
     /// The `next_cursor` of the previous page, unchanged.
     pub cursor: Option<String>,
@@ -133,13 +132,8 @@ fn flock_line(flock: &FlockRow, today: EntryDate) -> String {
     )
 }
 
-pub async fn list_flocks(
-    db: &mut Reader,
-    ctx: &CallContext,
-    arguments: Map<String, Value>,
-    now: OffsetDateTime,
-) -> Result<ToolReply, ToolError> {
-    let a: ListFlocksArgs = args::parse(arguments)?;
+pub async fn list_flocks(t: ToolCall<'_>, a: ListFlocksArgs) -> Result<ToolReply, ToolError> {
+    let ToolCall { db, ctx, now, .. } = t;
     let (size, after) = args::page::<FlockKey>(LIST, a.limit, a.cursor.as_deref())?;
     let filter = FlockFilter {
         status: a.status.map(|s| s.as_str().to_owned()),
@@ -169,13 +163,8 @@ pub async fn list_flocks(
     Ok(ToolReply { structured, text })
 }
 
-pub async fn get_flock(
-    db: &mut Reader,
-    ctx: &CallContext,
-    arguments: Map<String, Value>,
-    now: OffsetDateTime,
-) -> Result<ToolReply, ToolError> {
-    let a: GetFlockArgs = args::parse(arguments)?;
+pub async fn get_flock(t: ToolCall<'_>, a: GetFlockArgs) -> Result<ToolReply, ToolError> {
+    let ToolCall { db, ctx, now, .. } = t;
     let flock = resolve(db, ctx, &a.flock, a.house.as_deref()).await?;
     let today = EntryDate::today(now);
     let week = Period::new(today.minus_days(6), today).map_err(invalid)?;

@@ -12,19 +12,18 @@
 //! the context's farm and flock scope, and answer with structured JSON (lists
 //! under a named key, `next_cursor` when more follow) plus a short text.
 
-mod args;
-mod eggs;
-mod entries;
-mod flocks;
-mod reports;
-mod stock;
+pub(crate) mod args;
+pub(crate) mod eggs;
+pub(crate) mod entries;
+pub(crate) mod flocks;
+pub(crate) mod reports;
+pub(crate) mod stock;
 
 #[cfg(test)]
 mod tests;
 
 use std::sync::OnceLock;
 
-use schemars::JsonSchema;
 use serde_json::{Map, Value};
 use time::OffsetDateTime;
 
@@ -69,95 +68,27 @@ pub(crate) fn internal(err: StoreError) -> ToolError {
     ToolError::Internal(err.to_string())
 }
 
-/// What each tool is, besides its catalog entry.
-struct About {
-    name: &'static str,
-    title: &'static str,
-    description: &'static str,
-    schema: fn() -> Map<String, Value>,
-}
-
-fn about<T: JsonSchema>(
-    name: &'static str,
-    title: &'static str,
-    description: &'static str,
-) -> About {
-    About {
-        name,
-        title,
-        description,
-        schema: args::schema_of::<T>,
-    }
-}
-
-fn abouts() -> [About; 8] {
-    [
-        about::<flocks::ListFlocksArgs>(
-            "list_flocks",
-            "List flocks",
-            "The flocks you can see, by house and name: breed, placement date, age, head count \
-             and status. Paged: pass next_cursor back as cursor for more.",
-        ),
-        about::<flocks::GetFlockArgs>(
-            "get_flock",
-            "Get one flock",
-            "One flock by name: breed, age, head count, status, and its daily entries of the \
-             last 7 days with totals. If several houses have a flock of that name, pass house.",
-        ),
-        about::<entries::ListDailyEntriesArgs>(
-            "list_daily_entries",
-            "List a flock's daily entries",
-            "A flock's daily entries (eggs collected and cracked, mortality, feed, water, notes, \
-             version) for a period of at most 366 days, newest first. Paged.",
-        ),
-        about::<reports::ProductionSummaryArgs>(
-            "production_summary",
-            "Production summary",
-            "Eggs per day, lay rate and mortality over a period of at most 366 days, for one \
-             flock or every flock you can see, with a per-day breakdown.",
-        ),
-        about::<eggs::ListEggLotsArgs>(
-            "list_egg_lots",
-            "List egg lots",
-            "Egg lots laid in a period of at most 366 days, newest first, optionally by status \
-             or flock: lot code, flock, grade, quantity, status. Paged.",
-        ),
-        about::<stock::StockLevelsArgs>(
-            "stock_levels",
-            "Stock levels",
-            "The farm's stock (feed, medication, packaging, other): quantity, unit, unit cost \
-             and value as text with the currency, e.g. \"12.50 EUR\". Paged.",
-        ),
-        about::<reports::MortalityReportArgs>(
-            "mortality_report",
-            "Mortality report",
-            "Deaths per flock over a period of at most 366 days, with the rate against the \
-             head count and the total. Paged by flock.",
-        ),
-        about::<entries::RecordDailyEntryArgs>(
-            "record_daily_entry",
-            "Record a daily entry",
-            "Create or update one day's entry for a flock named by you. Omitted optional \
-             fields keep their stored value. Sending the same entry again changes nothing and \
-             answers replayed: true. Pass expected_version (from a read) to write only if \
-             nobody changed the entry since; a mismatch is refused with the current entry.",
-        ),
-    ]
+/// What a handler works with: the caller's context, the reader the
+/// bearer check used (one connection for the whole call), the store for
+/// writes, and the time.
+pub struct ToolCall<'a> {
+    pub store: &'a Store,
+    pub db: &'a mut Reader,
+    pub ctx: &'a CallContext,
+    pub now: OffsetDateTime,
 }
 
 /// Every tool's definition, built once.
 pub fn definitions() -> &'static [ToolDefinition] {
     static DEFINITIONS: OnceLock<Vec<ToolDefinition>> = OnceLock::new();
     DEFINITIONS.get_or_init(|| {
-        abouts()
-            .into_iter()
-            .filter_map(|a| {
-                catalog::find(a.name).map(|spec| ToolDefinition {
-                    spec,
-                    title: a.title,
-                    description: a.description,
-                    input_schema: (a.schema)(),
-                })
+        catalog::TOOLS
+            .iter()
+            .map(|spec| ToolDefinition {
+                spec,
+                title: spec.title,
+                description: spec.description,
+                input_schema: (spec.schema)(),
             })
             .collect()
     })
@@ -186,15 +117,11 @@ pub async fn call(
             )));
         }
     }
-    match name {
-        "list_flocks" => flocks::list_flocks(db, ctx, arguments, now).await,
-        "get_flock" => flocks::get_flock(db, ctx, arguments, now).await,
-        "list_daily_entries" => entries::list_daily_entries(db, ctx, arguments, now).await,
-        "production_summary" => reports::production_summary(db, ctx, arguments, now).await,
-        "list_egg_lots" => eggs::list_egg_lots(db, ctx, arguments, now).await,
-        "stock_levels" => stock::stock_levels(db, ctx, arguments, now).await,
-        "mortality_report" => reports::mortality_report(db, ctx, arguments, now).await,
-        "record_daily_entry" => entries::record_daily_entry(store, db, ctx, arguments, now).await,
-        _ => Err(ToolError::InvalidArguments(format!("Unknown tool: {name}"))),
-    }
+    let call = ToolCall {
+        store,
+        db,
+        ctx,
+        now,
+    };
+    catalog::dispatch(name, call, arguments).await
 }

@@ -7,12 +7,11 @@
 
 use schemars::JsonSchema;
 use serde::Deserialize;
-use serde_json::{Map, Value, json};
-use time::OffsetDateTime;
+use serde_json::{Value, json};
 
 use super::args::{self, invalid};
 use super::flocks::resolve;
-use super::{ToolError, ToolReply, internal};
+use super::{ToolCall, ToolError, ToolReply, internal};
 use crate::domain::{EntryDate, Period};
 use crate::mcp::CallContext;
 use crate::storage::Reader;
@@ -54,7 +53,7 @@ pub struct MortalityReportArgs {
     #[schemars(extend("format" = "date"))]
     pub to: Option<String>,
     /// Flocks per page, 1 to 200 (default 50).
-    #[schemars(range(min = 1, max = 200))]
+    #[schemars(range(min = 1, max = crate::domain::paging::MAX_PAGE_SIZE))]
     pub limit: Option<i64>,
     /// The `next_cursor` of the previous page, unchanged.
     pub cursor: Option<String>,
@@ -103,12 +102,10 @@ fn day_json(day: &DayTotals) -> Value {
 }
 
 pub async fn production_summary(
-    db: &mut Reader,
-    ctx: &CallContext,
-    arguments: Map<String, Value>,
-    now: OffsetDateTime,
+    t: ToolCall<'_>,
+    a: ProductionSummaryArgs,
 ) -> Result<ToolReply, ToolError> {
-    let a: ProductionSummaryArgs = args::parse(arguments)?;
+    let ToolCall { db, ctx, now, .. } = t;
     let period = args::period(
         a.from.as_deref(),
         a.to.as_deref(),
@@ -183,12 +180,10 @@ fn deaths_json(row: &FlockDeaths) -> Value {
 }
 
 pub async fn mortality_report(
-    db: &mut Reader,
-    ctx: &CallContext,
-    arguments: Map<String, Value>,
-    now: OffsetDateTime,
+    t: ToolCall<'_>,
+    a: MortalityReportArgs,
 ) -> Result<ToolReply, ToolError> {
-    let a: MortalityReportArgs = args::parse(arguments)?;
+    let ToolCall { db, ctx, now, .. } = t;
     let period: Period = args::period(
         a.from.as_deref(),
         a.to.as_deref(),

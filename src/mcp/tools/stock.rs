@@ -3,14 +3,11 @@
 
 use schemars::JsonSchema;
 use serde::Deserialize;
-use serde_json::{Map, Value, json};
-use time::OffsetDateTime;
+use serde_json::{Value, json};
 
 use super::args;
-use super::{ToolError, ToolReply, internal};
+use super::{ToolCall, ToolError, ToolReply, internal};
 use crate::domain::{Currency, Money};
-use crate::mcp::CallContext;
-use crate::storage::Reader;
 use crate::storage::stock::{self, StockKey, StockRow};
 
 const LIST: &str = "stock";
@@ -42,7 +39,7 @@ pub struct StockLevelsArgs {
     /// Only items of this category.
     pub category: Option<StockCategory>,
     /// Items per page, 1 to 200 (default 50).
-    #[schemars(range(min = 1, max = 200))]
+    #[schemars(range(min = 1, max = crate::domain::paging::MAX_PAGE_SIZE))]
     pub limit: Option<i64>,
     /// The `next_cursor` of the previous page, unchanged.
     pub cursor: Option<String>,
@@ -81,13 +78,8 @@ fn item_json(p: &Priced<'_>) -> Value {
     })
 }
 
-pub async fn stock_levels(
-    db: &mut Reader,
-    ctx: &CallContext,
-    arguments: Map<String, Value>,
-    _now: OffsetDateTime,
-) -> Result<ToolReply, ToolError> {
-    let a: StockLevelsArgs = args::parse(arguments)?;
+pub async fn stock_levels(t: ToolCall<'_>, a: StockLevelsArgs) -> Result<ToolReply, ToolError> {
+    let ToolCall { db, ctx, .. } = t;
     let (size, after) = args::page::<StockKey>(LIST, a.limit, a.cursor.as_deref())?;
     let page = stock::list_page(
         db,
