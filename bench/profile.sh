@@ -34,9 +34,9 @@ wait "$perf_pid" || true
 
 report="$bench_work/report.txt"
 perf report -i "$bench_work/perf.data" --no-children --sort symbol --stdio 2>/dev/null \
-  | grep -E '^ +[0-9.]+%' > "$report" || true
+  | grep -E '^ +[0-9.]+%' | sed -E 's/[[:space:]]+-[[:space:]]+-[[:space:]]*$//; s/[[:space:]]+$//' > "$report" || true
 echo "== top symbols ($engine, c=16, ${seconds}s, self time)"
-head -25 "$report"
+head -25 "$report" | cut -c1-110
 echo "== by area"
 python3 - "$report" <<'PY'
 import re, sys
