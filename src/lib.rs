@@ -10,7 +10,7 @@
 //! Data flows one way: `http` → (`identity` | `oauth` | `mcp`) → `storage`,
 //! with `domain` types everywhere.
 //!
-//! - [`config`]: typed settings, checked once; the [`config::Issuer`] every
+//! - [`config`]: typed settings, checked once; the [`domain::Issuer`] every
 //!   URL is built from.
 //! - [`startup`]: bind first (port 0 works), connect and migrate, assemble
 //!   the router, serve, drain on SIGTERM.
@@ -36,6 +36,8 @@
 //! `PageError` → HTML page.
 
 pub mod admin;
+#[cfg(test)]
+mod architecture;
 pub mod clock;
 pub mod config;
 pub mod domain;

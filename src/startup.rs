@@ -16,7 +16,8 @@ use tower_sessions::cookie::SameSite;
 use tower_sessions::{Expiry, SessionManagerLayer};
 
 use crate::clock::Clock;
-use crate::config::{Config, Issuer};
+use crate::config::Config;
+use crate::domain::Issuer;
 use crate::http::metrics::Metrics;
 use crate::identity::Passwords;
 use crate::identity::throttle::{LoginThrottle, ThrottlePolicy};

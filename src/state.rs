@@ -3,7 +3,8 @@
 use std::sync::Arc;
 
 use crate::clock::Clock;
-use crate::config::{Config, Issuer};
+use crate::config::Config;
+use crate::domain::Issuer;
 use crate::http::metrics::Metrics;
 use crate::identity::Passwords;
 use crate::oauth::cimd::CimdFetcher;

@@ -25,7 +25,7 @@ use rand::{Rng, SeedableRng};
 use time::{Date, Duration, OffsetDateTime};
 
 use super::AdminResult;
-use crate::config::Issuer;
+use crate::domain::Issuer;
 use crate::domain::{Email, FarmId, FlockId, HouseId, Role, UserId};
 use crate::identity::Passwords;
 use crate::storage::seed::{

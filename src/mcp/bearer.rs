@@ -19,7 +19,7 @@
 use time::OffsetDateTime;
 
 use super::{CallContext, FlockScope};
-use crate::config::Issuer;
+use crate::domain::Issuer;
 use crate::domain::{ClientId, FarmId, GrantId, Role, Scope, ScopeSet, UserId};
 use crate::oauth::access_token::{self, AccessClaims, TokenRejection};
 use crate::oauth::keys::Keys;

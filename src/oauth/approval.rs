@@ -13,7 +13,7 @@
 
 use time::OffsetDateTime;
 
-use crate::config::Issuer;
+use crate::domain::Issuer;
 use crate::domain::{GrantId, Scope, ScopeSet};
 use crate::oauth::authorize::{AuthorizationRequest, RedirectRefusal};
 use crate::oauth::pending::{self, Decision, Pending};

@@ -28,7 +28,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::config::Issuer;
+use crate::domain::Issuer;
 use crate::domain::ScopeSet;
 use crate::oauth::client::Client;
 use crate::oauth::params::Params;

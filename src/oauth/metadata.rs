@@ -10,7 +10,7 @@
 
 use serde::Serialize;
 
-use crate::config::Issuer;
+use crate::domain::Issuer;
 use crate::domain::Scope;
 
 #[derive(Debug, Serialize)]

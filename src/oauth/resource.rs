@@ -9,7 +9,7 @@
 
 use url::Url;
 
-use crate::config::Issuer;
+use crate::domain::Issuer;
 
 /// The one resource, canonical: `<issuer>/mcp`.
 #[derive(Clone, Debug, PartialEq, Eq)]

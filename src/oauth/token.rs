@@ -28,7 +28,7 @@
 use serde::Serialize;
 use time::OffsetDateTime;
 
-use crate::config::Issuer;
+use crate::domain::Issuer;
 use crate::domain::{Scope, ScopeSet};
 use crate::oauth::access_token::{self, NewAccessToken};
 use crate::oauth::client::Client;

@@ -22,8 +22,8 @@ use super::audit::{self, AuditEvent};
 use super::farm_query::FarmQuery;
 use super::flocks::FlockKey;
 use super::{Exec, Sql, Store, StoreError, StoreResult, Tx};
+use crate::domain::FlockScope;
 use crate::domain::{FarmId, FlockId, HouseId, Page, PageSize, Period, UserId};
-use crate::mcp::FlockScope;
 
 /// One day's entry as the tools show it.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -6,8 +6,8 @@ use uuid::Uuid;
 
 use super::farm_query::FarmQuery;
 use super::{Exec, Sql, StoreResult, Tx};
+use crate::domain::FlockScope;
 use crate::domain::{FarmId, FlockId, Page, PageSize, Period};
-use crate::mcp::FlockScope;
 
 /// The statuses a lot may have (the table's check constraint).
 pub const STATUSES: &[&str] = &["in_store", "shipped", "discarded"];

@@ -10,7 +10,7 @@
 
 use super::engine::{Exec, FromRecord, Sql, StoreResult, Value};
 use crate::domain::FarmId;
-use crate::mcp::FlockScope;
+use crate::domain::FlockScope;
 
 /// SQL text and its binds, in placeholder order.
 #[derive(Clone, Debug)]

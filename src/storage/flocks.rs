@@ -10,8 +10,8 @@ use uuid::Uuid;
 
 use super::farm_query::FarmQuery;
 use super::{Exec, Sql, StoreError, StoreResult, Tx};
+use crate::domain::FlockScope;
 use crate::domain::{FarmId, FlockId, HouseId, Page, PageSize};
-use crate::mcp::FlockScope;
 
 /// At most this many flocks are returned for one name; more are reported
 /// as "and more", never listed in full.

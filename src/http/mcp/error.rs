@@ -15,7 +15,7 @@ use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde_json::{Value, json};
 
-use crate::config::Issuer;
+use crate::domain::Issuer;
 use crate::domain::{Scope, ScopeSet};
 use crate::mcp::bearer::Refusal;
 use crate::mcp::resource_metadata;

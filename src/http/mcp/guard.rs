@@ -30,7 +30,7 @@ use serde_json::Value;
 
 use super::error;
 use super::rate_limit::Budget;
-use crate::config::Issuer;
+use crate::domain::Issuer;
 use crate::mcp::bearer::{self, AuthError};
 use crate::mcp::wire;
 use crate::mcp::{CallContext, HeldReader};

@@ -23,7 +23,7 @@ use axum::routing::get;
 use rmcp::transport::streamable_http_server::session::never::NeverSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 
-use crate::config::Issuer;
+use crate::domain::Issuer;
 use crate::mcp::resource_metadata;
 use crate::mcp::server::FarmServer;
 use crate::state::AppState;

@@ -15,7 +15,7 @@ use axum::Json;
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Redirect, Response};
 
-use crate::config::Issuer;
+use crate::domain::Issuer;
 use crate::http::error::{ErrorPage, PageError, render};
 use crate::oauth::approval;
 use crate::oauth::authorize::{PageRefusal, RedirectRefusal};
