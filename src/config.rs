@@ -41,11 +41,31 @@ impl From<crate::domain::IssuerError> for ConfigError {
     }
 }
 
-/// Which database, and where.
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// Which database, and where. Its `Debug` hides a PostgreSQL password, so
+/// printing the configuration (or the state that holds it) leaks nothing.
+#[derive(Clone, PartialEq, Eq)]
 pub enum DatabaseUrl {
     Sqlite(String),
     Postgres(String),
+}
+
+impl std::fmt::Debug for DatabaseUrl {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Sqlite(url) => f.debug_tuple("Sqlite").field(url).finish(),
+            Self::Postgres(url) => {
+                let shown = match Url::parse(url) {
+                    Ok(mut parsed) if parsed.password().is_some() => {
+                        let _ = parsed.set_password(Some("redacted"));
+                        parsed.to_string()
+                    }
+                    Ok(parsed) => parsed.to_string(),
+                    Err(_) => "<unparsable URL>".to_owned(),
+                };
+                f.debug_tuple("Postgres").field(&shown).finish()
+            }
+        }
+    }
 }
 
 /// How errors name the database setting, here and when the database cannot
@@ -278,6 +298,16 @@ mod tests {
             let err = ConfigError::from(Issuer::parse(raw).unwrap_err());
             assert_eq!(err.setting, "--issuer / COOP_ISSUER", "{raw}");
         }
+    }
+
+    #[test]
+    fn a_database_password_never_prints() {
+        let url = DatabaseUrl::parse("postgres://coop:s3cret-pw@db.example/coop").unwrap();
+        let shown = format!("{url:?}");
+        assert!(!shown.contains("s3cret-pw"), "{shown}");
+        assert!(shown.contains("coop:redacted@db.example"), "{shown}");
+        let config = Config::with_defaults(url);
+        assert!(!format!("{config:?}").contains("s3cret-pw"));
     }
 
     #[test]
