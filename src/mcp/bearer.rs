@@ -216,7 +216,7 @@ pub fn decide(
 /// or hidden: then it is refused like an unknown tool).
 pub fn step_up_scope(context: &CallContext, tool: &str) -> Option<Scope> {
     match super::catalog::access(tool, context.role, &context.scopes) {
-        super::catalog::Access::MissingScope(scope) => Some(scope),
+        super::catalog::ToolAccess::MissingScope(scope) => Some(scope),
         _ => None,
     }
 }

@@ -145,7 +145,7 @@ tools! {
 
 /// What a caller may do with a named tool.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Access {
+pub enum ToolAccess {
     Allowed,
     /// The role allows it, the token lacks this scope: 403 step-up.
     MissingScope(Scope),
@@ -157,12 +157,12 @@ pub fn find(name: &str) -> Option<&'static ToolSpec> {
     TOOLS.iter().find(|t| t.name == name)
 }
 
-pub fn access(name: &str, role: Role, scopes: &crate::domain::ScopeSet) -> Access {
+pub fn access(name: &str, role: Role, scopes: &crate::domain::ScopeSet) -> ToolAccess {
     match find(name) {
-        None => Access::Hidden,
-        Some(tool) if !tool.roles.contains(&role) => Access::Hidden,
-        Some(tool) if !scopes.contains(tool.scope) => Access::MissingScope(tool.scope),
-        Some(_) => Access::Allowed,
+        None => ToolAccess::Hidden,
+        Some(tool) if !tool.roles.contains(&role) => ToolAccess::Hidden,
+        Some(tool) if !scopes.contains(tool.scope) => ToolAccess::MissingScope(tool.scope),
+        Some(_) => ToolAccess::Allowed,
     }
 }
 
@@ -197,17 +197,23 @@ mod tests {
         );
         assert_eq!(
             access("record_daily_entry", Role::Viewer, &ScopeSet::all()),
-            Access::Hidden
+            ToolAccess::Hidden
         );
         assert_eq!(
             access("record_daily_entry", Role::Worker, &read),
-            Access::MissingScope(Scope::DailyEntriesWrite)
+            ToolAccess::MissingScope(Scope::DailyEntriesWrite)
         );
-        assert_eq!(access("stock_levels", Role::Worker, &read), Access::Hidden);
+        assert_eq!(
+            access("stock_levels", Role::Worker, &read),
+            ToolAccess::Hidden
+        );
         assert_eq!(
             access("no_such_tool", Role::Owner, &ScopeSet::all()),
-            Access::Hidden
+            ToolAccess::Hidden
         );
-        assert_eq!(access("stock_levels", Role::Owner, &read), Access::Allowed);
+        assert_eq!(
+            access("stock_levels", Role::Owner, &read),
+            ToolAccess::Allowed
+        );
     }
 }

@@ -25,7 +25,7 @@ use rmcp::model::{
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
 
-use super::catalog::{self, Access};
+use super::catalog::{self, ToolAccess};
 use super::tools::{self, ToolError};
 use super::{CallContext, HeldReader};
 use crate::clock::Clock;
@@ -136,7 +136,9 @@ impl ServerHandler for FarmServer {
         let caller = caller(&context)?;
         let visible = catalogue()
             .iter()
-            .filter(|t| catalog::access(&t.name, caller.role, &caller.scopes) == Access::Allowed)
+            .filter(|t| {
+                catalog::access(&t.name, caller.role, &caller.scopes) == ToolAccess::Allowed
+            })
             .cloned()
             .collect();
         // The list differs per caller: rmcp fills `cacheScope: "private"`
@@ -151,7 +153,7 @@ impl ServerHandler for FarmServer {
     ) -> Result<CallToolResponse, McpError> {
         let caller = caller(&context)?;
         let name = request.name.as_ref();
-        if catalog::access(name, caller.role, &caller.scopes) != Access::Allowed {
+        if catalog::access(name, caller.role, &caller.scopes) != ToolAccess::Allowed {
             return Err(unknown_tool(name));
         }
         let arguments = request.arguments.unwrap_or_default();

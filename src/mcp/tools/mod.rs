@@ -28,7 +28,7 @@ use serde_json::{Map, Value};
 use time::OffsetDateTime;
 
 use super::CallContext;
-use super::catalog::{self, Access, ToolSpec};
+use super::catalog::{self, ToolAccess, ToolSpec};
 use crate::storage::{Reader, Store, StoreError};
 
 /// One tool as `tools/list` shows it.
@@ -106,11 +106,11 @@ pub async fn call(
     now: OffsetDateTime,
 ) -> Result<ToolReply, ToolError> {
     match catalog::access(name, ctx.role, &ctx.scopes) {
-        Access::Allowed => {}
-        Access::Hidden => {
+        ToolAccess::Allowed => {}
+        ToolAccess::Hidden => {
             return Err(ToolError::InvalidArguments(format!("Unknown tool: {name}")));
         }
-        Access::MissingScope(scope) => {
+        ToolAccess::MissingScope(scope) => {
             return Err(ToolError::Refused(format!(
                 "this tool needs the {} scope",
                 scope.as_str()
