@@ -9,6 +9,7 @@
 mod helpers;
 mod tls_host;
 
+mod automations;
 mod cimd;
 mod cimd_authorize;
 mod cimd_limits;
@@ -16,6 +17,7 @@ mod cli;
 mod config;
 mod database;
 mod health;
+mod introspection;
 mod login;
 mod mcp_auth;
 mod mcp_client;
