@@ -39,6 +39,8 @@ mod oauth_token;
 mod real_clients;
 mod refresh_window;
 mod serve;
+mod sessions;
+mod signin_throttle;
 mod slow_clients;
 
 mod apps_support;
