@@ -16,4 +16,7 @@ pub mod server;
 pub mod tools;
 pub mod wire;
 
+#[cfg(test)]
+mod props;
+
 pub use context::{CallContext, Caller, FlockScope, HeldReader};
