@@ -23,6 +23,7 @@ use super::apps::Actor;
 use super::{AdminResult, check_name, refused};
 use crate::domain::{Access, AccessError, AutomationId, FarmId, FlockId, Role, Scope, ScopeSet};
 use crate::oauth::cimd::{fetch_url, key_set};
+use crate::oauth::client::disguises_text;
 use crate::secrets;
 use crate::storage::audit::{self, AuditEvent, AuditKind};
 use crate::storage::automations::{self, AutomationRow, Inserted, NewAutomation, NewCredential};
@@ -103,6 +104,13 @@ pub async fn add(
     now: OffsetDateTime,
 ) -> AdminResult<Created> {
     let name = check_name("automation", input.name)?;
+    // Pages show the name to the owner and in the audit log: nothing in it
+    // may reorder or hide what is around it (threat 37).
+    if name.chars().any(disguises_text) {
+        return Err(refused(
+            "the automation name has an invisible or text-reordering character",
+        ));
+    }
     let role = parse_role(input.role)?;
     let access = Access::new(role, input.flocks.clone()).map_err(|err| match err {
         AccessError::OnlyWorkersAreLimited => {

@@ -372,6 +372,25 @@ async fn an_automation_is_never_an_owner(engine: Engine) {
             .unwrap()
             .contains("cannot be an owner")
     );
+    // Nor a name that reorders or hides text.
+    let (code, _, err) = app
+        .cli(&[
+            "admin",
+            "automation",
+            "add",
+            "--farm",
+            &owner.farm,
+            "--name",
+            "Scale\u{202E}",
+            "--role",
+            "worker",
+            "--scope",
+            "farm:read",
+            "--secret",
+        ])
+        .await;
+    assert_eq!(code, 1);
+    assert!(err.contains("reordering"), "{err}");
     assert_eq!(db_count(&app, "select count(*) from automations").await, 0);
 }
 
