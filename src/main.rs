@@ -129,6 +129,10 @@ struct ServeArgs {
         allow_negative_numbers = true
     )]
     password_hash_concurrency: Option<String>,
+    /// Host values /mcp accepts besides the issuer's (a proxy that rewrites
+    /// Host): comma-separated host or host:port.
+    #[arg(long, env = "COOP_ALLOWED_HOSTS", value_name = "HOSTS")]
+    allowed_hosts: Option<String>,
     #[command(flatten)]
     connections: ConnectionArgs,
     #[command(flatten)]
@@ -372,8 +376,14 @@ enum FarmCommand {
         #[arg(long)]
         slug: Option<String>,
     },
-    /// Suspend a farm: its members' connected apps stop at once.
-    Suspend { slug: String },
+    /// Suspend a farm: its members' connected apps stop at once, nothing on
+    /// the farm can be changed, and its members see why when they sign in.
+    Suspend {
+        slug: String,
+        /// Why, in words the farm's members are shown (one line).
+        #[arg(long)]
+        reason: Option<String>,
+    },
     /// Lift a suspension.
     Resume { slug: String },
     /// Turn the farm's connected apps on or off.
@@ -487,6 +497,9 @@ fn serve_config(database: &DatabaseArgs, args: &ServeArgs) -> Result<Config, con
         )?;
     }
     config.connections = args.connections.limits()?;
+    if let Some(raw) = &args.allowed_hosts {
+        config.allowed_hosts = config::parse_allowed_hosts(raw)?;
+    }
     config.signin = args.signin.limits()?;
     config.cimd_test = config::CimdTestSettings::parse(
         args.cimd_test_extra_ca.as_deref(),
@@ -685,12 +698,12 @@ async fn run_admin(store: &Store, command: AdminCommand) -> Result<(), AdminErro
             let slug = admin::add_farm(store, &name, slug.as_deref(), now).await?;
             println!("{slug}");
         }
-        AdminCommand::Farm(FarmCommand::Suspend { slug }) => {
-            admin::set_farm_suspended(store, &slug, true).await?;
+        AdminCommand::Farm(FarmCommand::Suspend { slug, reason }) => {
+            admin::set_farm_suspended(store, &slug, true, reason.as_deref()).await?;
             println!("farm {slug} suspended");
         }
         AdminCommand::Farm(FarmCommand::Resume { slug }) => {
-            admin::set_farm_suspended(store, &slug, false).await?;
+            admin::set_farm_suspended(store, &slug, false, None).await?;
             println!("farm {slug} resumed");
         }
         AdminCommand::Farm(FarmCommand::ConnectedApps { slug, state }) => {
