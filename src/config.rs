@@ -161,6 +161,8 @@ pub struct Config {
     /// that rewrites `Host`): lower-case `host` or `host:port`, each
     /// matched exactly.
     pub allowed_hosts: Vec<String>,
+    /// How many failed sign-ins each budget allows (threat 15).
+    pub signin: SignInLimits,
 }
 
 impl Config {
@@ -180,6 +182,7 @@ impl Config {
                 .map(|n| n.get())
                 .unwrap_or(2),
             connections: ConnectionLimits::default(),
+            signin: SignInLimits::default(),
             refresh_reuse_window: Duration::from_secs(30),
             allowed_hosts: Vec::new(),
         }
@@ -218,6 +221,39 @@ impl Default for ConnectionLimits {
             // database pool, the log and the files Coop opens.
             max_connections: 512,
             drain_timeout: Duration::from_secs(20),
+        }
+    }
+}
+
+/// How many failed sign-ins are allowed before each further attempt must
+/// wait (threat 15; enforced by [`crate::identity::throttle`]). Each budget
+/// may be spent at once and refills evenly over `window`: with the defaults
+/// an account regains one try a minute. Only failures count.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SignInLimits {
+    /// Failures of one account from browsers it has not signed in on before.
+    pub account_failures: u32,
+    /// Failures from one network (an IPv4 address, an IPv6 /64), whatever
+    /// the account.
+    pub address_failures: u32,
+    /// Failures of one browser that signed in before (its device cookie).
+    pub device_failures: u32,
+    /// How long a spent budget takes to refill completely.
+    pub window: Duration,
+}
+
+impl Default for SignInLimits {
+    fn default() -> Self {
+        Self {
+            // A person mistyping is not bothered; a guesser gets one try a
+            // minute per account once the five are spent.
+            account_failures: 5,
+            // A shared office or NAT gets room for several people's typos,
+            // and one network cannot spray guesses over many accounts.
+            address_failures: 20,
+            // The owner's own browser: more room than a stranger's.
+            device_failures: 10,
+            window: Duration::from_secs(300),
         }
     }
 }

@@ -44,6 +44,8 @@ mod password_change_rule;
 mod real_clients;
 mod refresh_window;
 mod serve;
+mod sessions;
+mod signin_throttle;
 mod slow_clients;
 
 mod apps_support;
