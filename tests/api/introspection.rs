@@ -14,6 +14,7 @@ on_both_engines!(
     an_active_token_is_described,
     each_kind_of_revocation_answers_inactive,
     refresh_tokens_are_inactive_for_anyone_but_their_client,
+    a_refresh_token_is_active_for_its_own_client_while_usable,
     introspection_is_rate_limited,
 );
 
@@ -295,6 +296,86 @@ async fn refresh_tokens_are_inactive_for_anyone_but_their_client(engine: Engine)
         let body: Value = response.json().await.unwrap();
         assert_eq!(body, json!({"active": false}), "{hint}");
     }
+}
+
+async fn a_refresh_token_is_active_for_its_own_client_while_usable(engine: Engine) {
+    use crate::oauth_client::{Pkce, REDIRECT_URI, answer_consent, authorize_path, callback};
+    let app = TestApp::spawn(engine).await;
+    let user = farm_with_flocks(&app, "owner").await;
+    // A confidential client that also introspects (a gateway that is a client).
+    let (code, out, err) = app
+        .cli(&[
+            "admin",
+            "client",
+            "add",
+            "--name",
+            "Gateway app",
+            "--redirect-uri",
+            REDIRECT_URI,
+            "--introspection",
+        ])
+        .await;
+    assert_eq!(code, 0, "{err}");
+    let field = |name: &str| {
+        out.lines()
+            .find_map(|l| l.strip_prefix(&format!("{name}: ")))
+            .unwrap()
+            .trim()
+            .to_owned()
+    };
+    let own = (field("client_id"), field("client_secret"));
+    let browser = oauth_client::sign_in_browser(&app, &user).await;
+    let pkce = Pkce::new();
+    let path = authorize_path(&app, &own.0, &pkce, "farm:read", &[]);
+    let html = browser
+        .get(app.url(&path))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    let redirected = answer_consent(&app, &browser, &html, "approve", &["farm:read"]).await;
+    let code = callback(&redirected)["code"].clone();
+    let response = reqwest::Client::new()
+        .post(app.url("/token"))
+        .basic_auth(&own.0, Some(&own.1))
+        .form(&[
+            ("grant_type", "authorization_code"),
+            ("code", code.as_str()),
+            ("code_verifier", pkce.verifier.as_str()),
+        ])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    let body: Value = response.json().await.unwrap();
+    let refresh = body["refresh_token"].as_str().unwrap().to_owned();
+
+    let mine = answer(&app, &own, &refresh).await;
+    assert_eq!(mine["active"], true, "{mine}");
+    assert_eq!(mine["client_id"], own.0.as_str());
+    assert_eq!(mine["scope"], "farm:read");
+    assert!(mine.get("token_type").is_none(), "{mine}");
+    // Another introspector learns nothing about it.
+    let other = introspector(&app).await;
+    assert_eq!(
+        answer(&app, &other, &refresh).await,
+        json!({"active": false})
+    );
+    // Spent by a refresh: inactive for its client too.
+    let response = reqwest::Client::new()
+        .post(app.url("/token"))
+        .basic_auth(&own.0, Some(&own.1))
+        .form(&[
+            ("grant_type", "refresh_token"),
+            ("refresh_token", refresh.as_str()),
+        ])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    assert_eq!(answer(&app, &own, &refresh).await, json!({"active": false}));
 }
 
 async fn introspection_is_rate_limited(engine: Engine) {
