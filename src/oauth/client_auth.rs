@@ -6,14 +6,28 @@
 //! (`client_secret_basic`, where `client_id` may appear only in the header)
 //! or in the body (`client_secret_post`). Using two methods at once, or a
 //! body `client_id` that disagrees with the header, is refused. Secrets are
-//! compared as SHA-256 hashes in constant time (threat 29). A metadata
-//! document client (its `client_id` an https URL) is always public: its
+//! compared as SHA-256 hashes in constant time (threat 29).
+//!
+//! A `private_key_jwt` client sends `client_assertion_type` (exactly
+//! [`ASSERTION_TYPE`]) and `client_assertion`, a JWT it signed, with or
+//! without `client_id` (RFC 7523 §3: the assertion's `sub` names it); the
+//! assertion is checked by [`client_assertion::verify`] against the
+//! client's keys, with Coop's issuer and token endpoint as audiences and
+//! the store remembering its `jti`. A client registered for it must use it,
+//! and only it may.
+//!
+//! A metadata document client (its `client_id` an https URL) uses the
+//! method negotiated from its document (`none` or `private_key_jwt`): its
 //! document is fetched, or taken from the cache, at each request.
 
 use time::OffsetDateTime;
 
+use crate::domain::Issuer;
 use crate::oauth::cimd::CimdRequest;
-use crate::oauth::client::Client;
+use crate::oauth::client::{AuthMethod, Client};
+use crate::oauth::client_assertion::{
+    self, ASSERTION_TYPE, AssertionError, ClientKeySource, Expected, KeySetError,
+};
 use crate::oauth::clients::{self, ClientLookupError};
 use crate::oauth::error::OAuthError;
 use crate::oauth::params::Params;
@@ -27,6 +41,8 @@ pub struct Presented {
     pub secret: Option<String>,
     /// Whether the credentials came in the Basic header.
     pub basic: bool,
+    /// A client assertion (`client_assertion`, of the JWT type).
+    pub assertion: Option<String>,
 }
 
 /// Collects the client's credentials from the Basic header (already
@@ -38,6 +54,12 @@ pub fn presented(
     let repeated = |name| OAuthError::invalid_request(format!("{name} is repeated"));
     let form_id = form.single("client_id").map_err(repeated)?;
     let form_secret = form.single("client_secret").map_err(repeated)?;
+    let assertion = presented_assertion(form)?;
+    if assertion.is_some() && (basic.is_some() || form_secret.is_some()) {
+        return Err(OAuthError::invalid_request(
+            "use one client authentication method, not two",
+        ));
+    }
     match basic {
         Some(Err(())) => Err(OAuthError::invalid_client(
             "malformed Basic authorization header",
@@ -58,18 +80,51 @@ pub fn presented(
                 client_id: id,
                 secret: Some(secret),
                 basic: true,
+                assertion: None,
             })
         }
         None => {
-            let id = form_id.ok_or_else(|| {
-                OAuthError::invalid_client("no client_id and no client authentication", false)
-            })?;
+            // Without `client_id`, the assertion's own claim names the
+            // client to look up; verifying it checks that claim.
+            let id = form_id
+                .map(str::to_owned)
+                .or_else(|| {
+                    assertion
+                        .as_deref()
+                        .and_then(client_assertion::claimed_client_id)
+                })
+                .ok_or_else(|| {
+                    OAuthError::invalid_client("no client_id and no client authentication", false)
+                })?;
             Ok(Presented {
-                client_id: id.to_owned(),
+                client_id: id,
                 secret: form_secret.map(str::to_owned),
                 basic: false,
+                assertion,
             })
         }
+    }
+}
+
+/// `client_assertion`, when the body carries one: both parameters or
+/// neither, and the type exactly the JWT one (RFC 7521 §4.2).
+fn presented_assertion(form: &Params) -> Result<Option<String>, OAuthError> {
+    let repeated = |name| OAuthError::invalid_request(format!("{name} is repeated"));
+    let kind = form.single("client_assertion_type").map_err(repeated)?;
+    let assertion = form.single("client_assertion").map_err(repeated)?;
+    match (kind, assertion) {
+        (None, None) => Ok(None),
+        (Some(kind), Some(assertion)) if kind == ASSERTION_TYPE => Ok(Some(assertion.to_owned())),
+        (Some(_), Some(_)) => Err(OAuthError::invalid_client(
+            "client_assertion_type is not the JWT bearer type",
+            false,
+        )),
+        (Some(_), None) => Err(OAuthError::invalid_request(
+            "client_assertion_type without client_assertion",
+        )),
+        (None, Some(_)) => Err(OAuthError::invalid_request(
+            "client_assertion without client_assertion_type",
+        )),
     }
 }
 
@@ -79,6 +134,7 @@ pub fn presented(
 pub async fn authenticate(
     store: &Store,
     cimd: &CimdRequest<'_>,
+    issuer: &Issuer,
     presented: &Presented,
     now: OffsetDateTime,
 ) -> Result<Client, OAuthError> {
@@ -90,6 +146,9 @@ pub async fn authenticate(
         Err(ClientLookupError::Throttled(throttle)) => return Err(throttle.into()),
         Err(ClientLookupError::Store(err)) => return Err(err.into()),
     };
+    if client.auth_method == AuthMethod::PrivateKeyJwt || presented.assertion.is_some() {
+        return authenticate_assertion(store, cimd, issuer, client, presented, now).await;
+    }
     match (&client.secret_hash, &presented.secret) {
         (Some(expected), Some(secret))
             if client.auth_method.is_confidential()
@@ -100,6 +159,51 @@ pub async fn authenticate(
         (Some(_), _) => Err(refuse("wrong or missing client secret")),
         (None, None) if !client.auth_method.is_confidential() => Ok(client),
         (None, _) => Err(refuse("a public client has no secret to send")),
+    }
+}
+
+/// `private_key_jwt`: the client must be registered for it, and its
+/// assertion must pass [`client_assertion::verify`].
+async fn authenticate_assertion(
+    store: &Store,
+    cimd: &CimdRequest<'_>,
+    issuer: &Issuer,
+    client: Client,
+    presented: &Presented,
+    now: OffsetDateTime,
+) -> Result<Client, OAuthError> {
+    let refuse = |why: &str| OAuthError::invalid_client(why, false);
+    let (Some(assertion), Some(keys)) = (&presented.assertion, &client.assertion_keys) else {
+        return Err(refuse(if presented.assertion.is_some() {
+            "this client does not authenticate with a client assertion"
+        } else {
+            "this client authenticates with a client assertion"
+        }));
+    };
+    if client.auth_method != AuthMethod::PrivateKeyJwt {
+        return Err(refuse(
+            "this client does not authenticate with a client assertion",
+        ));
+    }
+    let token_endpoint = issuer.url("/token");
+    let audiences = [issuer.as_str(), token_endpoint.as_str()];
+    let expected = Expected {
+        client_id: &client.client_id,
+        audiences: &audiences,
+        algorithm: keys.algorithm,
+    };
+    let source = ClientKeySource {
+        keys: &keys.keys,
+        cimd,
+    };
+    match client_assertion::verify(assertion, &expected, &source, now, store).await {
+        Ok(_) => Ok(client),
+        Err(AssertionError::KeySet(KeySetError::Throttled(throttle))) => Err(throttle.into()),
+        Err(AssertionError::Store(err)) => Err(err.into()),
+        Err(err) => Err(refuse(&format!(
+            "client assertion of {} refused: {err}",
+            client.client_id
+        ))),
     }
 }
 
@@ -119,7 +223,8 @@ mod tests {
             Presented {
                 client_id: "id".into(),
                 secret: Some("s3cret".into()),
-                basic: true
+                basic: true,
+                assertion: None,
             }
         );
         assert!(presented(basic.clone(), &form("client_id=id")).is_ok());

@@ -29,7 +29,9 @@
 //! - [`pending`]: requests waiting for the person, answered once.
 //! - [`token`]: the two grants, "check everything, then spend", reuse
 //!   detection that revokes the grant.
-//! - [`client_auth`]: `none`, `client_secret_basic`, `client_secret_post`.
+//! - [`client_auth`]: `none`, `client_secret_basic`, `client_secret_post`,
+//!   `private_key_jwt`; [`client_assertion`]: the one verifier of client
+//!   assertions (RFC 7523), with its `jti` replay store.
 //! - [`registration`]: RFC 7591 and the command line's pre-registration.
 //! - [`revocation`]: RFC 7009.
 //! - [`clients`], [`client`], [`redirect_uri`]: knowing a client and where
@@ -44,6 +46,7 @@ pub mod approval;
 pub mod authorize;
 pub mod cimd;
 pub mod client;
+pub mod client_assertion;
 pub mod client_auth;
 pub mod clients;
 pub mod consent;

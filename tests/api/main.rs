@@ -36,6 +36,7 @@ mod oauth_reconsent;
 mod oauth_register;
 mod oauth_revoke;
 mod oauth_token;
+mod private_key_jwt;
 mod real_clients;
 mod refresh_window;
 mod serve;

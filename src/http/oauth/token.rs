@@ -32,7 +32,8 @@ pub async fn token(
     let form = Params::parse(&body);
     let presented = client_auth::presented(client_credentials::basic(&headers), &form)?;
     let cimd = state.cimd.for_peer(peer.ip());
-    let client = client_auth::authenticate(&state.store, &cimd, &presented, now).await?;
+    let client =
+        client_auth::authenticate(&state.store, &cimd, &state.issuer, &presented, now).await?;
     let request = token::parse(&form)?;
     let ctx = context(&state);
     let issued = token::exchange(&ctx, &client, request, now).await?;
