@@ -10,3 +10,9 @@ create table client_assertion_jtis (
 
 -- Housekeeping deletes expired rows with an index range scan.
 create index client_assertion_jtis_expiry on client_assertion_jtis (expires_at);
+
+-- A client may be registered for private_key_jwt; its keys (jwks or jwks_uri) and token_endpoint_auth_signing_alg
+-- are kept in its metadata.
+alter table oauth_clients drop constraint oauth_clients_token_endpoint_auth_method_check;
+alter table oauth_clients add constraint oauth_clients_token_endpoint_auth_method_check
+    check (token_endpoint_auth_method in ('none', 'client_secret_basic', 'client_secret_post', 'private_key_jwt'));
