@@ -5,16 +5,21 @@
 //! client sends its secret either in the HTTP Basic header
 //! (`client_secret_basic`, where `client_id` may appear only in the header)
 //! or in the body (`client_secret_post`). Using two methods at once, or a
-//! body `client_id` that disagrees with the header, is refused. Secrets are
-//! compared as SHA-256 hashes in constant time (threat 29).
+//! body `client_id` that disagrees with the header, is refused. The method
+//! presented must be the one the client registered ([`check_method`]): a
+//! `client_secret_basic` client sending its secret in the body, a
+//! `client_secret_post` client using the header, a public client sending a
+//! secret, or any client but a `private_key_jwt` one sending an assertion
+//! (and the reverse), is refused like a wrong secret (threat 29: a secret
+//! leaked through the channel the client never uses is still no use).
+//! Secrets are compared as SHA-256 hashes in constant time.
 //!
 //! A `private_key_jwt` client sends `client_assertion_type` (exactly
 //! [`ASSERTION_TYPE`]) and `client_assertion`, a JWT it signed, with or
 //! without `client_id` (RFC 7523 §3: the assertion's `sub` names it); the
 //! assertion is checked by [`client_assertion::verify`] against the
 //! client's keys, with Coop's issuer and token endpoint as audiences and
-//! the store remembering its `jti`. A client registered for it must use it,
-//! and only it may.
+//! the store remembering its `jti`.
 //!
 //! A metadata document client (its `client_id` an https URL) uses the
 //! method negotiated from its document (`none` or `private_key_jwt`): its
@@ -43,6 +48,20 @@ pub struct Presented {
     pub basic: bool,
     /// A client assertion (`client_assertion`, of the JWT type).
     pub assertion: Option<String>,
+}
+
+impl Presented {
+    /// The `token_endpoint_auth_method` these credentials amount to.
+    pub fn method(&self) -> AuthMethod {
+        if self.assertion.is_some() {
+            return AuthMethod::PrivateKeyJwt;
+        }
+        match (self.basic, &self.secret) {
+            (true, _) => AuthMethod::ClientSecretBasic,
+            (false, Some(_)) => AuthMethod::ClientSecretPost,
+            (false, None) => AuthMethod::None,
+        }
+    }
 }
 
 /// Collects the client's credentials from the Basic header (already
@@ -146,7 +165,8 @@ pub async fn authenticate(
         Err(ClientLookupError::Throttled(throttle)) => return Err(throttle.into()),
         Err(ClientLookupError::Store(err)) => return Err(err.into()),
     };
-    if client.auth_method == AuthMethod::PrivateKeyJwt || presented.assertion.is_some() {
+    check_method(&client, presented)?;
+    if client.auth_method == AuthMethod::PrivateKeyJwt {
         return authenticate_assertion(store, cimd, issuer, client, presented, now).await;
     }
     match (&client.secret_hash, &presented.secret) {
@@ -162,8 +182,8 @@ pub async fn authenticate(
     }
 }
 
-/// `private_key_jwt`: the client must be registered for it, and its
-/// assertion must pass [`client_assertion::verify`].
+/// `private_key_jwt` (the method already checked): the assertion must pass
+/// [`client_assertion::verify`] against the client's keys.
 async fn authenticate_assertion(
     store: &Store,
     cimd: &CimdRequest<'_>,
@@ -174,17 +194,8 @@ async fn authenticate_assertion(
 ) -> Result<Client, OAuthError> {
     let refuse = |why: &str| OAuthError::invalid_client(why, false);
     let (Some(assertion), Some(keys)) = (&presented.assertion, &client.assertion_keys) else {
-        return Err(refuse(if presented.assertion.is_some() {
-            "this client does not authenticate with a client assertion"
-        } else {
-            "this client authenticates with a client assertion"
-        }));
+        return Err(refuse("no client assertion, or no keys to check it with"));
     };
-    if client.auth_method != AuthMethod::PrivateKeyJwt {
-        return Err(refuse(
-            "this client does not authenticate with a client assertion",
-        ));
-    }
     let token_endpoint = issuer.url("/token");
     let audiences = [issuer.as_str(), token_endpoint.as_str()];
     let expected = Expected {
@@ -207,12 +218,79 @@ async fn authenticate_assertion(
     }
 }
 
+/// The client authenticates with the method it registered, and no other
+/// (RFC 7591 §2 `token_endpoint_auth_method`; RFC 7009 §2.2.1 for
+/// `/revoke`): `invalid_client`, with the Basic challenge when the request
+/// tried Basic.
+pub fn check_method(client: &Client, presented: &Presented) -> Result<(), OAuthError> {
+    let used = presented.method();
+    if used == client.auth_method {
+        return Ok(());
+    }
+    Err(OAuthError::invalid_client(
+        format!(
+            "the client is registered for {} and authenticated with {}",
+            client.auth_method.as_str(),
+            used.as_str()
+        ),
+        presented.basic,
+    ))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     fn form(body: &str) -> Params {
         Params::parse(body.as_bytes())
+    }
+
+    fn client(auth_method: AuthMethod) -> Client {
+        Client {
+            client_id: "id".into(),
+            kind: crate::oauth::client::ClientKind::Dynamic,
+            name: "n".into(),
+            redirect_uris: vec![],
+            auth_method,
+            secret_hash: None,
+            assertion_keys: None,
+            may_refresh: true,
+            native: false,
+        }
+    }
+
+    #[test]
+    fn only_the_registered_method_is_accepted() {
+        let basic = presented(Some(Ok(("id".into(), "s".into()))), &form("")).unwrap();
+        let post = presented(None, &form("client_id=id&client_secret=s")).unwrap();
+        let none = presented(None, &form("client_id=id")).unwrap();
+        let methods = [
+            (AuthMethod::ClientSecretBasic, &basic),
+            (AuthMethod::ClientSecretPost, &post),
+            (AuthMethod::None, &none),
+        ];
+        for (registered, _) in methods {
+            for (used, credentials) in methods {
+                let result = check_method(&client(registered), credentials);
+                if registered == used {
+                    assert_eq!(result, Ok(()), "{registered:?}");
+                } else {
+                    let err = result.unwrap_err();
+                    assert_eq!(err.code(), "invalid_client", "{registered:?} {used:?}");
+                    assert_eq!(
+                        err,
+                        OAuthError::invalid_client(
+                            format!(
+                                "the client is registered for {} and authenticated with {}",
+                                registered.as_str(),
+                                used.as_str()
+                            ),
+                            credentials.basic
+                        )
+                    );
+                }
+            }
+        }
     }
 
     #[test]

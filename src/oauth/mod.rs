@@ -64,3 +64,6 @@ pub mod revocation;
 pub mod scopes;
 pub mod token;
 pub mod verified;
+
+#[cfg(test)]
+mod props;

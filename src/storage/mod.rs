@@ -35,7 +35,9 @@ pub mod pending_authorizations;
 pub mod refresh_tokens;
 pub mod revocations;
 pub mod seed;
+pub mod server_secrets;
 pub mod sessions;
+pub mod signin_failures;
 pub mod stock;
 pub mod users;
 
