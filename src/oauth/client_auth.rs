@@ -294,6 +294,52 @@ mod tests {
     }
 
     #[test]
+    fn an_assertion_comes_with_its_exact_type_alone_and_may_name_the_client() {
+        use base64::Engine;
+        use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+        let claims = URL_SAFE_NO_PAD.encode(r#"{"sub":"https://app.example/c.json"}"#);
+        let jwt = format!("e30.{claims}.c2ln");
+        let kind = "urn%3Aietf%3Aparams%3Aoauth%3Aclient-assertion-type%3Ajwt-bearer";
+        let body = format!("client_assertion_type={kind}&client_assertion={jwt}");
+        let found = presented(None, &form(&body)).unwrap();
+        assert_eq!(found.client_id, "https://app.example/c.json");
+        assert_eq!(found.assertion.as_deref(), Some(jwt.as_str()));
+        assert_eq!(found.method(), AuthMethod::PrivateKeyJwt);
+        let named = presented(None, &form(&format!("client_id=other&{body}"))).unwrap();
+        assert_eq!(
+            named.client_id, "other",
+            "the verifier then refuses the mismatch"
+        );
+        let code = |basic, body: &str| presented(basic, &form(body)).unwrap_err().code();
+        let basic = Some(Ok(("id".to_owned(), "s".to_owned())));
+        assert_eq!(code(basic, &body), "invalid_request");
+        assert_eq!(
+            code(None, &format!("{body}&client_secret=s")),
+            "invalid_request"
+        );
+        assert_eq!(
+            code(None, &format!("client_assertion={jwt}")),
+            "invalid_request"
+        );
+        assert_eq!(
+            code(None, &format!("client_assertion_type={kind}")),
+            "invalid_request"
+        );
+        assert_eq!(
+            code(None, &format!("{body}&client_assertion=x")),
+            "invalid_request"
+        );
+        let saml = "urn%3Aietf%3Aparams%3Aoauth%3Aclient-assertion-type%3Asaml2-bearer";
+        assert_eq!(
+            code(
+                None,
+                &format!("client_assertion_type={saml}&client_assertion={jwt}")
+            ),
+            "invalid_client"
+        );
+    }
+
+    #[test]
     fn credentials_come_from_the_header_or_the_body_never_both() {
         let basic = Some(Ok(("id".to_owned(), "s3cret".to_owned())));
         assert_eq!(
