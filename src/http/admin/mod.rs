@@ -12,8 +12,8 @@
 //! [`OwnerPost`], which checks the session's CSRF token before a handler
 //! sees a field, behind the same-origin check of every page; each action is
 //! audited with who did it. While the farm is suspended every action is a
-//! 403 page saying why: the owner may look, and change nothing. An id naming something of another farm, or
-//! nothing, is a 404 page.
+//! 403 page saying why: the owner may look, and change nothing. An id
+//! naming something of another farm, or nothing, is a 404 page.
 
 pub mod apps;
 pub mod audit;
