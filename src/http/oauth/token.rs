@@ -46,7 +46,8 @@ pub async fn token(
         return Ok(response);
     }
     let cimd = state.cimd.for_peer(peer.ip());
-    let client = client_auth::authenticate(&state.store, &cimd, &presented, now).await?;
+    let client =
+        client_auth::authenticate(&state.store, &cimd, &state.issuer, &presented, now).await?;
     let request = token::parse(&form)?;
     let issued = token::exchange(&ctx, &client, request, now).await?;
     let mut response = Json(issued).into_response();
