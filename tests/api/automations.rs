@@ -21,6 +21,7 @@ on_both_engines!(
     an_automation_is_never_an_owner,
     a_suspended_farm_or_apps_off_stops_an_automation,
     the_owner_manages_automations_on_the_admin_pages,
+    an_automation_with_a_key_set_authenticates_with_assertions_only,
 );
 
 /// A new automation made with the CLI; returns (client_id, secret).
@@ -596,4 +597,89 @@ async fn the_owner_manages_automations_on_the_admin_pages(engine: Engine) {
         .await
         .unwrap();
     assert_eq!(response.status(), 404);
+}
+
+async fn an_automation_with_a_key_set_authenticates_with_assertions_only(engine: Engine) {
+    use crate::private_key_jwt::{ASSERTION_TYPE, ClientKey, claims as assertion_claims, key_set};
+    let app = TestApp::spawn(engine).await;
+    let owner = farm_with_flocks(&app, "owner").await;
+    let key = ClientKey::es256("scale-1");
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("jwks.json");
+    std::fs::write(&file, key_set(&[&key]).to_string()).unwrap();
+    let path = file.display().to_string();
+    let (code, out, err) = app
+        .cli(&[
+            "admin",
+            "automation",
+            "add",
+            "--farm",
+            &owner.farm,
+            "--name",
+            "Barn scale",
+            "--role",
+            "worker",
+            "--scope",
+            "daily-entries:write",
+            "--jwks-file",
+            &path,
+        ])
+        .await;
+    assert_eq!(code, 0, "{err}");
+    assert!(!out.contains("client_secret"), "{out}");
+    let client_id = out
+        .lines()
+        .find_map(|l| l.strip_prefix("client_id: "))
+        .unwrap()
+        .trim()
+        .to_owned();
+    let with_assertion = |assertion: String| {
+        let app = &app;
+        async move {
+            oauth_client::token_request(
+                app,
+                &[
+                    ("grant_type", "client_credentials"),
+                    ("client_assertion_type", ASSERTION_TYPE),
+                    ("client_assertion", &assertion),
+                ],
+            )
+            .await
+        }
+    };
+
+    // A fresh assertion (no client_id: its sub names the automation).
+    let assertion = key.sign(&assertion_claims(&app, &client_id));
+    let response = with_assertion(assertion.clone()).await;
+    assert_eq!(response.status(), 200);
+    let body: Value = response.json().await.unwrap();
+    let token = body["access_token"].as_str().unwrap();
+    assert_eq!(claims(token)["sub"], client_id.as_str());
+    tool_ok(&app, token, "record_daily_entry", entry("Hens A")).await;
+
+    // The same assertion again: a replay.
+    let response = with_assertion(assertion).await;
+    assert!(response.headers().get("www-authenticate").is_none());
+    assert_oauth_error(response, 401, "invalid_client").await;
+    // Signed by a key it never published; for another audience; naming
+    // another automation.
+    let stranger = ClientKey::es256("scale-1");
+    let response = with_assertion(stranger.sign(&assertion_claims(&app, &client_id))).await;
+    assert_oauth_error(response, 401, "invalid_client").await;
+    let mut elsewhere = assertion_claims(&app, &client_id);
+    elsewhere["aud"] = json!("https://other.example/token");
+    let response = with_assertion(key.sign(&elsewhere)).await;
+    assert_oauth_error(response, 401, "invalid_client").await;
+    // A secret is not its method.
+    let response = request_token(&app, &client_id, "anything", &[]).await;
+    assert_oauth_error(response, 401, "invalid_client").await;
+    // And a secret automation cannot use an assertion.
+    let (secret_id, _) =
+        add_automation(&app, &owner.farm, "Feed", "worker", "farm:read", None).await;
+    let response = with_assertion(key.sign(&assertion_claims(&app, &secret_id))).await;
+    assert_oauth_error(response, 401, "invalid_client").await;
+    // Disabled: a fresh, valid assertion is refused too.
+    admin(&app, &["automation", "disable", &client_id]).await;
+    let response = with_assertion(key.sign(&assertion_claims(&app, &client_id))).await;
+    assert_oauth_error(response, 401, "invalid_client").await;
 }

@@ -35,17 +35,18 @@ pub async fn token(
     let form = Params::parse(&body);
     let presented = client_auth::presented(client_credentials::basic(&headers), &form)?;
     let ctx = context(&state);
+    let cimd = state.cimd.for_peer(peer.ip());
     // An automation's client_id is never an OAuth client's: it is
     // authenticated as the automation, and may only ask for its own grant.
     if let Some(automation) = automations::names_an_automation(&presented) {
-        let automation = automations::authenticate(&ctx, automation, &presented).await?;
+        let automation =
+            automations::authenticate(&ctx, &cimd, automation, &presented, now).await?;
         let request = automations::parse(&form)?;
         let issued = automations::exchange(&ctx, &automation, &request, now).await?;
         let mut response = Json(issued).into_response();
         no_store(response.headers_mut());
         return Ok(response);
     }
-    let cimd = state.cimd.for_peer(peer.ip());
     let client =
         client_auth::authenticate(&state.store, &cimd, &state.issuer, &presented, now).await?;
     let request = token::parse(&form)?;

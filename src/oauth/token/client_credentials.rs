@@ -3,7 +3,10 @@
 //!
 //! An automation is a machine client a farm owner made (a barn scale, a
 //! farm-management system). It names itself with its `client_id`
-//! (`automation-<id>`) and proves it with its client secret in the HTTP
+//! (`automation-<id>`) and proves it with what it was made with: a signed
+//! client assertion (`private_key_jwt`, RFC 7523, checked by the one
+//! verifier every client shares, [`crate::oauth::client_assertion`], with
+//! its `jti` spent in the shared store), or its client secret in the HTTP
 //! Basic header (`client_secret_basic`). What it gets is one short-lived
 //! access token: its subject is the automation (never a person), its
 //! audience the one resource, its scopes at most those the owner allowed;
@@ -12,17 +15,25 @@
 //! their grant, so disabling the automation stops it on its next call.
 //!
 //! Order: the automation is authenticated first (an unknown one, a wrong
-//! or missing secret, a disabled one: `invalid_client`), then the request
+//! or missing secret or assertion, the other method than its own, a
+//! disabled one: `invalid_client`), then the request
 //! (`resource` as for every grant: absent means `<issuer>/mcp`, anything
 //! else is `invalid_target`; `scope` must be a subset of what it may hold,
 //! else `invalid_scope`), then the farm (suspended, or connected apps off:
 //! `unauthorized_client`).
+
+use std::sync::Arc;
 
 use time::OffsetDateTime;
 
 use super::{TokenContext, TokenResponse};
 use crate::domain::{AutomationId, Scope, ScopeSet};
 use crate::oauth::access_token::{self, NewAutomationToken};
+use crate::oauth::cimd::{CimdRequest, key_set};
+use crate::oauth::client::ClientKeys;
+use crate::oauth::client_assertion::{
+    self, AssertionError, ClientKeySource, Expected, KeySetError,
+};
 use crate::oauth::client_auth::Presented;
 use crate::oauth::error::OAuthError;
 use crate::oauth::params::Params;
@@ -92,11 +103,15 @@ pub fn names_an_automation(presented: &Presented) -> Option<AutomationId> {
 /// Authenticates the automation `presented` names. Every refusal is
 /// `invalid_client` (with the Basic challenge when Basic was tried): an
 /// unknown automation, a secret that is wrong, missing or not in the
-/// header, a credential of another kind, a disabled automation.
+/// header, an assertion that does not verify or was used before, the
+/// method it was not made with, a disabled automation. `cimd` fetches a
+/// key set behind a `jwks_uri` (SSRF-guarded, cached, limited).
 pub async fn authenticate(
     ctx: &TokenContext<'_>,
+    cimd: &CimdRequest<'_>,
     automation: AutomationId,
     presented: &Presented,
+    now: OffsetDateTime,
 ) -> Result<Authenticated, OAuthError> {
     let refuse = |why: &str| OAuthError::invalid_client(why, presented.basic);
     let found = automations::find_credential(&mut ctx.store.read().await?, automation).await?;
@@ -113,12 +128,66 @@ pub async fn authenticate(
                 return Err(refuse("wrong automation secret"));
             }
         }
-        _ => return Err(refuse("this automation authenticates with private_key_jwt")),
+        ("private_key_jwt", None) => {
+            let Some(assertion) = presented.assertion.as_deref() else {
+                return Err(refuse("this automation authenticates with private_key_jwt"));
+            };
+            let keys = assertion_keys(&credential).ok_or_else(|| {
+                tracing::error!(automation = %automation, "stored key set unusable");
+                refuse("the automation's key set cannot be used")
+            })?;
+            verify_assertion(ctx, cimd, &automation.client_id(), &keys, assertion, now).await?;
+        }
+        _ => return Err(refuse("the automation's credential is not this method")),
     }
     if credential.disabled {
         return Err(refuse("the automation is disabled"));
     }
     Ok(Authenticated(credential))
+}
+
+/// Where an automation's public keys are: pasted, or at its `jwks_uri`.
+fn assertion_keys(credential: &AutomationCredential) -> Option<ClientKeys> {
+    if let Some(uri) = &credential.jwks_uri {
+        return Some(ClientKeys::Uri(uri.clone()));
+    }
+    let value: serde_json::Value = serde_json::from_str(credential.jwks.as_deref()?).ok()?;
+    key_set::from_value(&value)
+        .ok()
+        .map(|set| ClientKeys::Inline(Arc::new(set)))
+}
+
+/// The assertion, checked as every client's is: signed by one of `keys`,
+/// `iss` = `sub` = the automation's `client_id`, `aud` naming Coop, fresh,
+/// its `jti` never seen before (spent now, in the shared store).
+async fn verify_assertion(
+    ctx: &TokenContext<'_>,
+    cimd: &CimdRequest<'_>,
+    client_id: &str,
+    keys: &ClientKeys,
+    assertion: &str,
+    now: OffsetDateTime,
+) -> Result<(), OAuthError> {
+    let token_endpoint = ctx.issuer.url("/token");
+    let audiences = [ctx.issuer.as_str(), token_endpoint.as_str()];
+    let expected = Expected {
+        client_id,
+        audiences: &audiences,
+        algorithm: None,
+    };
+    let source = ClientKeySource { keys, cimd };
+    match client_assertion::verify(assertion, &expected, &source, now, ctx.store).await {
+        Ok(_) => Ok(()),
+        Err(AssertionError::KeySet(KeySetError::Throttled(throttle))) => Err(throttle.into()),
+        Err(AssertionError::Store(err)) => Err(err.into()),
+        Err(err) => {
+            tracing::warn!(client_id, error = %err, "automation's client assertion refused");
+            Err(OAuthError::invalid_client(
+                format!("client assertion refused: {err}"),
+                false,
+            ))
+        }
+    }
 }
 
 /// Issues the access token for an authenticated automation.
