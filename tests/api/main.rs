@@ -10,6 +10,7 @@ mod helpers;
 mod tls_host;
 
 mod allowed_hosts;
+mod automations;
 mod canonical_inputs;
 mod cimd;
 mod cimd_authorize;
@@ -18,6 +19,7 @@ mod cli;
 mod config;
 mod database;
 mod health;
+mod introspection;
 mod login;
 mod mcp_auth;
 mod mcp_client;
