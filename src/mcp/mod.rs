@@ -14,4 +14,4 @@ pub mod server;
 pub mod tools;
 pub mod wire;
 
-pub use context::{CallContext, FlockScope, HeldReader};
+pub use context::{CallContext, FlockScope, HeldReader, StoreOutage};
