@@ -26,6 +26,7 @@ use std::time::Duration;
 use coop::config::DatabaseUrl;
 use serde_json::{Value, json};
 
+use crate::apps_support;
 use crate::helpers::{Engine, TestApp, TestDatabase, browser, postgres_available};
 use crate::mcp_support::{self, BOTH_SCOPES, Wire};
 use crate::oauth_client::{self, Tokens, assert_oauth_error, db_count};
@@ -339,6 +340,42 @@ async fn a_postgres_connection_cut_mid_call_is_503_and_spends_nothing() {
     );
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_token_signed_by_a_key_another_replica_made_is_not_refused_while_postgres_is_down() {
+    if !postgres_available().await {
+        return;
+    }
+    // Replica B, behind the proxy, loads the key set at start.
+    let Proxied { app: b, proxy, .. } = proxied().await;
+    // A new key, then replica A, which signs with it; B has not seen it.
+    let (code, _, err) = b.cli(&["keys", "rotate"]).await;
+    assert_eq!(code, 0, "{err}");
+    let issuer = coop::config::Issuer::parse(&b.issuer).unwrap();
+    let a = TestApp::spawn_on(b.db.clone(), |config| config.issuer = Some(issuer)).await;
+    let user = mcp_support::add_member(
+        &a,
+        &farm_of(&b).await,
+        "a@hillside.example",
+        "manager",
+        None,
+    )
+    .await;
+    let tokens = mcp_support::connect(&a, &user, BOTH_SCOPES).await;
+    // B reloads its key set for an unknown key at most every 5 seconds.
+    tokio::time::sleep(Duration::from_millis(5200)).await;
+
+    proxy.stop().await;
+    // B cannot read the key set: that says nothing about the token.
+    assert_mcp_unavailable(list_flocks(&b, &tokens, "unknown key").await).await;
+    proxy.restart().await;
+    assert_tool_ok(until_served(|| list_flocks(&b, &tokens, "key known")).await).await;
+}
+
+/// The slug of the one farm in `app`'s database.
+async fn farm_of(app: &TestApp) -> String {
+    oauth_client::db_text(app, "select slug from farms").await
+}
+
 // ---- SQLite on a full disk or a read-only file ---------------------------
 
 /// Skips a fault test that needs root, unless CI requires it.
@@ -512,6 +549,11 @@ async fn sqlite_fault_is_503_for_writes_while_reads_go_on(fault: SqliteFault) {
     let tokens = mcp_support::connect(&app, &user, BOTH_SCOPES).await;
     // Records the grant's last use now, so the calls below do not try to.
     assert_tool_ok(list_flocks(&app, &tokens, "warm").await).await;
+    // A signed-in person about to disconnect the app.
+    let person = oauth_client::sign_in_browser(&app, &user).await;
+    let grant = apps_support::grant_of(&app, &user.email).await;
+    let disconnect = format!("/account/apps/{grant}/disconnect");
+    let csrf = apps_support::csrf(&person, &app, &disconnect).await;
 
     let Some(broken) = fault.apply(&path).await else {
         skip("chattr +i is refused here (needs root and ext4)");
@@ -520,6 +562,15 @@ async fn sqlite_fault_is_503_for_writes_while_reads_go_on(fault: SqliteFault) {
     assert_mcp_unavailable(record(&app, &tokens, "2026-11-04", "fault-write").await).await;
     assert_token_unavailable(refresh(&app, &tokens, "fault-refresh").await).await;
     assert_page_unavailable(login_page(&app, "fault-login").await).await;
+    let refused = person
+        .post(app.url(&disconnect))
+        .header("origin", &app.issuer)
+        .header("x-request-id", "fault-disconnect")
+        .form(&[("csrf", csrf.as_str())])
+        .send()
+        .await
+        .unwrap();
+    assert_page_unavailable(refused).await;
     // Reads need no new byte on disk: they go on, and so the replica stays
     // ready (on SQLite there is no other replica to send readers to).
     assert_tool_ok(list_flocks(&app, &tokens, "fault-read").await).await;
@@ -527,7 +578,12 @@ async fn sqlite_fault_is_503_for_writes_while_reads_go_on(fault: SqliteFault) {
 
     // One clear line per refused request, naming the cause.
     let logs = server.logs();
-    for id in ["fault-write", "fault-refresh", "fault-login"] {
+    for id in [
+        "fault-write",
+        "fault-refresh",
+        "fault-login",
+        "fault-disconnect",
+    ] {
         let lines: Vec<&str> = logs
             .lines()
             .filter(|line| line.contains(id) && line.contains(fault.cause()))
