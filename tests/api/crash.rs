@@ -76,6 +76,9 @@ struct Ledger {
     /// Each grant's tokens as last answered.
     tokens: Vec<Tokens>,
     in_flight: usize,
+    /// Entries stored whole although their call got no answer (committed
+    /// just before the kill), as of the last check.
+    stored_unanswered: usize,
 }
 
 type Shared = Arc<Mutex<Ledger>>;
@@ -191,11 +194,12 @@ async fn kill_9_loses_no_acknowledged_call_and_leaves_one_live_token_per_family(
     let ledger = ledger.lock().unwrap();
     let lost = failures.iter().filter(|f| f.contains("lost")).count();
     println!(
-        "crash runs: {runs} on {engine:?}, calls acknowledged: {} ({} record_daily_entry, {} refreshes), unanswered at the kills: {}, lost: {lost}",
+        "crash runs: {runs} on {engine:?}, calls acknowledged: {} ({} record_daily_entry, {} refreshes), unanswered at the kills: {} (entries among them stored whole: {}), lost: {lost}",
         ledger.written.len() + ledger.refreshes,
         ledger.written.len(),
         ledger.refreshes,
         ledger.in_flight,
+        ledger.stored_unanswered,
     );
     assert!(failures.is_empty(), "{failures:#?}");
     assert!(
@@ -307,6 +311,7 @@ async fn check(app: &TestApp, ledger: &Shared) -> Vec<String> {
         .collect();
     let audited: HashSet<(String, String)> = audited_writes(app).await;
     let written = ledger.lock().unwrap().written.clone();
+    ledger.lock().unwrap().stored_unanswered = stored.len().saturating_sub(written.len());
     for entry in &written {
         match stored.get(&entry.key()) {
             Some(found) if found == entry => {}

@@ -12,8 +12,10 @@
 //! SQLite: a real `coop serve` whose file lives on a small tmpfs the test
 //! fills to the last byte (the disk full), or whose file and write-ahead
 //! log the test makes immutable with `chattr +i` while the server has them
-//! open (the file read-only; root ignores permission bits, not that). Its
-//! log must name the cause in one line per refused request.
+//! open (the file read-only; root ignores permission bits, not that): a
+//! tool write, a refresh, the sign-in page and a disconnect posted by a
+//! signed-in person are refused, reads go on, and the log names the cause
+//! in one line per refused request.
 //! Both need root (mount, chattr), as CI has; elsewhere they are skipped
 //! unless `COOP_TEST_REQUIRE_FAULTS=1`.
 
