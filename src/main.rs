@@ -113,6 +113,14 @@ struct ServeArgs {
         allow_negative_numbers = true
     )]
     refresh_reuse_window: String,
+    /// Introspection requests per minute per client address; 0 turns the limit off.
+    #[arg(
+        long,
+        env = "COOP_INTROSPECTION_RATE_LIMIT",
+        default_value = "1200",
+        allow_negative_numbers = true
+    )]
+    introspection_rate_limit: String,
     /// Client registrations per hour per client address; 0 turns the limit off.
     #[arg(
         long,
@@ -129,8 +137,14 @@ struct ServeArgs {
         allow_negative_numbers = true
     )]
     password_hash_concurrency: Option<String>,
+    /// Host values /mcp accepts besides the issuer's (a proxy that rewrites
+    /// Host): comma-separated host or host:port.
+    #[arg(long, env = "COOP_ALLOWED_HOSTS", value_name = "HOSTS")]
+    allowed_hosts: Option<String>,
     #[command(flatten)]
     connections: ConnectionArgs,
+    #[command(flatten)]
+    signin: SignInArgs,
     /// Fill an empty database with a demo farm and print how to sign in.
     #[arg(long)]
     demo: bool,
@@ -234,6 +248,78 @@ impl ConnectionArgs {
     }
 }
 
+/// How many failed sign-ins each budget allows (threat 15): `coop serve`
+/// settings.
+#[derive(Args)]
+struct SignInArgs {
+    /// Failed sign-ins of one account from browsers it has not signed in on
+    /// before, before each further try waits (1–1000).
+    #[arg(
+        long,
+        env = "COOP_SIGNIN_ACCOUNT_FAILURES",
+        default_value = "5",
+        allow_negative_numbers = true
+    )]
+    signin_account_failures: String,
+    /// Failed sign-ins from one network (an IPv4 address, an IPv6 /64) over
+    /// every account (1–100000).
+    #[arg(
+        long,
+        env = "COOP_SIGNIN_ADDRESS_FAILURES",
+        default_value = "20",
+        allow_negative_numbers = true
+    )]
+    signin_address_failures: String,
+    /// Failed sign-ins of one browser that signed in before (its device
+    /// cookie), judged instead of the account's (1–1000).
+    #[arg(
+        long,
+        env = "COOP_SIGNIN_DEVICE_FAILURES",
+        default_value = "10",
+        allow_negative_numbers = true
+    )]
+    signin_device_failures: String,
+    /// Seconds over which a spent budget refills evenly (10–86400).
+    #[arg(
+        long,
+        env = "COOP_SIGNIN_WINDOW",
+        default_value = "300",
+        allow_negative_numbers = true
+    )]
+    signin_window: String,
+}
+
+impl SignInArgs {
+    fn limits(&self) -> Result<config::SignInLimits, config::ConfigError> {
+        let count = |setting, raw: &str, most| {
+            config::parse_concurrency(setting, raw, 1..=most)
+                .map(|n| u32::try_from(n).unwrap_or(u32::MAX))
+        };
+        Ok(config::SignInLimits {
+            account_failures: count(
+                "--signin-account-failures / COOP_SIGNIN_ACCOUNT_FAILURES",
+                &self.signin_account_failures,
+                1000,
+            )?,
+            address_failures: count(
+                "--signin-address-failures / COOP_SIGNIN_ADDRESS_FAILURES",
+                &self.signin_address_failures,
+                100_000,
+            )?,
+            device_failures: count(
+                "--signin-device-failures / COOP_SIGNIN_DEVICE_FAILURES",
+                &self.signin_device_failures,
+                1000,
+            )?,
+            window: config::parse_seconds(
+                "--signin-window / COOP_SIGNIN_WINDOW",
+                &self.signin_window,
+                10..=86_400,
+            )?,
+        })
+    }
+}
+
 #[derive(Subcommand)]
 enum AdminCommand {
     #[command(subcommand)]
@@ -249,6 +335,57 @@ enum AdminCommand {
     /// Connected apps (active grants).
     #[command(subcommand)]
     Apps(AppsCommand),
+    /// Automations: machine clients of a farm (the client credentials grant).
+    #[command(subcommand)]
+    Automation(AutomationCommand),
+}
+
+#[derive(Subcommand)]
+enum AutomationCommand {
+    /// Add an automation to a farm; prints its client_id (and, with
+    /// --secret, its client secret: shown this once, stored only hashed).
+    #[command(group(clap::ArgGroup::new("credential").required(true)))]
+    Add {
+        #[arg(long)]
+        farm: String,
+        #[arg(long)]
+        name: String,
+        /// manager, worker or viewer (never owner)
+        #[arg(long)]
+        role: String,
+        /// Limit a worker to these flocks (comma-separated names).
+        #[arg(long)]
+        flocks: Option<String>,
+        /// The scopes it may hold: farm:read, daily-entries:write (comma-separated).
+        #[arg(long)]
+        scope: String,
+        /// Authenticate with a generated client secret (client_secret_basic).
+        #[arg(long, group = "credential")]
+        secret: bool,
+        /// Authenticate with private_key_jwt against this key set (a JWKS file).
+        #[arg(long, group = "credential", value_name = "PATH")]
+        jwks_file: Option<String>,
+        /// Authenticate with private_key_jwt against the key set at this https URL.
+        #[arg(long, group = "credential", value_name = "URL")]
+        jwks_uri: Option<String>,
+    },
+    /// One line per automation of the farm: client_id, name, role, flocks,
+    /// scopes, credential, state, last used.
+    List {
+        #[arg(long)]
+        farm: String,
+    },
+    /// Refuse its tokens from their next call; they stay refused when it is
+    /// enabled again.
+    Disable {
+        client_id: String,
+    },
+    Enable {
+        client_id: String,
+    },
+    Delete {
+        client_id: String,
+    },
 }
 
 #[derive(Subcommand)]
@@ -275,11 +412,21 @@ enum ClientCommand {
         #[arg(long)]
         name: String,
         /// An exact redirect URI (https, or http on 127.0.0.1, [::1] or localhost); repeatable.
-        #[arg(long = "redirect-uri", required = true)]
+        #[arg(long = "redirect-uri", required_unless_present = "introspection")]
         redirect_uris: Vec<String>,
         /// A confidential client, authenticating with client_secret_basic or client_secret_post.
-        #[arg(long)]
+        #[arg(long, conflicts_with_all = ["jwks_uri", "jwks_file"])]
         confidential: bool,
+        /// A resource server or gateway that may call /introspect (confidential;
+        /// redirect URIs are then optional).
+        #[arg(long)]
+        introspection: bool,
+        /// A private_key_jwt client whose public keys are published at this https URL.
+        #[arg(long, value_name = "URL", conflicts_with = "jwks_file")]
+        jwks_uri: Option<String>,
+        /// A private_key_jwt client whose public keys (a JWK Set) are in this file.
+        #[arg(long, value_name = "FILE")]
+        jwks_file: Option<std::path::PathBuf>,
     },
 }
 
@@ -298,8 +445,14 @@ enum FarmCommand {
         #[arg(long)]
         slug: Option<String>,
     },
-    /// Suspend a farm: its members' connected apps stop at once.
-    Suspend { slug: String },
+    /// Suspend a farm: its members' connected apps stop at once, nothing on
+    /// the farm can be changed, and its members see why when they sign in.
+    Suspend {
+        slug: String,
+        /// Why, in words the farm's members are shown (one line).
+        #[arg(long)]
+        reason: Option<String>,
+    },
     /// Lift a suspension.
     Resume { slug: String },
     /// Turn the farm's connected apps on or off.
@@ -400,6 +553,11 @@ fn serve_config(database: &DatabaseArgs, args: &ServeArgs) -> Result<Config, con
         &args.refresh_reuse_window,
         0..=300,
     )?;
+    config.introspection_rate_limit = parse_count(
+        "--introspection-rate-limit / COOP_INTROSPECTION_RATE_LIMIT",
+        &args.introspection_rate_limit,
+        "requests per minute",
+    )?;
     config.register_rate_limit = parse_count(
         "--register-rate-limit / COOP_REGISTER_RATE_LIMIT",
         &args.register_rate_limit,
@@ -413,6 +571,10 @@ fn serve_config(database: &DatabaseArgs, args: &ServeArgs) -> Result<Config, con
         )?;
     }
     config.connections = args.connections.limits()?;
+    if let Some(raw) = &args.allowed_hosts {
+        config.allowed_hosts = config::parse_allowed_hosts(raw)?;
+    }
+    config.signin = args.signin.limits()?;
     config.cimd_test = config::CimdTestSettings::parse(
         args.cimd_test_extra_ca.as_deref(),
         args.cimd_test_allow_loopback,
@@ -595,12 +757,100 @@ async fn serve(database: &DatabaseArgs, args: ServeArgs) -> Result<(), String> {
     app.run_until_stopped().await.map_err(|e| e.to_string())
 }
 
+async fn run_automation(
+    store: &Store,
+    command: AutomationCommand,
+    now: time::OffsetDateTime,
+) -> Result<(), AdminError> {
+    use admin::apps::Actor;
+    use admin::automations::{self, AutomationInput, CredentialInput};
+    match command {
+        AutomationCommand::Add {
+            farm,
+            name,
+            role,
+            flocks,
+            scope,
+            secret: _,
+            jwks_file,
+            jwks_uri,
+        } => {
+            let farm = admin::farm(store, &farm).await?;
+            let flocks = match flocks {
+                Some(list) => Some(admin::resolve_flocks(store, farm.farm_id(), &list).await?),
+                None => None,
+            };
+            let jwks = match &jwks_file {
+                Some(path) => Some(std::fs::read_to_string(path).map_err(|e| {
+                    AdminError::Refused(format!("cannot read the key set {path:?}: {e}"))
+                })?),
+                None => None,
+            };
+            let credential = match (&jwks, &jwks_uri) {
+                (Some(set), _) => CredentialInput::Jwks(set),
+                (None, Some(uri)) => CredentialInput::JwksUri(uri),
+                (None, None) => CredentialInput::Secret,
+            };
+            let input = AutomationInput {
+                name: &name,
+                role: &role,
+                flocks,
+                scopes: &scope,
+                credential,
+            };
+            let created =
+                automations::add(store, farm.farm_id(), &input, Actor::Operator, now).await?;
+            println!("client_id: {}", created.client_id);
+            if let Some(secret) = created.secret {
+                println!("client_secret: {secret}");
+                eprintln!("The secret is shown this once; Coop keeps only its hash.");
+            }
+        }
+        AutomationCommand::List { farm } => {
+            let farm = admin::farm(store, &farm).await?;
+            let rows =
+                coop::storage::automations::list(&mut store.read().await?, farm.farm_id()).await?;
+            for row in rows {
+                println!("{}", automations::list_line(&row));
+            }
+        }
+        AutomationCommand::Disable { client_id } => {
+            let (farm, id) = automations::farm_of(store, &client_id).await?;
+            let row =
+                automations::set_disabled(store, farm, id, true, Actor::Operator, now).await?;
+            println!("automation {} disabled ({})", row.client_id(), row.name);
+        }
+        AutomationCommand::Enable { client_id } => {
+            let (farm, id) = automations::farm_of(store, &client_id).await?;
+            let row =
+                automations::set_disabled(store, farm, id, false, Actor::Operator, now).await?;
+            println!("automation {} enabled ({})", row.client_id(), row.name);
+        }
+        AutomationCommand::Delete { client_id } => {
+            let (farm, id) = automations::farm_of(store, &client_id).await?;
+            let row = automations::delete(store, farm, id, Actor::Operator, now).await?;
+            println!("automation {} deleted ({})", row.client_id(), row.name);
+        }
+    }
+    Ok(())
+}
+
 fn read_password_from_stdin() -> Result<String, AdminError> {
     let mut input = String::new();
     std::io::stdin().read_to_string(&mut input).map_err(|e| {
         AdminError::Refused(format!("cannot read the password from standard input: {e}"))
     })?;
     Ok(input.trim_end_matches(['\n', '\r']).to_owned())
+}
+
+/// The key set of `--jwks-file`, as JSON (checked as a key set later).
+fn read_jwks_file(path: &std::path::Path) -> Result<serde_json::Value, AdminError> {
+    let text = std::fs::read_to_string(path).map_err(|e| {
+        AdminError::Refused(format!("--jwks-file: cannot read {}: {e}", path.display()))
+    })?;
+    serde_json::from_str(&text).map_err(|e| {
+        AdminError::Refused(format!("--jwks-file: {} is not JSON: {e}", path.display()))
+    })
 }
 
 async fn run_admin(store: &Store, command: AdminCommand) -> Result<(), AdminError> {
@@ -610,12 +860,12 @@ async fn run_admin(store: &Store, command: AdminCommand) -> Result<(), AdminErro
             let slug = admin::add_farm(store, &name, slug.as_deref(), now).await?;
             println!("{slug}");
         }
-        AdminCommand::Farm(FarmCommand::Suspend { slug }) => {
-            admin::set_farm_suspended(store, &slug, true).await?;
+        AdminCommand::Farm(FarmCommand::Suspend { slug, reason }) => {
+            admin::set_farm_suspended(store, &slug, true, reason.as_deref()).await?;
             println!("farm {slug} suspended");
         }
         AdminCommand::Farm(FarmCommand::Resume { slug }) => {
-            admin::set_farm_suspended(store, &slug, false).await?;
+            admin::set_farm_suspended(store, &slug, false, None).await?;
             println!("farm {slug} resumed");
         }
         AdminCommand::Farm(FarmCommand::ConnectedApps { slug, state }) => {
@@ -705,16 +955,30 @@ async fn run_admin(store: &Store, command: AdminCommand) -> Result<(), AdminErro
                 app.grant_id, app.client_name, app.email
             );
         }
+        AdminCommand::Automation(command) => run_automation(store, command, now).await?,
         AdminCommand::Client(ClientCommand::Add {
             name,
             redirect_uris,
             confidential,
+            introspection,
+            jwks_uri,
+            jwks_file,
         }) => {
+            use coop::oauth::registration::PreregisteredAuth;
+            let auth = match (confidential, jwks_uri, jwks_file) {
+                (_, Some(uri), _) => PreregisteredAuth::KeySetUri(uri),
+                (_, None, Some(path)) => PreregisteredAuth::KeySet(read_jwks_file(&path)?),
+                (true, None, None) => PreregisteredAuth::Secret,
+                (false, None, None) => PreregisteredAuth::Public,
+            };
             let registered = coop::oauth::registration::register_preregistered(
                 store,
                 &name,
                 &redirect_uris,
-                confidential,
+                &coop::oauth::registration::Preregistration {
+                    auth,
+                    introspection,
+                },
                 now,
             )
             .await

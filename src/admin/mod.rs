@@ -6,6 +6,7 @@
 //! nothing half-written.
 
 pub mod apps;
+pub mod automations;
 pub mod demo;
 pub mod farm_records;
 
@@ -125,9 +126,29 @@ pub async fn add_farm(
     }
 }
 
-pub async fn set_farm_suspended(store: &Store, slug: &str, suspended: bool) -> AdminResult<()> {
+/// The longest suspension reason, in characters.
+pub const MAX_SUSPENSION_REASON_CHARS: usize = 300;
+
+/// Suspends a farm, with the reason its members are shown (if any), or
+/// resumes it (which forgets the reason).
+pub async fn set_farm_suspended(
+    store: &Store,
+    slug: &str,
+    suspended: bool,
+    reason: Option<&str>,
+) -> AdminResult<()> {
+    let reason = reason.map(str::trim);
+    if let Some(reason) = reason
+        && (reason.is_empty()
+            || reason.chars().count() > MAX_SUSPENSION_REASON_CHARS
+            || reason.chars().any(char::is_control))
+    {
+        return Err(refused(format!(
+            "--reason must be 1 to {MAX_SUSPENSION_REASON_CHARS} characters on one line"
+        )));
+    }
     match write(store, async |tx| {
-        farms::set_suspended(tx, slug, suspended).await
+        farms::set_suspended(tx, slug, suspended, reason).await
     })
     .await
     {
@@ -268,8 +289,9 @@ pub async fn add_user(
     }
 }
 
-/// Each name must match exactly one flock of the farm.
-async fn resolve_flocks(store: &Store, farm: FarmId, list: &str) -> AdminResult<Vec<FlockId>> {
+/// The flocks a comma-separated list of names names; each name must match
+/// exactly one flock of the farm.
+pub async fn resolve_flocks(store: &Store, farm: FarmId, list: &str) -> AdminResult<Vec<FlockId>> {
     let mut ids = Vec::new();
     for name in list.split(',').map(str::trim).filter(|n| !n.is_empty()) {
         let found = farms::find_flocks_named(&mut store.read().await?, farm, name).await?;

@@ -12,6 +12,7 @@ use serde::Serialize;
 
 use crate::domain::Issuer;
 use crate::domain::Scope;
+use crate::oauth::client_assertion;
 
 #[derive(Debug, Serialize)]
 pub struct ServerMetadata {
@@ -20,11 +21,17 @@ pub struct ServerMetadata {
     pub token_endpoint: String,
     pub registration_endpoint: String,
     pub revocation_endpoint: String,
+    /// RFC 7662, for confidential clients registered for it.
+    pub introspection_endpoint: String,
+    pub introspection_endpoint_auth_methods_supported: [&'static str; 1],
     pub jwks_uri: String,
     pub response_types_supported: [&'static str; 1],
-    pub grant_types_supported: [&'static str; 2],
+    /// `client_credentials` for automations only.
+    pub grant_types_supported: [&'static str; 3],
     pub code_challenge_methods_supported: [&'static str; 1],
-    pub token_endpoint_auth_methods_supported: [&'static str; 3],
+    pub token_endpoint_auth_methods_supported: [&'static str; 4],
+    /// The algorithms a `private_key_jwt` assertion may be signed with.
+    pub token_endpoint_auth_signing_alg_values_supported: [&'static str; 4],
     /// `offline_access` is deliberately absent: refresh tokens are always
     /// issued, and MCP asks servers not to advertise it.
     pub scopes_supported: Vec<&'static str>,
@@ -39,15 +46,19 @@ pub fn document(issuer: &Issuer) -> ServerMetadata {
         token_endpoint: issuer.url("/token"),
         registration_endpoint: issuer.url("/register"),
         revocation_endpoint: issuer.url("/revoke"),
+        introspection_endpoint: issuer.url("/introspect"),
+        introspection_endpoint_auth_methods_supported: ["client_secret_basic"],
         jwks_uri: issuer.url("/jwks.json"),
         response_types_supported: ["code"],
-        grant_types_supported: ["authorization_code", "refresh_token"],
+        grant_types_supported: ["authorization_code", "refresh_token", "client_credentials"],
         code_challenge_methods_supported: ["S256"],
         token_endpoint_auth_methods_supported: [
             "none",
             "client_secret_basic",
             "client_secret_post",
+            "private_key_jwt",
         ],
+        token_endpoint_auth_signing_alg_values_supported: client_assertion::SIGNING_ALGORITHM_NAMES,
         scopes_supported: Scope::ALL.iter().map(|s| s.as_str()).collect(),
         client_id_metadata_document_supported: true,
         authorization_response_iss_parameter_supported: true,
@@ -69,6 +80,27 @@ mod tests {
             json["scopes_supported"],
             serde_json::json!(["farm:read", "daily-entries:write"])
         );
-        assert_eq!(json.as_object().unwrap().len(), 13);
+        assert_eq!(
+            json["introspection_endpoint"],
+            "https://coop.example/introspect"
+        );
+        assert_eq!(
+            json["grant_types_supported"],
+            serde_json::json!(["authorization_code", "refresh_token", "client_credentials"])
+        );
+        assert_eq!(
+            json["token_endpoint_auth_methods_supported"],
+            serde_json::json!([
+                "none",
+                "client_secret_basic",
+                "client_secret_post",
+                "private_key_jwt"
+            ])
+        );
+        assert_eq!(
+            json["token_endpoint_auth_signing_alg_values_supported"],
+            serde_json::json!(["ES256", "RS256", "PS256", "EdDSA"])
+        );
+        assert_eq!(json.as_object().unwrap().len(), 16);
     }
 }

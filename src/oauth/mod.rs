@@ -28,10 +28,15 @@
 //!   redirects with `state` and `iss`.
 //! - [`pending`]: requests waiting for the person, answered once.
 //! - [`token`]: the two grants, "check everything, then spend", reuse
-//!   detection that revokes the grant.
-//! - [`client_auth`]: `none`, `client_secret_basic`, `client_secret_post`.
+//!   detection that revokes the grant; [`token::client_credentials`] for
+//!   automations.
+//! - [`client_auth`]: `none`, `client_secret_basic`, `client_secret_post`,
+//!   `private_key_jwt`; [`client_assertion`]: the one verifier of client
+//!   assertions (RFC 7523), with its `jti` replay store.
 //! - [`registration`]: RFC 7591 and the command line's pre-registration.
-//! - [`revocation`]: RFC 7009.
+//! - [`revocation`]: RFC 7009. [`introspection`]: RFC 7662 (who may ask,
+//!   the answer, refresh tokens; access tokens get `/mcp`'s own check in
+//!   `mcp::introspection`).
 //! - [`clients`], [`client`], [`redirect_uri`]: knowing a client and where
 //!   it may be sent. [`cimd`]: Client ID Metadata Documents.
 //! - [`pkce`], [`resource`], [`scopes`], [`params`]: the small rules.
@@ -44,11 +49,13 @@ pub mod approval;
 pub mod authorize;
 pub mod cimd;
 pub mod client;
+pub mod client_assertion;
 pub mod client_auth;
 pub mod clients;
 pub mod consent;
 pub mod error;
 pub mod housekeeping;
+pub mod introspection;
 pub mod keys;
 pub mod metadata;
 pub mod params;
@@ -61,3 +68,6 @@ pub mod revocation;
 pub mod scopes;
 pub mod token;
 pub mod verified;
+
+#[cfg(test)]
+mod props;

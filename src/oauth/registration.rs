@@ -3,14 +3,24 @@
 //!
 //! What `/register` accepts (threat 14, and MCP's "what real clients need"):
 //! - `redirect_uris`: 1 to [`MAX_REDIRECT_URIS`], each https or http on a
-//!   loopback host, no fragment, at most 2000 bytes;
+//!   loopback host, no fragment, at most 2000 bytes, written in the
+//!   canonical form the URL parser gives it (stored as such);
 //! - `token_endpoint_auth_method`: `none` (the default: a client gets a
 //!   secret only when it asks for one), `client_secret_basic` or
-//!   `client_secret_post`; the secret is shown once and stored hashed;
+//!   `client_secret_post` (the secret is shown once and stored hashed), or
+//!   `private_key_jwt` with its public keys as `jwks` (a key set) or
+//!   `jwks_uri` (an https URL Coop fetches through the SSRF guard), and
+//!   optionally `token_endpoint_auth_signing_alg` from
+//!   [`client_assertion::SIGNING_ALGORITHM_NAMES`]; with
+//!   `token_endpoint_auth_methods_supported` (OpenID Connect "RP Metadata
+//!   Choices") the method is negotiated ([`negotiate`]) and the response
+//!   says which;
 //! - `grant_types` ⊆ {`authorization_code`, `refresh_token`} and including
 //!   the first (default: both); `response_types` = [`code`];
-//! - `client_name` (at most [`MAX_NAME_CHARS`] printable characters; it is
-//!   shown on the consent page marked "unverified"), `application_type`
+//! - `client_name` (at most [`MAX_NAME_CHARS`] printable characters, none
+//!   of them a bidirectional, zero-width or other invisible formatting
+//!   character; it is shown on the consent page marked "unverified" and
+//!   isolated in `<bdi>` on every page), `application_type`
 //!   (`web` or `native`), `software_id`, `software_version`.
 //!
 //! Any other field is ignored and not echoed. The response echoes exactly
@@ -20,7 +30,9 @@
 use serde_json::{Map, Value};
 use time::OffsetDateTime;
 
-use crate::oauth::client::AuthMethod;
+use crate::oauth::cimd::{fetch_url, key_set};
+use crate::oauth::client::{AuthMethod, disguises_text, negotiate};
+use crate::oauth::client_assertion;
 use crate::oauth::error::OAuthError;
 use crate::oauth::redirect_uri;
 use crate::secrets;
@@ -48,6 +60,96 @@ pub struct Registration {
 
 fn metadata_error(why: impl Into<String>) -> OAuthError {
     OAuthError::InvalidClientMetadata(why.into())
+}
+
+/// The registration body's declared media type must be `application/json`
+/// (any parameters, such as `charset`, allowed). `None`: no `Content-Type`.
+pub fn check_media_type(content_type: Option<&str>) -> Result<(), OAuthError> {
+    let essence = content_type
+        .and_then(|v| v.split(';').next())
+        .map(str::trim);
+    if essence.is_some_and(|e| e.eq_ignore_ascii_case("application/json")) {
+        return Ok(());
+    }
+    Err(OAuthError::UnsupportedMediaType(
+        "a registration must be sent as application/json".into(),
+    ))
+}
+
+/// Parses the body as JSON, refusing a member named twice in any object
+/// (which `serde_json::Value` would silently resolve to the last one, so
+/// that two readers of one body could disagree on what was registered).
+pub fn parse_body(body: &[u8]) -> Result<Value, OAuthError> {
+    serde_json::from_slice::<UniqueKeys>(body)
+        .map(|parsed| parsed.0)
+        .map_err(|_| metadata_error("the body must be one JSON object naming each member once"))
+}
+
+/// A JSON value whose objects each name a member at most once.
+struct UniqueKeys(Value);
+
+impl<'de> serde::Deserialize<'de> for UniqueKeys {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_any(UniqueKeysVisitor).map(UniqueKeys)
+    }
+}
+
+struct UniqueKeysVisitor;
+
+impl<'de> serde::de::Visitor<'de> for UniqueKeysVisitor {
+    type Value = Value;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("a JSON value")
+    }
+
+    fn visit_unit<E>(self) -> Result<Value, E> {
+        Ok(Value::Null)
+    }
+
+    fn visit_bool<E>(self, v: bool) -> Result<Value, E> {
+        Ok(Value::Bool(v))
+    }
+
+    fn visit_i64<E>(self, v: i64) -> Result<Value, E> {
+        Ok(Value::from(v))
+    }
+
+    fn visit_u64<E>(self, v: u64) -> Result<Value, E> {
+        Ok(Value::from(v))
+    }
+
+    fn visit_f64<E>(self, v: f64) -> Result<Value, E> {
+        Ok(serde_json::Number::from_f64(v).map_or(Value::Null, Value::Number))
+    }
+
+    fn visit_str<E>(self, v: &str) -> Result<Value, E> {
+        Ok(Value::String(v.to_owned()))
+    }
+
+    fn visit_string<E>(self, v: String) -> Result<Value, E> {
+        Ok(Value::String(v))
+    }
+
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
+        let mut items = Vec::new();
+        while let Some(UniqueKeys(item)) = seq.next_element()? {
+            items.push(item);
+        }
+        Ok(Value::Array(items))
+    }
+
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
+        let mut members = Map::new();
+        while let Some(key) = map.next_key::<String>()? {
+            if members.contains_key(&key) {
+                return Err(serde::de::Error::custom("a member is named twice"));
+            }
+            let UniqueKeys(value) = map.next_value()?;
+            members.insert(key, value);
+        }
+        Ok(Value::Object(members))
+    }
 }
 
 /// Checks a registration request body.
@@ -81,22 +183,15 @@ pub fn validate(body: &Value) -> Result<Registration, OAuthError> {
                 "redirect_uris must be an array of strings".into(),
             ));
         };
-        redirect_uri::check_registrable(uri)
+        let canonical = redirect_uri::check_registrable(uri)
             .map_err(|why| OAuthError::InvalidRedirectUri(format!("{uri:.80}: {why}")))?;
-        if !uris.iter().any(|u| u == uri) {
-            uris.push(uri.to_owned());
+        if !uris.contains(&canonical) {
+            uris.push(canonical);
         }
     }
 
-    let auth_method = match fields.get("token_endpoint_auth_method") {
-        None => AuthMethod::None,
-        Some(Value::String(raw)) => AuthMethod::parse(raw).ok_or_else(|| {
-            metadata_error(
-                "token_endpoint_auth_method must be none, client_secret_basic or client_secret_post",
-            )
-        })?,
-        Some(_) => return Err(metadata_error("token_endpoint_auth_method must be a string")),
-    };
+    let mut extra = Map::new();
+    let auth_method = auth_method(fields, &mut extra)?;
 
     let grant_types = match fields.get("grant_types") {
         None => vec!["authorization_code", "refresh_token"],
@@ -140,7 +235,6 @@ pub fn validate(body: &Value) -> Result<Registration, OAuthError> {
         Some(_) => return Err(metadata_error("client_name must be a string")),
     };
 
-    let mut extra = Map::new();
     for key in ["software_id", "software_version"] {
         match fields.get(key) {
             None => {}
@@ -170,6 +264,92 @@ pub fn validate(body: &Value) -> Result<Registration, OAuthError> {
     })
 }
 
+/// The method negotiated from what the client offers, and, for
+/// `private_key_jwt`, its keys and algorithm added to `extra` (stored and
+/// echoed). Keys sent with another method are not kept.
+fn auth_method(
+    fields: &Map<String, Value>,
+    extra: &mut Map<String, Value>,
+) -> Result<AuthMethod, OAuthError> {
+    let preferred = match fields.get("token_endpoint_auth_method") {
+        None => None,
+        Some(Value::String(raw)) => Some(raw.as_str()),
+        Some(_) => {
+            return Err(metadata_error(
+                "token_endpoint_auth_method must be a string",
+            ));
+        }
+    };
+    let supported = match fields.get("token_endpoint_auth_methods_supported") {
+        None => None,
+        Some(value) => Some(
+            string_list(value, "token_endpoint_auth_methods_supported", 16)?
+                .into_iter()
+                .map(str::to_owned)
+                .collect::<Vec<_>>(),
+        ),
+    };
+    let mut keys = Map::new();
+    match (fields.get("jwks"), fields.get("jwks_uri")) {
+        (Some(_), Some(_)) => {
+            return Err(metadata_error("send jwks or jwks_uri, not both"));
+        }
+        (Some(set), None) => {
+            key_set::from_value(set).map_err(|e| metadata_error(format!("jwks: {e}")))?;
+            keys.insert("jwks".into(), set.clone());
+        }
+        (None, Some(Value::String(uri))) => {
+            fetch_url::parse_key_set_url(uri).map_err(|_| {
+                metadata_error("jwks_uri must be a canonical https URL Coop can fetch")
+            })?;
+            keys.insert("jwks_uri".into(), Value::String(uri.clone()));
+        }
+        (None, Some(_)) => return Err(metadata_error("jwks_uri must be a string")),
+        (None, None) => {}
+    }
+    match fields.get("token_endpoint_auth_signing_alg") {
+        None => {}
+        Some(Value::String(alg)) if client_assertion::algorithm(alg).is_some() => {
+            keys.insert(
+                "token_endpoint_auth_signing_alg".into(),
+                Value::String(alg.clone()),
+            );
+        }
+        Some(_) => {
+            return Err(metadata_error(format!(
+                "token_endpoint_auth_signing_alg must be one of {}",
+                client_assertion::SIGNING_ALGORITHM_NAMES.join(", ")
+            )));
+        }
+    }
+    // private_key_jwt is offered to a client that sent its keys.
+    let with_keys = [
+        AuthMethod::None,
+        AuthMethod::ClientSecretBasic,
+        AuthMethod::ClientSecretPost,
+        AuthMethod::PrivateKeyJwt,
+    ];
+    let offered = if keys.contains_key("jwks") || keys.contains_key("jwks_uri") {
+        &with_keys[..]
+    } else {
+        &with_keys[..3]
+    };
+    let method = negotiate(preferred, supported.as_deref(), offered, AuthMethod::None).map_err(
+        |refusal| {
+            let hint = if offered.contains(&AuthMethod::PrivateKeyJwt) {
+                ""
+            } else {
+                " (private_key_jwt needs jwks or jwks_uri)"
+            };
+            metadata_error(format!("{refusal}{hint}"))
+        },
+    )?;
+    if method == AuthMethod::PrivateKeyJwt {
+        extra.extend(keys);
+    }
+    Ok(method)
+}
+
 fn string_list<'a>(value: &'a Value, field: &str, max: usize) -> Result<Vec<&'a str>, OAuthError> {
     let Some(items) = value.as_array() else {
         return Err(metadata_error(format!(
@@ -188,11 +368,12 @@ fn string_list<'a>(value: &'a Value, field: &str, max: usize) -> Result<Vec<&'a 
         .collect()
 }
 
-/// A short printable text: trimmed, no control characters, bounded.
+/// A short printable text: trimmed, bounded, and nothing that could
+/// disguise it ([`disguises_text`]: control, bidirectional and zero-width
+/// characters), so the name a person reads is the name that was sent.
 fn text(raw: &str, field: &str, max: usize) -> Result<String, OAuthError> {
     let trimmed = raw.trim();
-    if trimmed.is_empty() || trimmed.chars().count() > max || trimmed.chars().any(char::is_control)
-    {
+    if trimmed.is_empty() || trimmed.chars().count() > max || trimmed.chars().any(disguises_text) {
         return Err(metadata_error(format!(
             "{field} must be 1 to {max} printable characters"
         )));
@@ -262,42 +443,84 @@ pub async fn register(
     .await
 }
 
-/// `coop admin client add`: a client the operator vouches for. Confidential
-/// clients authenticate with `client_secret_basic` (or `_post`).
+/// How a pre-registered client authenticates.
+#[derive(Clone, Debug, PartialEq)]
+pub enum PreregisteredAuth {
+    /// `none`: PKCE only.
+    Public,
+    /// `client_secret_basic` (or `_post`): a secret, shown once.
+    Secret,
+    /// `private_key_jwt`, with the key set given (`--jwks-file`).
+    KeySet(Value),
+    /// `private_key_jwt`, with the keys published at a URL (`--jwks-uri`).
+    KeySetUri(String),
+}
+
+/// What the operator pre-registers: how the client authenticates, and
+/// whether it may call `/introspect` (a resource server or gateway: then
+/// never public, and redirect URIs become optional).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Preregistration {
+    pub auth: PreregisteredAuth,
+    pub introspection: bool,
+}
+
+/// `coop admin client add`: a client the operator vouches for.
+/// Confidential clients authenticate with `client_secret_basic` (or
+/// `_post`), or with `private_key_jwt` and the keys given.
 pub async fn register_preregistered(
     store: &Store,
     name: &str,
     redirect_uris: &[String],
-    confidential: bool,
+    kind: &Preregistration,
     now: OffsetDateTime,
 ) -> Result<Registered, OAuthError> {
     let name = text(name, "name", MAX_NAME_CHARS)?;
-    if redirect_uris.is_empty() {
+    if redirect_uris.is_empty() && !kind.introspection {
         return Err(OAuthError::InvalidRedirectUri(
             "at least one --redirect-uri is required".into(),
         ));
     }
-    for uri in redirect_uris {
-        redirect_uri::check_registrable(uri)
-            .map_err(|why| OAuthError::InvalidRedirectUri(format!("{uri}: {why}")))?;
-    }
-    let method = if confidential {
-        AuthMethod::ClientSecretBasic
-    } else {
-        AuthMethod::None
-    };
+    let redirect_uris = redirect_uris
+        .iter()
+        .map(|uri| {
+            redirect_uri::check_registrable(uri)
+                .map_err(|why| OAuthError::InvalidRedirectUri(format!("{uri:?}: {why}")))
+        })
+        .collect::<Result<Vec<_>, _>>()?;
     let mut metadata = Map::new();
+    let method = match &kind.auth {
+        // An introspecting client always proves who it is.
+        PreregisteredAuth::Public if kind.introspection => AuthMethod::ClientSecretBasic,
+        PreregisteredAuth::Public => AuthMethod::None,
+        PreregisteredAuth::Secret => AuthMethod::ClientSecretBasic,
+        PreregisteredAuth::KeySet(set) => {
+            key_set::from_value(set).map_err(|e| metadata_error(format!("--jwks-file: {e}")))?;
+            metadata.insert("jwks".into(), set.clone());
+            AuthMethod::PrivateKeyJwt
+        }
+        PreregisteredAuth::KeySetUri(uri) => {
+            fetch_url::parse_key_set_url(uri).map_err(|_| {
+                metadata_error("--jwks-uri must be a canonical https URL Coop can fetch")
+            })?;
+            metadata.insert("jwks_uri".into(), Value::String(uri.clone()));
+            AuthMethod::PrivateKeyJwt
+        }
+    };
     metadata.insert("client_name".into(), Value::String(name.clone()));
-    metadata.insert("redirect_uris".into(), Value::from(redirect_uris.to_vec()));
+    metadata.insert("redirect_uris".into(), Value::from(redirect_uris.clone()));
     metadata.insert(
         "token_endpoint_auth_method".into(),
         Value::from(method.as_str()),
     );
+    if kind.introspection {
+        metadata.insert("introspection".into(), Value::Bool(true));
+    }
     store_client(
         store,
         "registered",
         &name,
-        redirect_uris,
+        &redirect_uris,
         method,
         metadata,
         now,
@@ -315,7 +538,7 @@ async fn store_client(
     now: OffsetDateTime,
 ) -> Result<Registered, OAuthError> {
     let client_id = secrets::random_token(16);
-    let secret = method.is_confidential().then(|| secrets::random_token(32));
+    let secret = method.uses_secret().then(|| secrets::random_token(32));
     let secret_hash = secret.as_deref().map(secrets::hash_secret);
     let stored = Value::Object(metadata.clone());
     let mut tx = store.write().await?;
@@ -333,6 +556,11 @@ async fn store_client(
         now,
     )
     .await?;
+    // Only the operator's registration can make an introspecting client:
+    // `/register` keeps no field it does not know.
+    if kind == "registered" && metadata.get("introspection") == Some(&Value::Bool(true)) {
+        clients::allow_introspection(&mut tx, &client_id).await?;
+    }
     tx.commit().await?;
     Ok(Registered {
         client_id,
@@ -414,6 +642,26 @@ mod tests {
                 "invalid_client_metadata",
             ),
             (
+                json!({"redirect_uris": ["https://a.example/cb"], "client_name": "Good\u{202E}ppa"}),
+                "invalid_client_metadata",
+            ),
+            (
+                json!({"redirect_uris": ["https://a.example/cb"], "client_name": "Cla\u{200B}ude"}),
+                "invalid_client_metadata",
+            ),
+            (
+                json!({"redirect_uris": ["https://a.example/cb"], "client_name": "\u{2067}Claude\u{2069}"}),
+                "invalid_client_metadata",
+            ),
+            (
+                json!({"redirect_uris": [" https://a.example/cb"]}),
+                "invalid_redirect_uri",
+            ),
+            (
+                json!({"redirect_uris": ["https:///cb"]}),
+                "invalid_redirect_uri",
+            ),
+            (
                 json!({"redirect_uris": ["https://a.example/cb"], "application_type": "desktop"}),
                 "invalid_client_metadata",
             ),
@@ -424,6 +672,54 @@ mod tests {
         ];
         for (body, code) in cases {
             assert_eq!(validate(&body).unwrap_err().code(), code, "{body}");
+        }
+    }
+
+    #[test]
+    fn only_json_with_each_member_named_once_is_read() {
+        for ok in [
+            Some("application/json"),
+            Some("application/json; charset=utf-8"),
+            Some("Application/JSON"),
+        ] {
+            assert_eq!(check_media_type(ok), Ok(()), "{ok:?}");
+        }
+        for bad in [
+            None,
+            Some("text/plain"),
+            Some("text/plain; charset=application/json"),
+            Some("application/x-www-form-urlencoded"),
+            Some("multipart/form-data; boundary=x"),
+            Some("application/jsonx"),
+            Some(""),
+        ] {
+            assert_eq!(
+                check_media_type(bad).unwrap_err().code(),
+                "invalid_request",
+                "{bad:?}"
+            );
+        }
+        let parsed =
+            parse_body(br#"{"a": [1, -2, 3.5, "x", null, true, {"b": {}}], "c": {"d": 1}}"#)
+                .unwrap();
+        assert_eq!(
+            parsed,
+            json!({"a": [1, -2, 3.5, "x", null, true, {"b": {}}], "c": {"d": 1}})
+        );
+        for bad in [
+            &br#"{"redirect_uris": ["https://a.example/cb"], "redirect_uris": ["https://b.example/cb"]}"#[..],
+            br#"{"client_name": "A", "x": {"k": 1, "k": 2}}"#,
+            br#"[{"k": 1, "k": 1}]"#,
+            b"{",
+            b"not json",
+            br#"{"a": 1} {"b": 2}"#,
+        ] {
+            assert_eq!(
+                parse_body(bad).unwrap_err().code(),
+                "invalid_client_metadata",
+                "{}",
+                String::from_utf8_lossy(bad)
+            );
         }
     }
 

@@ -1,4 +1,5 @@
-//! The token endpoint's grants: `authorization_code` and `refresh_token`.
+//! The token endpoint's grants: `authorization_code` and `refresh_token`
+//! here, `client_credentials` (automations only) in [`client_credentials`].
 //!
 //! Both follow one rule: **check everything, then spend**. A code or
 //! refresh token is read with its grant, every check runs (client binding,
@@ -44,6 +45,8 @@ use crate::storage::grants::{self, GrantStatus};
 use crate::storage::refresh_tokens::{self, NewRefreshToken};
 use crate::storage::{Store, StoreError, Tx, clients, codes};
 
+pub mod client_credentials;
+
 /// How long a refresh token lives; each rotation starts a new period.
 pub const REFRESH_TTL: time::Duration = time::Duration::days(30);
 
@@ -72,6 +75,8 @@ pub enum GrantRequest {
         resource: Vec<String>,
         scope: Option<String>,
     },
+    /// Asked by a client that is not an automation: refused.
+    ClientCredentials,
 }
 
 /// Reads the grant request from the form; the client was authenticated
@@ -102,6 +107,7 @@ pub fn parse(form: &Params) -> Result<GrantRequest, OAuthError> {
             resource,
             scope: one("scope")?,
         }),
+        "client_credentials" => Ok(GrantRequest::ClientCredentials),
         _ => Err(OAuthError::UnsupportedGrantType),
     }
 }
@@ -157,6 +163,9 @@ pub async fn exchange(
             )
             .await
         }
+        GrantRequest::ClientCredentials => Err(OAuthError::UnauthorizedClient(
+            "only an automation may use the client_credentials grant".into(),
+        )),
     }
 }
 
@@ -348,14 +357,18 @@ fn check_resource(issuer: &Issuer, sent: &[String], bound: &str) -> Result<(), O
 
 /// Whether the grant behind a code or refresh token may still issue: not
 /// revoked, the person's credential epoch unchanged since `epoch`, the
-/// person enabled, the farm neither suspended nor with connected apps off.
-fn check_grant_usable(grant: &GrantStatus, epoch: i64) -> Result<(), OAuthError> {
+/// person enabled and not due to change their password (the one rule of
+/// `/authorize`, the consent form and `/mcp`: nothing is issued until they
+/// have), the farm neither suspended nor with connected apps off.
+pub(crate) fn check_grant_usable(grant: &GrantStatus, epoch: i64) -> Result<(), OAuthError> {
     let refusal = if grant.grant_revoked_at.is_some() {
         "the grant was revoked"
     } else if grant.user_epoch != epoch || grant.grant_epoch != epoch {
         "the person's credentials changed since consent"
     } else if grant.user_disabled {
         "the person is disabled"
+    } else if grant.user_must_change_password {
+        "the person must change their password first"
     } else if grant.farm_suspended {
         "the farm is suspended"
     } else if !grant.farm_apps_enabled {
@@ -486,10 +499,13 @@ mod tests {
                 scope: Some("farm:read".into()),
             }
         );
+        assert_eq!(
+            parse(&form("grant_type=client_credentials")).unwrap(),
+            GrantRequest::ClientCredentials
+        );
         for (body, code) in [
             ("", "invalid_request"),
             ("grant_type=password&username=a", "unsupported_grant_type"),
-            ("grant_type=client_credentials", "unsupported_grant_type"),
             (
                 "grant_type=authorization_code&code_verifier=v",
                 "invalid_request",
@@ -500,6 +516,7 @@ mod tests {
                 "invalid_request",
             ),
             ("grant_type=refresh_token", "invalid_request"),
+            ("grant_type=implicit", "unsupported_grant_type"),
             (
                 "grant_type=refresh_token&grant_type=refresh_token&refresh_token=t",
                 "invalid_request",
@@ -561,15 +578,17 @@ mod tests {
             grant_revoked_at: None,
             user_epoch: 1,
             user_disabled: false,
+            user_must_change_password: false,
             farm_suspended: false,
             farm_apps_enabled: true,
         };
         assert!(check_grant_usable(&ok, 1).is_ok());
         assert!(check_grant_usable(&ok, 0).is_err());
-        let cases: [fn(&mut GrantStatus); 5] = [
+        let cases: [fn(&mut GrantStatus); 6] = [
             |g| g.grant_revoked_at = Some(1),
             |g| g.user_epoch = 2,
             |g| g.user_disabled = true,
+            |g| g.user_must_change_password = true,
             |g| g.farm_suspended = true,
             |g| g.farm_apps_enabled = false,
         ];

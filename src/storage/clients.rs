@@ -76,6 +76,25 @@ pub async fn find(db: &mut impl Exec, client_id: &str) -> StoreResult<Option<Cli
         .await
 }
 
+/// Lets `client_id` call `/introspect` (set once, at its registration).
+pub async fn allow_introspection(tx: &mut Tx, client_id: &str) -> StoreResult<()> {
+    Sql::new("update oauth_clients set introspection = true where client_id = $1")
+        .bind(client_id)
+        .execute(tx)
+        .await?;
+    Ok(())
+}
+
+/// Whether `client_id` was registered to call `/introspect`.
+pub async fn may_introspect(db: &mut impl Exec, client_id: &str) -> StoreResult<bool> {
+    let allowed: Option<bool> =
+        Sql::new("select introspection from oauth_clients where client_id = $1")
+            .bind(client_id)
+            .fetch_optional_scalar(db)
+            .await?;
+    Ok(allowed == Some(true))
+}
+
 /// Records the first real use (a code redeemed): from then on a
 /// self-registered client no longer expires.
 pub async fn mark_used(tx: &mut Tx, client_id: &str, now: OffsetDateTime) -> StoreResult<()> {
@@ -97,6 +116,8 @@ pub struct DocumentClient<'a> {
     pub client_id: &'a str,
     pub client_name: &'a str,
     pub redirect_uris: &'a [String],
+    /// The method negotiated with the document.
+    pub auth_method: &'a str,
     pub document_host: &'a str,
     pub fresh_until: OffsetDateTime,
 }
@@ -111,10 +132,11 @@ pub async fn upsert_metadata_document(
     Sql::new(
         "insert into oauth_clients (client_id, kind, client_name, redirect_uris,
              token_endpoint_auth_method, metadata, created_at, cache_expires_at)
-         values ($1, 'metadata_document', $2, $3, 'none', $4, $5, $6)
+         values ($1, 'metadata_document', $2, $3, $7, $4, $5, $6)
          on conflict (client_id) do update set
              client_name = excluded.client_name,
              redirect_uris = excluded.redirect_uris,
+             token_endpoint_auth_method = excluded.token_endpoint_auth_method,
              metadata = excluded.metadata,
              cache_expires_at = excluded.cache_expires_at
          where oauth_clients.kind = 'metadata_document'",
@@ -125,6 +147,7 @@ pub async fn upsert_metadata_document(
     .bind(metadata)
     .bind(now)
     .bind(doc.fresh_until)
+    .bind(doc.auth_method)
     .execute(tx)
     .await?;
     Ok(())

@@ -16,7 +16,9 @@
 
 pub mod audit;
 pub mod audit_query;
+pub mod automations;
 pub mod call_context;
+pub mod client_assertions;
 pub mod clients;
 pub mod codes;
 pub mod connected_apps;
@@ -34,7 +36,9 @@ pub mod pending_authorizations;
 pub mod refresh_tokens;
 pub mod revocations;
 pub mod seed;
+pub mod server_secrets;
 pub mod sessions;
+pub mod signin_failures;
 pub mod stock;
 pub mod users;
 

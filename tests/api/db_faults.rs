@@ -29,7 +29,9 @@ use coop::config::DatabaseUrl;
 use serde_json::{Value, json};
 
 use crate::apps_support;
-use crate::helpers::{Engine, TestApp, TestDatabase, browser, postgres_available};
+use crate::helpers::{
+    Engine, TestApp, TestDatabase, TestUser, browser, form_value, postgres_available,
+};
 use crate::mcp_support::{self, BOTH_SCOPES, Wire};
 use crate::oauth_client::{self, Tokens, assert_oauth_error, db_count};
 use crate::pg_proxy::PgProxy;
@@ -95,12 +97,32 @@ async fn refresh(app: &TestApp, tokens: &Tokens, id: &str) -> reqwest::Response 
         .unwrap()
 }
 
-/// The sign-in page for a new visitor: its only database work is storing
-/// the visitor's session after the handler.
+/// The sign-in page for a new visitor: no session, no database (its form's
+/// CSRF token is a cookie), so it shows whatever the database's state.
 async fn login_page(app: &TestApp, id: &str) -> reqwest::Response {
     browser()
         .get(app.url("/login"))
         .header("x-request-id", id)
+        .send()
+        .await
+        .unwrap()
+}
+
+/// A sign-in with the right password, from a fresh browser.
+async fn sign_in(app: &TestApp, user: &TestUser, id: &str) -> reqwest::Response {
+    let browser = browser();
+    let page = browser.get(app.url("/login")).send().await.unwrap();
+    assert_eq!(page.status(), 200);
+    let csrf = form_value(&page.text().await.unwrap(), "csrf").unwrap();
+    browser
+        .post(app.url("/login"))
+        .header("x-request-id", id)
+        .form(&[
+            ("csrf", csrf.as_str()),
+            ("email", user.email.as_str()),
+            ("password", user.password.as_str()),
+            ("return_to", "/"),
+        ])
         .send()
         .await
         .unwrap()
@@ -144,7 +166,7 @@ async fn assert_tool_ok(response: reqwest::Response) -> Value {
     body
 }
 
-/// Sends `request` until it is answered 200, while every other answer is a
+/// Sends `request` until it is answered (2xx or 3xx), while every other answer is a
 /// 503 with `Retry-After` (a pooled connection the fault killed fails its
 /// one request, then is replaced): service resumes without a restart.
 async fn until_served<F, Fut>(mut request: F) -> reqwest::Response
@@ -154,7 +176,7 @@ where
 {
     for _ in 0..20 {
         let response = request().await;
-        if response.status() == 200 {
+        if response.status().is_success() || response.status().is_redirection() {
             return response;
         }
         assert_eq!(response.status(), 503, "{:?}", response.text().await);
@@ -198,6 +220,7 @@ async fn refreshed(tokens: &Tokens, response: reqwest::Response) -> Tokens {
 struct Proxied {
     app: TestApp,
     proxy: PgProxy,
+    user: TestUser,
     tokens: Tokens,
     browser: reqwest::Client,
 }
@@ -230,6 +253,7 @@ async fn proxied() -> Proxied {
     Proxied {
         app,
         proxy,
+        user,
         tokens,
         browser,
     }
@@ -243,6 +267,7 @@ async fn postgres_stopped_is_503_with_retry_after_everywhere_and_service_resumes
     let Proxied {
         app,
         proxy,
+        user,
         tokens,
         browser,
     } = proxied().await;
@@ -251,19 +276,19 @@ async fn postgres_stopped_is_503_with_retry_after_everywhere_and_service_resumes
     let signed_in_page = async { browser.get(app.url("/account/apps")).send().await.unwrap() };
     let ready = async { app.get("/readyz").await };
     // At once: each waits for a connection until the pool gives up.
-    let (read, write, token, page, login, ready) = tokio::join!(
+    let (read, write, token, page, signed_in, ready) = tokio::join!(
         list_flocks(&app, &tokens, "read"),
         record(&app, &tokens, "2026-11-02", "write"),
         refresh(&app, &tokens, "refresh"),
         signed_in_page,
-        login_page(&app, "login"),
+        sign_in(&app, &user, "sign in"),
         ready,
     );
     assert_mcp_unavailable(read).await;
     assert_mcp_unavailable(write).await;
     assert_token_unavailable(token).await;
     assert_page_unavailable(page).await;
-    assert_page_unavailable(login).await;
+    assert_page_unavailable(signed_in).await;
     assert_eq!(ready.status(), 503);
     assert_eq!(app.get("/healthz").await.status(), 200);
 
@@ -284,10 +309,10 @@ async fn postgres_stopped_is_503_with_retry_after_everywhere_and_service_resumes
             .await;
     assert_eq!(page.status(), 200);
     assert_eq!(
-        until_served(|| login_page(&app, "login again"))
+        until_served(|| sign_in(&app, &user, "again"))
             .await
             .status(),
-        200
+        303
     );
 }
 
@@ -556,6 +581,17 @@ async fn sqlite_fault_is_503_for_writes_while_reads_go_on(fault: SqliteFault) {
     let grant = apps_support::grant_of(&app, &user.email).await;
     let disconnect = format!("/account/apps/{grant}/disconnect");
     let csrf = apps_support::csrf(&person, &app, &disconnect).await;
+    // Another session of theirs whose CSRF token is gone (as for a session
+    // made before it had one): showing a form must store one, after the
+    // handler, in the session save.
+    let other = oauth_client::sign_in_browser(&app, &user).await;
+    oauth_client::db_execute(
+        &app,
+        &format!(
+            "update sessions set data = json_remove(data, '$.csrf') where data not like '%{csrf}%'"
+        ),
+    )
+    .await;
 
     let Some(broken) = fault.apply(&path).await else {
         skip("chattr +i is refused here (needs root and ext4)");
@@ -563,7 +599,14 @@ async fn sqlite_fault_is_503_for_writes_while_reads_go_on(fault: SqliteFault) {
     };
     assert_mcp_unavailable(record(&app, &tokens, "2026-11-04", "fault-write").await).await;
     assert_token_unavailable(refresh(&app, &tokens, "fault-refresh").await).await;
-    assert_page_unavailable(login_page(&app, "fault-login").await).await;
+    assert_page_unavailable(sign_in(&app, &user, "fault-signin").await).await;
+    let needs_saving = other
+        .get(app.url(&disconnect))
+        .header("x-request-id", "fault-session")
+        .send()
+        .await
+        .unwrap();
+    assert_page_unavailable(needs_saving).await;
     let refused = person
         .post(app.url(&disconnect))
         .header("origin", &app.issuer)
@@ -577,13 +620,15 @@ async fn sqlite_fault_is_503_for_writes_while_reads_go_on(fault: SqliteFault) {
     // ready (on SQLite there is no other replica to send readers to).
     assert_tool_ok(list_flocks(&app, &tokens, "fault-read").await).await;
     assert_eq!(app.get("/readyz").await.status(), 200);
+    assert_eq!(login_page(&app, "fault-login").await.status(), 200);
 
     // One clear line per refused request, naming the cause.
     let logs = server.logs();
     for id in [
         "fault-write",
         "fault-refresh",
-        "fault-login",
+        "fault-signin",
+        "fault-session",
         "fault-disconnect",
     ] {
         let lines: Vec<&str> = logs
@@ -605,9 +650,13 @@ async fn sqlite_fault_is_503_for_writes_while_reads_go_on(fault: SqliteFault) {
     .await;
     assert_tool_ok(list_flocks(&app, &next, "new token").await).await;
     assert_eq!(
-        until_served(|| login_page(&app, "mended")).await.status(),
-        200
+        until_served(|| sign_in(&app, &user, "mended"))
+            .await
+            .status(),
+        303
     );
+    let saved = until_served(|| async { other.get(app.url(&disconnect)).send().await.unwrap() });
+    assert_eq!(saved.await.status(), 200);
     drop(server);
 }
 

@@ -13,17 +13,20 @@ on_both_engines!(
     the_jwks_publishes_the_key_that_signs_access_tokens,
 );
 
-const FIELDS: [&str; 13] = [
+const FIELDS: [&str; 16] = [
     "issuer",
     "authorization_endpoint",
     "token_endpoint",
     "registration_endpoint",
     "revocation_endpoint",
+    "introspection_endpoint",
+    "introspection_endpoint_auth_methods_supported",
     "jwks_uri",
     "response_types_supported",
     "grant_types_supported",
     "code_challenge_methods_supported",
     "token_endpoint_auth_methods_supported",
+    "token_endpoint_auth_signing_alg_values_supported",
     "scopes_supported",
     "client_id_metadata_document_supported",
     "authorization_response_iss_parameter_supported",
@@ -73,7 +76,12 @@ async fn both_metadata_documents_are_the_same_exact_document(engine: Engine) {
     assert_eq!(doc["response_types_supported"], serde_json::json!(["code"]));
     assert_eq!(
         doc["grant_types_supported"],
-        serde_json::json!(["authorization_code", "refresh_token"])
+        serde_json::json!(["authorization_code", "refresh_token", "client_credentials"])
+    );
+    assert_eq!(doc["introspection_endpoint"], format!("{i}/introspect"));
+    assert_eq!(
+        doc["introspection_endpoint_auth_methods_supported"],
+        serde_json::json!(["client_secret_basic"])
     );
     assert_eq!(
         doc["code_challenge_methods_supported"],
@@ -81,7 +89,16 @@ async fn both_metadata_documents_are_the_same_exact_document(engine: Engine) {
     );
     assert_eq!(
         doc["token_endpoint_auth_methods_supported"],
-        serde_json::json!(["none", "client_secret_basic", "client_secret_post"])
+        serde_json::json!([
+            "none",
+            "client_secret_basic",
+            "client_secret_post",
+            "private_key_jwt"
+        ])
+    );
+    assert_eq!(
+        doc["token_endpoint_auth_signing_alg_values_supported"],
+        serde_json::json!(["ES256", "RS256", "PS256", "EdDSA"])
     );
     assert_eq!(
         doc["scopes_supported"],

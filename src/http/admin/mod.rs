@@ -4,6 +4,7 @@
 //! |---|---|
 //! | `/admin`: every active grant on the farm, Disconnect, the connected-apps switch | [`apps`] |
 //! | `/admin/members`: role, flock restriction, sign out everywhere, require a password change, disable/enable | [`members`] |
+//! | `/admin/automations`: machine clients (client credentials): add, disable/enable, delete | [`automations`] |
 //! | `/admin/farm`: houses and flocks: add, rename, mark a flock depleted | [`records`] |
 //! | `/admin/audit`: the audit log, newest first, paged and filtered | [`audit`] |
 //!
@@ -11,11 +12,13 @@
 //! page (and never sees the links). Every action is a POST taken as an
 //! [`OwnerPost`], which checks the session's CSRF token before a handler
 //! sees a field, behind the same-origin check of every page; each action is
-//! audited with who did it. An id naming something of another farm, or
-//! nothing, is a 404 page.
+//! audited with who did it. While the farm is suspended every action is a
+//! 403 page saying why: the owner may look, and change nothing. An id
+//! naming something of another farm, or nothing, is a 404 page.
 
 pub mod apps;
 pub mod audit;
+pub mod automations;
 pub mod members;
 pub mod records;
 
@@ -31,6 +34,7 @@ use crate::admin::AdminError;
 use crate::domain::{Role, UserId};
 use crate::http::error::PageError;
 use crate::http::form;
+use crate::http::pages::view::suspension_notice;
 use crate::http::session::{self, RequireUser, RequireUserRejection, SignedIn};
 use crate::oauth::params::Params;
 use crate::state::AppState;
@@ -47,6 +51,11 @@ pub fn router() -> Router<AppState> {
         )
         .route("/admin/members", get(members::show))
         .route("/admin/members/{user}", post(members::change))
+        .route(
+            "/admin/automations",
+            get(automations::show).post(automations::add),
+        )
+        .route("/admin/automations/{automation}", post(automations::change))
         .route("/admin/farm", get(records::show))
         .route("/admin/houses", post(records::add_house))
         .route("/admin/houses/{house}", post(records::rename_house))
@@ -112,6 +121,11 @@ impl FromRequest<AppState> for OwnerPost {
         let RequireOwner(owner) = RequireOwner::from_request_parts(&mut parts, state)
             .await
             .map_err(IntoResponse::into_response)?;
+        // A suspended farm is frozen: its owner sees the pages and why
+        // (the notice under the navigation), and changes nothing.
+        if let Some(why) = suspension_notice(&owner.account) {
+            return Err(PageError::Forbidden(why).into_response());
+        }
         let body = Bytes::from_request(Request::from_parts(parts, body), state)
             .await
             .map_err(IntoResponse::into_response)?;

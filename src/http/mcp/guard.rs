@@ -2,18 +2,19 @@
 //! HTTP level, in this order, each step refusing before the next runs.
 //!
 //! 1. `Host` and `Origin` (DNS rebinding, threat 17): a `Host` other than
-//!    the issuer's, or an `Origin` present and not the issuer's origin, is
-//!    a 403 before any token is looked at;
+//!    the issuer's authority or one of `--allowed-hosts` (for a proxy that
+//!    rewrites it), or an `Origin` present and not the issuer's origin, is
+//!    a 403 before any token is looked at; the refused `Host` is logged;
 //! 2. a declared `Content-Length` over 64 KiB: 413, nothing read;
 //! 3. the bearer token ([`crate::mcp::bearer`]): header present, none in
 //!    the query, signature and claims;
 //! 4. the grant's request budget, then its subject's over all its grants
 //!    ([`super::rate_limit`]): 429;
-//! 5. the one store look-up; the grant's `last_used_at` written at most
-//!    once a minute. The store failing here, or in the tool, is never a
-//!    refusal: 503 with `Retry-After` and a JSON-RPC error body when the
-//!    database is out of reach (a client told 401 would drop its tokens),
-//!    else 500;
+//! 5. the one store look-up; the grant's (or automation's) `last_used_at`
+//!    written at most once a minute. The store failing here, or in the
+//!    tool, is never a refusal: 503 with `Retry-After` and a JSON-RPC error
+//!    body when the database is out of reach (a client told 401 would drop
+//!    its tokens), else 500;
 //! 6. for a POST, the body read up to 64 KiB (413 beyond) and checked by
 //!    [`crate::mcp::wire`] (batches, malformed JSON, protocol version
 //!    header, `initialize` on the 2026 wire), then the step-up decision for
@@ -36,9 +37,10 @@ use super::rate_limit::Budget;
 use crate::domain::Issuer;
 use crate::mcp::bearer::{self, AuthError};
 use crate::mcp::wire;
-use crate::mcp::{CallContext, HeldReader, StoreOutage};
+use crate::mcp::{CallContext, Caller, HeldReader, StoreOutage};
+use crate::oauth::access_token::TokenSubject;
 use crate::state::AppState;
-use crate::storage::{StoreError, grants};
+use crate::storage::{StoreError, automations, grants};
 
 /// The largest `/mcp` request body (threat 24).
 pub const MAX_BODY: usize = 64 * 1024;
@@ -56,20 +58,33 @@ fn header_str(headers: &HeaderMap, name: HeaderName) -> Option<&str> {
     headers.get(name).and_then(|v| v.to_str().ok())
 }
 
-/// `Host` is the issuer's authority; `Origin`, when present, its origin.
-fn same_site(issuer: &Issuer, request: &Parts) -> Result<(), &'static str> {
+/// Which header made a request foreign.
+enum Foreign {
+    /// The `Host` (or the request target's authority), as sent; `None`
+    /// when there was none, or it was not text.
+    Host(Option<String>),
+    Origin,
+}
+
+/// `Host` is the issuer's authority or an allowed host (exactly, ignoring
+/// ASCII case); `Origin`, when present, the issuer's origin.
+fn same_site(issuer: &Issuer, allowed_hosts: &[String], request: &Parts) -> Result<(), Foreign> {
     let host = request
         .uri
         .authority()
         .map(|a| a.as_str())
         .or_else(|| header_str(&request.headers, header::HOST));
-    if !host.is_some_and(|h| h.eq_ignore_ascii_case(issuer.authority())) {
-        return Err("Host");
+    let known = |h: &str| {
+        h.eq_ignore_ascii_case(issuer.authority())
+            || allowed_hosts.iter().any(|a| h.eq_ignore_ascii_case(a))
+    };
+    if !host.is_some_and(known) {
+        return Err(Foreign::Host(host.map(str::to_owned)));
     }
     match request.headers.get(header::ORIGIN) {
         None => Ok(()),
         Some(origin) if origin.as_bytes() == issuer.as_str().as_bytes() => Ok(()),
-        Some(_) => Err("Origin"),
+        Some(_) => Err(Foreign::Origin),
     }
 }
 
@@ -140,9 +155,24 @@ fn auth_failure(issuer: &Issuer, err: AuthError) -> Denied {
 /// answered, for the tool to reuse) or the refusal to send.
 async fn admit(guard: &Guard, parts: &Parts) -> Result<(CallContext, HeldReader), Denied> {
     let app = &guard.app;
-    if let Err(what) = same_site(&app.issuer, parts) {
-        tracing::info!(header = what, "MCP request refused: foreign Host or Origin");
-        return Err(error::forbidden_origin(what).into());
+    match same_site(&app.issuer, &app.config.allowed_hosts, parts) {
+        Ok(()) => {}
+        Err(Foreign::Host(host)) => {
+            // Named, so that an operator behind a proxy that rewrites Host
+            // sees which value to allow. Debug-quoted and cut short: the
+            // header is the client's.
+            let host = host.map(|h| h.chars().take(100).collect::<String>());
+            tracing::warn!(
+                host = ?host,
+                issuer = %app.issuer.authority(),
+                "MCP request refused: its Host is neither the issuer's nor one of --allowed-hosts"
+            );
+            return Err(error::forbidden_origin("Host").into());
+        }
+        Err(Foreign::Origin) => {
+            tracing::info!("MCP request refused: foreign Origin");
+            return Err(error::forbidden_origin("Origin").into());
+        }
     }
     if declared_length(&parts.headers).is_some_and(|n| n > MAX_BODY as u64) {
         return Err(error::body_too_large(MAX_BODY).into());
@@ -157,14 +187,20 @@ async fn admit(guard: &Guard, parts: &Parts) -> Result<(CallContext, HeldReader)
     let claims = bearer::verify_token(&app.keys, &app.issuer, token, now)
         .await
         .map_err(|err| auth_failure(&app.issuer, err))?;
-    if let Some(grant) = claims.grant_id()
-        && let Err(wait) = guard.per_grant.check(grant.0)
+    // An automation is its own app and its own subject: both budgets.
+    let (app_key, subject_key) = match claims.subject() {
+        Some(TokenSubject::Member { user, grant }) => (Some(grant.0), Some(user.0)),
+        Some(TokenSubject::Automation(id)) => (Some(id.0), Some(id.0)),
+        None => (None, None),
+    };
+    if let Some(key) = app_key
+        && let Err(wait) = guard.per_grant.check(key)
     {
-        tracing::info!(grant = %grant, "MCP rate limit reached");
+        tracing::info!(grant = %key, "MCP rate limit reached");
         return Err(error::rate_limited(wait, "this app").into());
     }
-    if let Some(subject) = claims.user_id()
-        && let Err(wait) = guard.per_subject.check(subject.0)
+    if let Some(subject) = subject_key
+        && let Err(wait) = guard.per_subject.check(subject)
     {
         tracing::info!(subject = %subject, "MCP rate limit reached for the subject over all its apps");
         return Err(error::rate_limited(wait, "this account").into());
@@ -174,7 +210,7 @@ async fn admit(guard: &Guard, parts: &Parts) -> Result<(CallContext, HeldReader)
         .await
         .map_err(|err| auth_failure(&app.issuer, err))?;
     if authorized.touch_last_used
-        && let Err(err) = touch_last_used(app, authorized.context.grant, now).await
+        && let Err(err) = touch_last_used(app, &authorized.context.caller, now).await
     {
         // Bookkeeping for the connected-apps page; the call itself is fine.
         tracing::warn!(error = %err, "could not record the grant's last use");
@@ -184,11 +220,14 @@ async fn admit(guard: &Guard, parts: &Parts) -> Result<(CallContext, HeldReader)
 
 async fn touch_last_used(
     app: &AppState,
-    grant: crate::domain::GrantId,
+    caller: &Caller,
     now: time::OffsetDateTime,
 ) -> Result<(), crate::storage::StoreError> {
     let mut tx = app.store.write().await?;
-    grants::touch_last_used(&mut tx, grant, now).await?;
+    match caller {
+        Caller::Member { grant, .. } => grants::touch_last_used(&mut tx, *grant, now).await?,
+        Caller::Automation { id, .. } => automations::touch_last_used(&mut tx, *id, now).await?,
+    };
     tx.commit().await
 }
 

@@ -9,11 +9,12 @@
 //! | `GET`, `POST /authorize/consent`, `POST /authorize/confirm` | [`consent`] | [`crate::oauth::consent`] |
 //! | `POST /token` | [`token`] | [`crate::oauth::token`] |
 //! | `POST /revoke` | [`revoke`] | [`crate::oauth::revocation`] |
+//! | `POST /introspect` | [`introspect`] | [`crate::mcp::introspection`], [`crate::oauth::introspection`] |
 //!
 //! Two routers: [`api_router`] for the JSON endpoints that clients call
 //! directly (no cookies, CORS open to any origin since nothing there rests
 //! on ambient credentials, small body caps, per-address rate limits on
-//! `/token` and `/register`), and [`browser_router`] for the pages, which
+//! `/token`, `/register` and `/introspect`), and [`browser_router`] for the pages, which
 //! the caller puts behind the session layer and the same-origin POST check.
 //! [`error`] is the one place an OAuth error becomes a response.
 
@@ -22,6 +23,7 @@ pub mod client_credentials;
 pub mod consent;
 pub mod cors;
 pub mod error;
+pub mod introspect;
 pub mod jwks;
 pub mod metadata;
 pub mod rate_limit;
@@ -33,9 +35,7 @@ use std::time::Duration;
 
 use axum::Router;
 use axum::extract::DefaultBodyLimit;
-use axum::http::{HeaderValue, header};
 use axum::routing::{get, post};
-use tower_http::set_header::SetResponseHeaderLayer;
 
 use crate::config::Config;
 use crate::state::AppState;
@@ -50,6 +50,8 @@ const REGISTRATION_LIMIT: usize = 16 * 1024;
 pub fn api_router(config: &Config) -> Router<AppState> {
     let token_limit = AddressLimit::new(config.token_rate_limit, Duration::from_secs(60));
     let register_limit = AddressLimit::new(config.register_rate_limit, Duration::from_secs(3600));
+    let introspection_limit =
+        AddressLimit::new(config.introspection_rate_limit, Duration::from_secs(60));
     Router::new()
         .route(
             "/.well-known/oauth-authorization-server",
@@ -79,10 +81,20 @@ pub fn api_router(config: &Config) -> Router<AppState> {
             "/revoke",
             post(revoke::revoke).layer(DefaultBodyLimit::max(FORM_LIMIT)),
         )
+        .route(
+            "/introspect",
+            post(introspect::introspect)
+                .layer(DefaultBodyLimit::max(FORM_LIMIT))
+                .layer(axum::middleware::from_fn_with_state(
+                    introspection_limit,
+                    rate_limit::limit,
+                )),
+        )
         .layer(axum::middleware::from_fn(cors::allow_any_origin))
 }
 
-/// The browser pages of the authorization flow.
+/// The browser pages of the authorization flow (`no-store`, like every
+/// page: see [`crate::http::router`]).
 pub fn browser_router() -> Router<AppState> {
     Router::new()
         .route("/authorize", get(authorize::authorize))
@@ -96,8 +108,4 @@ pub fn browser_router() -> Router<AppState> {
             "/authorize/confirm",
             post(consent::confirm_password).layer(DefaultBodyLimit::max(FORM_LIMIT)),
         )
-        .layer(SetResponseHeaderLayer::overriding(
-            header::CACHE_CONTROL,
-            HeaderValue::from_static("no-store"),
-        ))
 }

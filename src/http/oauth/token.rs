@@ -1,4 +1,6 @@
-//! `POST /token`: the `authorization_code` and `refresh_token` grants.
+//! `POST /token`: the `authorization_code` and `refresh_token` grants, and
+//! `client_credentials` for automations (whose `client_id` says they are
+//! one, so they never reach the OAuth clients' authentication).
 //!
 //! Client authentication first (`none`, `client_secret_basic` with the id
 //! possibly only in the header, or `client_secret_post`), then the grant
@@ -19,6 +21,7 @@ use super::error::no_store;
 use crate::oauth::client_auth;
 use crate::oauth::error::OAuthError;
 use crate::oauth::params::Params;
+use crate::oauth::token::client_credentials as automations;
 use crate::oauth::token::{self, TokenContext};
 use crate::state::AppState;
 
@@ -31,10 +34,21 @@ pub async fn token(
     let now = state.clock.now();
     let form = Params::parse(&body);
     let presented = client_auth::presented(client_credentials::basic(&headers), &form)?;
-    let cimd = state.cimd.for_peer(peer.ip());
-    let client = client_auth::authenticate(&state.store, &cimd, &presented, now).await?;
-    let request = token::parse(&form)?;
     let ctx = context(&state);
+    // An automation's client_id is never an OAuth client's: it is
+    // authenticated as the automation, and may only ask for its own grant.
+    if let Some(automation) = automations::names_an_automation(&presented) {
+        let automation = automations::authenticate(&ctx, automation, &presented).await?;
+        let request = automations::parse(&form)?;
+        let issued = automations::exchange(&ctx, &automation, &request, now).await?;
+        let mut response = Json(issued).into_response();
+        no_store(response.headers_mut());
+        return Ok(response);
+    }
+    let cimd = state.cimd.for_peer(peer.ip());
+    let client =
+        client_auth::authenticate(&state.store, &cimd, &state.issuer, &presented, now).await?;
+    let request = token::parse(&form)?;
     let issued = token::exchange(&ctx, &client, request, now).await?;
     let mut response = Json(issued).into_response();
     no_store(response.headers_mut());
