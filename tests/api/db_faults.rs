@@ -13,9 +13,9 @@
 //! fills to the last byte (the disk full), or whose file and write-ahead
 //! log the test makes immutable with `chattr +i` while the server has them
 //! open (the file read-only; root ignores permission bits, not that): a
-//! tool write, a refresh, the sign-in page and a disconnect posted by a
-//! signed-in person are refused, reads go on, and the log names the cause
-//! in one line per refused request.
+//! tool write, a refresh, a sign-in, a page whose session must be stored
+//! and a disconnect posted by a signed-in person are refused, reads go on,
+//! and the log names the cause in one line per refused request.
 //! Both need root (mount, chattr), as CI has; elsewhere they are skipped
 //! unless `COOP_TEST_REQUIRE_FAULTS=1`.
 
