@@ -2,7 +2,9 @@
 //!
 //! Browser pages answer with an HTML page in plain words ([`PageError`]).
 //! Internal causes are logged with the request's span and never shown: the
-//! person sees "something went wrong" and the request id to quote.
+//! person sees "something went wrong" and the request id to quote. A
+//! database out of reach is its own answer, 503 with `Retry-After`: nothing
+//! is wrong with the person's session or input, and they should try again.
 
 use std::time::Duration;
 
@@ -11,7 +13,7 @@ use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{Html, IntoResponse, Response};
 
 use crate::identity::PasswordError;
-use crate::storage::StoreError;
+use crate::storage::{RETRY_AFTER_UNAVAILABLE, StoreError, sessions};
 
 /// A refusal or failure on a browser page.
 #[derive(Debug, thiserror::Error)]
@@ -31,13 +33,21 @@ pub enum PageError {
     Conflict(String),
     #[error("too many attempts; retry in {0:?}")]
     TooManyAttempts(Duration),
+    /// The database cannot be reached or written just now; the detail is
+    /// for the log.
+    #[error("unavailable: {0}")]
+    Unavailable(String),
     #[error("internal: {0}")]
     Internal(String),
 }
 
 impl From<StoreError> for PageError {
     fn from(err: StoreError) -> Self {
-        Self::Internal(err.to_string())
+        if err.is_unavailable() {
+            Self::Unavailable(err.to_string())
+        } else {
+            Self::Internal(err.to_string())
+        }
     }
 }
 
@@ -51,6 +61,7 @@ impl From<crate::identity::SignInError> for PageError {
     fn from(err: crate::identity::SignInError) -> Self {
         match err {
             crate::identity::SignInError::Throttled(wait) => Self::TooManyAttempts(wait),
+            crate::identity::SignInError::Store(err) => err.into(),
             other => Self::Internal(other.to_string()),
         }
     }
@@ -69,7 +80,15 @@ pub fn wait_in_words(wait: Duration) -> String {
 
 impl From<tower_sessions::session::Error> for PageError {
     fn from(err: tower_sessions::session::Error) -> Self {
-        Self::Internal(format!("session: {err}"))
+        use tower_sessions::{session, session_store};
+        match &err {
+            session::Error::Store(session_store::Error::Backend(message))
+                if message == sessions::UNAVAILABLE =>
+            {
+                Self::Unavailable(sessions::take_unavailable().unwrap_or_else(|| message.clone()))
+            }
+            _ => Self::Internal(format!("session: {err}")),
+        }
     }
 }
 
@@ -116,6 +135,17 @@ impl IntoResponse for PageError {
                     wait_in_words(*wait)
                 ),
             ),
+            Self::Unavailable(detail) => {
+                tracing::warn!(error = %detail, "page not served: the database is unavailable");
+                (
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    "Try again shortly",
+                    format!(
+                        "Coop cannot reach its records just now. Nothing is wrong with your sign-in or with what you sent. Try again in {} seconds.",
+                        RETRY_AFTER_UNAVAILABLE.as_secs()
+                    ),
+                )
+            }
             Self::Internal(detail) => {
                 tracing::error!(detail = %detail, "request failed");
                 (
@@ -130,7 +160,12 @@ impl IntoResponse for PageError {
             message: &message,
         });
         *response.status_mut() = status;
-        if let Self::TooManyAttempts(wait) = &self
+        let retry_after = match &self {
+            Self::TooManyAttempts(wait) => Some(*wait),
+            Self::Unavailable(_) => Some(RETRY_AFTER_UNAVAILABLE),
+            _ => None,
+        };
+        if let Some(wait) = retry_after
             && let Ok(value) = HeaderValue::from_str(&wait.as_secs().max(1).to_string())
         {
             response.headers_mut().insert(header::RETRY_AFTER, value);

@@ -1,5 +1,7 @@
 //! Liveness and readiness for load balancers and orchestrators.
 
+use std::time::Duration;
+
 use axum::Router;
 use axum::extract::State;
 use axum::http::StatusCode;
@@ -18,13 +20,23 @@ async fn healthz() -> &'static str {
     "ok"
 }
 
+/// How long `/readyz` waits for the database: a probe's own timeout is
+/// often a second or two, and an answer beats a probe giving up.
+const READY_DEADLINE: Duration = Duration::from_secs(2);
+
 /// 200 only when the database answers: a replica that lost its database is
 /// taken out of rotation.
 async fn readyz(State(state): State<AppState>) -> (StatusCode, &'static str) {
-    match state.store.ping().await {
-        Ok(()) => (StatusCode::OK, "ready"),
-        Err(err) => {
+    match tokio::time::timeout(READY_DEADLINE, state.store.ping()).await {
+        Ok(Ok(())) => (StatusCode::OK, "ready"),
+        Ok(Err(err)) => {
             tracing::warn!(error = %err, "readiness check failed");
+            (StatusCode::SERVICE_UNAVAILABLE, "database unavailable")
+        }
+        Err(_) => {
+            tracing::warn!(
+                "readiness check failed: the database did not answer within {READY_DEADLINE:?}"
+            );
             (StatusCode::SERVICE_UNAVAILABLE, "database unavailable")
         }
     }

@@ -50,7 +50,8 @@ pub fn router(state: AppState, sessions: SessionManagerLayer<SessionBackend>) ->
             state.clone(),
             pages::same_origin_posts,
         ))
-        .layer(sessions);
+        .layer(sessions)
+        .layer(axum::middleware::from_fn(session::unavailable_store_is_503));
 
     let static_files = Router::new()
         .nest_service("/static", ServeDir::new(static_dir()))

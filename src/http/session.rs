@@ -18,9 +18,11 @@
 //! query per page view, and it is what makes "sign out everywhere" immediate
 //! on every replica.
 
-use axum::extract::{FromRequestParts, OptionalFromRequestParts};
+use axum::extract::{FromRequestParts, OptionalFromRequestParts, Request};
+use axum::http::StatusCode;
 use axum::http::request::Parts;
 use axum::http::{HeaderMap, HeaderValue, header};
+use axum::middleware::Next;
 use axum::response::{IntoResponse, Redirect, Response};
 use time::OffsetDateTime;
 use tower_sessions::Session;
@@ -30,6 +32,7 @@ use super::error::PageError;
 use crate::domain::UserId;
 use crate::secrets;
 use crate::state::AppState;
+use crate::storage::sessions;
 use crate::storage::users::{self, Account};
 
 const USER_ID: &str = "user_id";
@@ -383,6 +386,21 @@ impl FromRequestParts<AppState> for RequireUser {
                 Err(RequireUserRejection::Redirect(Redirect::to(&target)))
             }
         }
+    }
+}
+
+/// Outside the session layer: a session that could not be saved after the
+/// handler because the database is out of reach becomes the 503 page, not
+/// tower-sessions' bare 500 (a `GET /login` touches the database only
+/// there, when it stores the new visitor's session).
+pub async fn unavailable_store_is_503(request: Request, next: Next) -> Response {
+    let (response, cause) = sessions::watch_unavailable(next.run(request)).await;
+    match cause {
+        Some(cause) if response.status() == StatusCode::INTERNAL_SERVER_ERROR => {
+            PageError::Unavailable(format!("the session could not be saved: {cause}"))
+                .into_response()
+        }
+        _ => response,
     }
 }
 

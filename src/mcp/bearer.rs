@@ -16,15 +16,17 @@
 //!
 //! Failures of 3 and 4 are all [`Refusal::InvalidToken`]: the client learns
 //! only "this token is no good" (401 `invalid_token`); the reason is for the
-//! log. No HTTP types here; `http::mcp` turns a refusal into a response.
+//! log. The store failing at 3 (reloading keys) or 4 is [`AuthError::Store`],
+//! never a refusal: a client told its token is invalid throws it away. No
+//! HTTP types here; `http::mcp` turns a refusal into a response.
 
 use time::OffsetDateTime;
 
 use super::{CallContext, Caller, FlockScope};
 use crate::domain::Issuer;
 use crate::domain::{AutomationId, ClientId, FarmId, GrantId, Role, Scope, ScopeSet, UserId};
-use crate::oauth::access_token::{self, AccessClaims, TokenRejection, TokenSubject};
-use crate::oauth::keys::Keys;
+use crate::oauth::access_token::{self, AccessClaims, TokenRejection, TokenSubject, VerifyError};
+use crate::oauth::keys::{KeyError, Keys};
 use crate::storage::call_context::{self, StoredAutomationContext, StoredCallContext};
 use crate::storage::grants::LAST_USED_RESOLUTION;
 use crate::storage::{Exec, StoreError};
@@ -80,13 +82,23 @@ pub enum InvalidToken {
     AutomationDisabled,
 }
 
-/// A refusal, or the store failing (a 500, never a refusal).
+/// A refusal, or the store failing: never a refusal, a 503 when the
+/// database is out of reach (the token may be perfectly good), else a 500.
 #[derive(Debug, thiserror::Error)]
 pub enum AuthError {
     #[error(transparent)]
     Refused(#[from] Refusal),
     #[error(transparent)]
     Store(#[from] StoreError),
+}
+
+impl From<KeyError> for AuthError {
+    fn from(err: KeyError) -> Self {
+        match err {
+            KeyError::Store(err) => Self::Store(err),
+            other => Self::Store(StoreError::backend(other.to_string())),
+        }
+    }
 }
 
 /// The token from an `Authorization` header value: `Bearer <token>`, the
@@ -120,16 +132,21 @@ pub fn presented_token<'a>(
     Ok(token)
 }
 
-/// Step 3: the token's signature and claims.
+/// Step 3: the token's signature and claims. The key set failing to load
+/// (a key another replica made, the store out of reach) is a store error,
+/// not a refusal.
 pub async fn verify_token(
     keys: &Keys,
     issuer: &Issuer,
     token: &str,
     now: OffsetDateTime,
-) -> Result<AccessClaims, Refusal> {
+) -> Result<AccessClaims, AuthError> {
     access_token::verify(keys, token, issuer.as_str(), &issuer.mcp_resource(), now)
         .await
-        .map_err(|e| Refusal::InvalidToken(InvalidToken::Jwt(e)))
+        .map_err(|err| match err {
+            VerifyError::Rejected(e) => Refusal::InvalidToken(InvalidToken::Jwt(e)).into(),
+            VerifyError::Keys(err) => err.into(),
+        })
 }
 
 /// A verified caller, and whether the grant's last use should be written.

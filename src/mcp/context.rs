@@ -81,3 +81,24 @@ impl HeldReader {
         self.0.lock().ok().and_then(|mut held| held.take())
     }
 }
+
+/// Raised by the handler when the store was out of reach during a call,
+/// with the cause. rmcp answers a failed call with HTTP 200 and a JSON-RPC
+/// error; this travels beside it in the request's extensions so that the
+/// HTTP layer answers 503 with `Retry-After` instead (and logs the cause),
+/// as for a failure before rmcp.
+#[derive(Clone, Debug, Default)]
+pub struct StoreOutage(Arc<Mutex<Option<String>>>);
+
+impl StoreOutage {
+    pub fn report(&self, detail: String) {
+        if let Ok(mut cause) = self.0.lock() {
+            *cause = Some(detail);
+        }
+    }
+
+    /// The cause, if an outage was reported.
+    pub fn take(&self) -> Option<String> {
+        self.0.lock().ok().and_then(|mut cause| cause.take())
+    }
+}

@@ -57,8 +57,12 @@ async fn access_token_answer(
     token: &str,
     now: OffsetDateTime,
 ) -> Result<Option<Introspection>, OAuthError> {
-    let Ok(claims) = bearer::verify_token(ctx.keys, ctx.issuer, token, now).await else {
-        return Ok(None);
+    let claims = match bearer::verify_token(ctx.keys, ctx.issuer, token, now).await {
+        Ok(claims) => claims,
+        Err(AuthError::Refused(_)) => return Ok(None),
+        // The key set could not be read: that says nothing about the token
+        // (answering "inactive" would look like a revocation).
+        Err(AuthError::Store(err)) => return Err(err.into()),
     };
     let authorized = {
         let mut db = ctx.store.read().await?;

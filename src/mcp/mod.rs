@@ -19,4 +19,4 @@ pub mod wire;
 #[cfg(test)]
 mod props;
 
-pub use context::{CallContext, Caller, FlockScope, HeldReader};
+pub use context::{CallContext, Caller, FlockScope, HeldReader, StoreOutage};

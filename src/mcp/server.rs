@@ -27,7 +27,7 @@ use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
 
 use super::catalog::{self, ToolAccess};
 use super::tools::{self, ToolError};
-use super::{CallContext, HeldReader};
+use super::{CallContext, HeldReader, StoreOutage};
 use crate::clock::Clock;
 use crate::storage::Store;
 
@@ -114,10 +114,28 @@ async fn reader(
     match held {
         Some(reader) => Ok(reader),
         None => store.read().await.map_err(|err| {
+            if err.is_unavailable() {
+                return outage(context, &err.to_string());
+            }
             tracing::error!(error = %err, "no reader for a tool call");
             McpError::internal_error("internal error", None)
         }),
     }
+}
+
+/// The store was out of reach: raises the request's [`StoreOutage`] (the
+/// HTTP layer then answers 503 and logs the cause) and gives rmcp an
+/// internal error to answer with meanwhile.
+fn outage(context: &RequestContext<RoleServer>, detail: &str) -> McpError {
+    match context
+        .extensions
+        .get::<http::request::Parts>()
+        .and_then(|parts| parts.extensions.get::<StoreOutage>())
+    {
+        Some(flag) => flag.report(detail.to_owned()),
+        None => tracing::warn!(%detail, "the store is unavailable"),
+    }
+    McpError::internal_error("internal error", None)
 }
 
 fn unknown_tool(name: &str) -> McpError {
@@ -193,6 +211,7 @@ impl ServerHandler for FarmServer {
             Err(ToolError::InvalidArguments(message)) => {
                 Err(McpError::invalid_params(message, None))
             }
+            Err(ToolError::Unavailable(detail)) => Err(outage(&context, &detail)),
             Err(ToolError::Internal(detail)) => {
                 tracing::error!(tool = name, %detail, "tool failed");
                 Err(McpError::internal_error("internal error", None))

@@ -31,6 +31,9 @@ pub mod code {
     pub const HEADER_MISMATCH: i64 = -32020;
     pub const UNSUPPORTED_VERSION: i64 = -32022;
     pub const INTERNAL_ERROR: i64 = -32603;
+    /// The server cannot answer now (its database is out of reach); retry.
+    /// One of the codes JSON-RPC 2.0 leaves to the implementation.
+    pub const UNAVAILABLE: i64 = -32001;
 }
 
 /// The parts of a single JSON-RPC message Coop looks at.

@@ -194,6 +194,28 @@ pub enum TokenRejection {
     BadClaims,
 }
 
+/// Why a token was not verified: the token itself, or the key set that
+/// could not be read to check it (the store out of reach while looking for
+/// a key another replica made). The second is never a rejection: the token
+/// may be perfectly good.
+#[derive(Debug, thiserror::Error)]
+pub enum VerifyError {
+    #[error(transparent)]
+    Rejected(#[from] TokenRejection),
+    #[error("the signing keys could not be read: {0}")]
+    Keys(#[from] KeyError),
+}
+
+impl VerifyError {
+    /// The rejection, if the token itself was at fault.
+    pub fn rejection(&self) -> Option<&TokenRejection> {
+        match self {
+            Self::Rejected(rejection) => Some(rejection),
+            Self::Keys(_) => None,
+        }
+    }
+}
+
 /// Checks the token's form, signature, `iss`, `aud` and `exp` against `now`.
 pub async fn verify(
     keys: &Keys,
@@ -201,7 +223,7 @@ pub async fn verify(
     issuer: &str,
     audience: &str,
     now: OffsetDateTime,
-) -> Result<AccessClaims, TokenRejection> {
+) -> Result<AccessClaims, VerifyError> {
     let hash = verified::token_hash(token);
     if let Some(claims) = keys.verified_claims(&hash, now).await
         && claims.iss == issuer
@@ -211,12 +233,12 @@ pub async fn verify(
     }
     let header = jsonwebtoken::decode_header(token).map_err(|_| TokenRejection::Malformed)?;
     if header.alg != Algorithm::ES256 || header.typ.as_deref() != Some("at+jwt") {
-        return Err(TokenRejection::WrongAlgorithm);
+        return Err(TokenRejection::WrongAlgorithm.into());
     }
     let kid = header.kid.ok_or(TokenRejection::UnknownKey)?;
     let key = keys
         .decoding_key(&kid, now)
-        .await
+        .await?
         .ok_or(TokenRejection::UnknownKey)?;
 
     let mut validation = Validation::new(Algorithm::ES256);
@@ -241,7 +263,7 @@ pub async fn verify(
         }
     })?;
     if data.claims.exp <= now.unix_timestamp() {
-        return Err(TokenRejection::Expired);
+        return Err(TokenRejection::Expired.into());
     }
     let mut claims = data.claims;
     claims.kid = kid;
@@ -261,6 +283,16 @@ mod tests {
 
     const ISSUER: &str = "https://coop.example";
     const RESOURCE: &str = "https://coop.example/mcp";
+
+    /// The rejection of a refused token (a key-set failure is a test bug).
+    fn rejection(
+        result: Result<AccessClaims, VerifyError>,
+    ) -> Result<AccessClaims, TokenRejection> {
+        result.map_err(|err| match err {
+            VerifyError::Rejected(rejection) => rejection,
+            VerifyError::Keys(err) => panic!("the key set failed: {err}"),
+        })
+    }
 
     async fn keys() -> (Keys, tempfile::TempDir) {
         let dir = tempfile::tempdir().unwrap();
@@ -360,15 +392,15 @@ mod tests {
             .unwrap();
         let later = now + time::Duration::minutes(15);
         assert_eq!(
-            verify(&keys, &token, ISSUER, RESOURCE, later).await,
+            rejection(verify(&keys, &token, ISSUER, RESOURCE, later).await),
             Err(TokenRejection::Expired)
         );
         assert_eq!(
-            verify(&keys, &token, "https://other.example", RESOURCE, now).await,
+            rejection(verify(&keys, &token, "https://other.example", RESOURCE, now).await),
             Err(TokenRejection::WrongIssuer)
         );
         assert_eq!(
-            verify(&keys, &token, ISSUER, "https://coop.example/other", now).await,
+            rejection(verify(&keys, &token, ISSUER, "https://coop.example/other", now).await),
             Err(TokenRejection::WrongAudience)
         );
     }
@@ -394,7 +426,7 @@ mod tests {
             parts[2]
         );
         assert_eq!(
-            verify(&keys, &altered, ISSUER, RESOURCE, now).await,
+            rejection(verify(&keys, &altered, ISSUER, RESOURCE, now).await),
             Err(TokenRejection::BadSignature)
         );
 
@@ -403,7 +435,7 @@ mod tests {
             let header =
                 URL_SAFE_NO_PAD.encode(format!(r#"{{"alg":"{alg}","typ":"at+jwt","kid":"x"}}"#));
             let forged = format!("{header}.{}.", parts[1]);
-            let result = verify(&keys, &forged, ISSUER, RESOURCE, now).await;
+            let result = rejection(verify(&keys, &forged, ISSUER, RESOURCE, now).await);
             assert!(
                 matches!(
                     result,
@@ -417,7 +449,7 @@ mod tests {
         let header = URL_SAFE_NO_PAD.encode(r#"{"alg":"ES256","typ":"at+jwt","kid":"foreign"}"#);
         let foreign = format!("{header}.{}.{}", parts[1], parts[2]);
         assert_eq!(
-            verify(&keys, &foreign, ISSUER, RESOURCE, now).await,
+            rejection(verify(&keys, &foreign, ISSUER, RESOURCE, now).await),
             Err(TokenRejection::UnknownKey)
         );
     }

@@ -5,16 +5,18 @@
 //! for the operator's log only: the HTTP layer (`http::oauth::error`) sends
 //! a fixed, generic description per code, so nothing internal (which check
 //! failed on a code, a database message) reaches the client. Storage and key
-//! failures convert to [`OAuthError::ServerError`] through `From`, which is
-//! what makes "a storage failure is a 500, never `invalid_grant`" hold by
-//! construction: no code path can turn a `StoreError` into a grant error
-//! without naming it.
+//! failures convert through `From`, which is what makes "a storage failure
+//! is never `invalid_grant`" hold by construction: no code path can turn a
+//! `StoreError` into a grant error without naming it. A database out of
+//! reach is [`OAuthError::Unavailable`] (503 `temporarily_unavailable` with
+//! `Retry-After`: the client keeps its tokens and tries again), anything
+//! else [`OAuthError::ServerError`].
 
 use std::time::Duration;
 
 use crate::oauth::cimd::{Limit, Throttle};
 use crate::oauth::keys::KeyError;
-use crate::storage::StoreError;
+use crate::storage::{RETRY_AFTER_UNAVAILABLE, StoreError};
 
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum OAuthError {
@@ -51,8 +53,8 @@ pub enum OAuthError {
     #[error("rate limited for {0:?}")]
     TooManyRequests(Duration),
     /// Coop cannot serve the request now for reasons that are not this
-    /// client's doing (a limit on fetches shared by all); retry after the
-    /// duration.
+    /// client's doing (a limit on fetches shared by all, the database out of
+    /// reach); retry after the duration.
     #[error("temporarily unavailable for {0:?}")]
     Unavailable(Duration),
     /// Anything that is Coop's fault. Always a 500 with a generic body.
@@ -96,6 +98,12 @@ impl OAuthError {
 
 impl From<StoreError> for OAuthError {
     fn from(err: StoreError) -> Self {
+        if err.is_unavailable() {
+            // The one log line of the outage for this request; the client
+            // sees only "retry later".
+            tracing::warn!(error = %err, "OAuth request not served: the database is unavailable");
+            return Self::Unavailable(RETRY_AFTER_UNAVAILABLE);
+        }
         Self::ServerError(format!("store: {err}"))
     }
 }
@@ -116,7 +124,10 @@ impl From<Throttle> for OAuthError {
 
 impl From<KeyError> for OAuthError {
     fn from(err: KeyError) -> Self {
-        Self::ServerError(format!("signing keys: {err}"))
+        match err {
+            KeyError::Store(err) => err.into(),
+            err => Self::ServerError(format!("signing keys: {err}")),
+        }
     }
 }
 
@@ -125,14 +136,28 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_storage_failure_is_a_server_error_whatever_its_kind() {
+    fn a_storage_failure_is_a_server_error_or_unavailable_never_a_grant_error() {
         for err in [
             StoreError::NotFound,
             StoreError::Conflict("x".into()),
             StoreError::backend("boom"),
-            StoreError::from(sqlx::Error::PoolTimedOut),
         ] {
             assert_eq!(OAuthError::from(err).code(), "server_error");
         }
+        for err in [
+            StoreError::from(sqlx::Error::PoolTimedOut),
+            StoreError::from(sqlx::Error::Io(
+                std::io::ErrorKind::ConnectionRefused.into(),
+            )),
+        ] {
+            assert_eq!(
+                OAuthError::from(err),
+                OAuthError::Unavailable(RETRY_AFTER_UNAVAILABLE)
+            );
+        }
+        assert_eq!(
+            OAuthError::from(KeyError::Store(StoreError::from(sqlx::Error::PoolTimedOut))),
+            OAuthError::Unavailable(RETRY_AFTER_UNAVAILABLE)
+        );
     }
 }

@@ -219,19 +219,23 @@ impl Keys {
 
     /// The verification key for `kid`, looked up only among Coop's own keys.
     /// An unknown `kid` triggers one reload (rate limited), since another
-    /// replica may have rotated.
-    pub async fn decoding_key(&self, kid: &str, now: OffsetDateTime) -> Option<DecodingKey> {
+    /// replica may have rotated. A reload that fails is an error, not "no
+    /// such key": the token may be signed by a key the store would have
+    /// shown, and refusing it would look like a revocation.
+    pub async fn decoding_key(
+        &self,
+        kid: &str,
+        now: OffsetDateTime,
+    ) -> Result<Option<DecodingKey>, KeyError> {
         if let Some(key) = self.find(kid).await {
-            return Some(key);
+            return Ok(Some(key));
         }
         let stale = self.inner.read().await.loaded_at.elapsed() >= RELOAD_BACKOFF;
         if stale {
-            if let Err(err) = self.reload(now).await {
-                tracing::warn!(error = %err, "could not reload signing keys");
-            }
-            return self.find(kid).await;
+            self.reload(now).await?;
+            return Ok(self.find(kid).await);
         }
-        None
+        Ok(None)
     }
 
     async fn find(&self, kid: &str) -> Option<DecodingKey> {

@@ -17,7 +17,7 @@
 
 use time::OffsetDateTime;
 
-use crate::oauth::access_token;
+use crate::oauth::access_token::{self, VerifyError};
 use crate::oauth::client::Client;
 use crate::oauth::error::OAuthError;
 use crate::oauth::token::TokenContext;
@@ -104,11 +104,14 @@ async fn revoke_access_token(
     now: OffsetDateTime,
 ) -> Result<Option<Revoked>, OAuthError> {
     let audience = ctx.issuer.mcp_resource();
-    let Ok(claims) =
-        access_token::verify(ctx.keys, token, ctx.issuer.as_str(), &audience, now).await
-    else {
-        return Ok(None);
-    };
+    let claims =
+        match access_token::verify(ctx.keys, token, ctx.issuer.as_str(), &audience, now).await {
+            Ok(claims) => claims,
+            Err(VerifyError::Rejected(_)) => return Ok(None),
+            // Not knowing whether the token is Coop's is no "nothing to
+            // revoke": answering 200 would let the client believe it done.
+            Err(VerifyError::Keys(err)) => return Err(err.into()),
+        };
     if claims.client_id != client.client_id {
         return Err(foreign());
     }

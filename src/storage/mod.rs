@@ -43,7 +43,8 @@ pub mod stock;
 pub mod users;
 
 pub use engine::{
-    EngineKind, Exec, FromRecord, Reader, Record, Sql, Store, StoreError, StoreResult, Tx,
+    EngineKind, Exec, FromRecord, RETRY_AFTER_UNAVAILABLE, Reader, Record, Sql, Store, StoreError,
+    StoreResult, Tx,
 };
 
 /// Unix seconds, the one representation of an instant in storage.

@@ -8,6 +8,14 @@
 //! sets the expiry from the system clock, so the system clock is what it is
 //! compared with here too. Expired rows are deleted by the housekeeping
 //! task.
+//!
+//! A database out of reach is told apart from other failures, so a page can
+//! answer 503 instead of 500: in the error's text ([`UNAVAILABLE`]) when a
+//! handler's session call fails, and through [`watch_unavailable`] when the
+//! save after the handler fails (tower-sessions then logs the error and
+//! answers a bare 500 itself, so the cause has to travel beside it).
+
+use std::cell::Cell;
 
 use async_trait::async_trait;
 use time::OffsetDateTime;
@@ -26,7 +34,44 @@ fn id_hash(id: &Id) -> String {
     secrets::hash_secret(&id.to_string())
 }
 
+/// The text of a session store error whose cause is the database being
+/// out of reach.
+pub const UNAVAILABLE: &str = "the session store is unavailable";
+
+tokio::task_local! {
+    static UNAVAILABLE_CAUSE: Cell<Option<String>>;
+}
+
+/// Runs `request` (the session layer and what it wraps) and returns, beside
+/// its output, why a session store call in it found the database out of
+/// reach, unless a handler took that cause already ([`take_unavailable`]).
+pub async fn watch_unavailable<F: Future>(request: F) -> (F::Output, Option<String>) {
+    UNAVAILABLE_CAUSE
+        .scope(Cell::new(None), async move {
+            let output = request.await;
+            (output, take_unavailable())
+        })
+        .await
+}
+
+/// The cause behind the last [`UNAVAILABLE`] error of this request, for the
+/// one log line that answers it.
+pub fn take_unavailable() -> Option<String> {
+    UNAVAILABLE_CAUSE.try_with(Cell::take).ok().flatten()
+}
+
 fn backend_error(err: StoreError) -> session_store::Error {
+    if err.is_unavailable() {
+        // Logged by whoever answers the request; outside a request (no
+        // one to tell) here.
+        if UNAVAILABLE_CAUSE
+            .try_with(|cause| cause.set(Some(err.to_string())))
+            .is_err()
+        {
+            tracing::warn!(error = %err, "session store unavailable");
+        }
+        return session_store::Error::Backend(UNAVAILABLE.to_owned());
+    }
     tracing::warn!(error = %err, "session store failed");
     session_store::Error::Backend("the session store failed".to_owned())
 }

@@ -103,6 +103,16 @@ impl TestDatabase {
         }
     }
 
+    /// A SQLite database at `path`, in a directory the caller keeps (a
+    /// test that mounts a small file system there, say).
+    pub fn sqlite_file(path: &std::path::Path) -> Self {
+        Self {
+            url: DatabaseUrl::Sqlite(format!("sqlite://{}", path.display())),
+            pg_name: None,
+            _dir: None,
+        }
+    }
+
     pub fn url_string(&self) -> String {
         match &self.url {
             DatabaseUrl::Sqlite(u) | DatabaseUrl::Postgres(u) => u.clone(),
@@ -206,6 +216,19 @@ impl TestApp {
             client: browser(),
             db,
             stop: Some(stop),
+        }
+    }
+
+    /// The helpers' view of a server running elsewhere (a `coop serve`
+    /// child process) at `issuer` on `db`; its clock is the real one.
+    pub fn attach(issuer: &str, db: std::sync::Arc<TestDatabase>) -> Self {
+        Self {
+            address: issuer.to_owned(),
+            issuer: issuer.to_owned(),
+            clock: Clock::adjustable(),
+            client: browser(),
+            db,
+            stop: None,
         }
     }
 

@@ -34,10 +34,29 @@ pub(crate) struct Server {
 
 impl Server {
     pub(crate) async fn start(database_url: &str, args: &[&str], env: &[(&str, &str)]) -> Self {
-        let mut command = Command::new(env!("CARGO_BIN_EXE_coop"));
+        Self::start_binary(
+            env!("CARGO_BIN_EXE_coop"),
+            "127.0.0.1:0",
+            database_url,
+            args,
+            env,
+        )
+        .await
+    }
+
+    /// `binary serve --bind bind`: a fixed address keeps the issuer, and so
+    /// the tokens it made, across a restart.
+    pub(crate) async fn start_binary(
+        binary: &str,
+        bind: &str,
+        database_url: &str,
+        args: &[&str],
+        env: &[(&str, &str)],
+    ) -> Self {
+        let mut command = Command::new(binary);
         command
             .arg("serve")
-            .args(["--bind", "127.0.0.1:0"])
+            .args(["--bind", bind])
             .args(args)
             .env("COOP_DATABASE_URL", database_url)
             .env_remove("RUST_LOG")
@@ -110,6 +129,17 @@ impl Server {
 
     fn url(&self, path: &str) -> String {
         format!("{}{path}", self.issuer)
+    }
+
+    /// SIGKILL, no warning: the process ends between any two instructions.
+    pub(crate) async fn kill(mut self) {
+        self.child.start_kill().unwrap();
+        let _ = tokio::time::timeout(PATIENCE, self.child.wait()).await;
+    }
+
+    /// Everything written to stderr so far.
+    pub(crate) fn logs(&self) -> String {
+        self.logs.lock().unwrap().clone()
     }
 
     pub(crate) fn send_sigterm(&self) {

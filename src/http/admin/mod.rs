@@ -147,6 +147,7 @@ fn page_error(err: AdminError) -> PageError {
     match err {
         AdminError::Refused(reason) => PageError::BadRequest(reason),
         AdminError::Store(StoreError::NotFound) => PageError::NotFound,
+        AdminError::Store(err) => err.into(),
         other => PageError::Internal(other.to_string()),
     }
 }

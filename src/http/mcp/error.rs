@@ -7,6 +7,12 @@
 //! gets 403 `error="insufficient_scope"` naming the scope. Everything else
 //! (wire refusals, limits, Origin) is a JSON-RPC error body. The reason a
 //! token was refused is logged here, never sent.
+//!
+//! The store failing is never a token refusal: a client told 401 would
+//! throw its tokens away and send its user through consent again. A
+//! database out of reach is 503 with `Retry-After` and a JSON-RPC error
+//! body ([`unavailable`]), any other failure 500 ([`internal`]);
+//! [`store_failure`] picks between them.
 
 use std::time::Duration;
 
@@ -20,6 +26,7 @@ use crate::domain::{Scope, ScopeSet};
 use crate::mcp::bearer::Refusal;
 use crate::mcp::resource_metadata;
 use crate::mcp::wire::{self, WireRefusal, code};
+use crate::storage::{RETRY_AFTER_UNAVAILABLE, StoreError};
 
 /// The challenge of a request without a token: both scopes as the hint.
 pub fn no_token_challenge(issuer: &Issuer) -> String {
@@ -155,6 +162,38 @@ pub fn not_a_message(id: Value) -> Response {
             None,
         ),
     )
+}
+
+/// 503 with `Retry-After` and a JSON-RPC error: the database is out of
+/// reach, the caller's token is fine.
+pub fn unavailable(id: Value, detail: &dyn std::fmt::Display) -> Response {
+    tracing::warn!(error = %detail, "MCP request not served: the database is unavailable");
+    let seconds = RETRY_AFTER_UNAVAILABLE.as_secs().max(1);
+    let mut response = jsonrpc(
+        StatusCode::SERVICE_UNAVAILABLE,
+        wire::error_body(
+            id,
+            code::UNAVAILABLE,
+            &format!(
+                "Service unavailable: the farm records cannot be reached just now; retry in {seconds} s"
+            ),
+            Some(json!({ "retryAfterSeconds": seconds })),
+        ),
+    );
+    if let Ok(value) = HeaderValue::from_str(&seconds.to_string()) {
+        response.headers_mut().insert(header::RETRY_AFTER, value);
+    }
+    response
+}
+
+/// A storage failure as its response to the request `id`: 503 when the
+/// database is out of reach, else 500.
+pub fn store_failure(id: Value, err: &StoreError) -> Response {
+    if err.is_unavailable() {
+        unavailable(id, err)
+    } else {
+        internal(err)
+    }
 }
 
 pub fn internal(detail: &dyn std::fmt::Display) -> Response {

@@ -11,7 +11,10 @@
 //! 4. the grant's request budget, then its subject's over all its grants
 //!    ([`super::rate_limit`]): 429;
 //! 5. the one store look-up; the grant's (or automation's) `last_used_at`
-//!    written at most once a minute;
+//!    written at most once a minute. The store failing here, or in the
+//!    tool, is never a refusal: 503 with `Retry-After` and a JSON-RPC error
+//!    body when the database is out of reach (a client told 401 would drop
+//!    its tokens), else 500;
 //! 6. for a POST, the body read up to 64 KiB (413 beyond) and checked by
 //!    [`crate::mcp::wire`] (batches, malformed JSON, protocol version
 //!    header, `initialize` on the 2026 wire), then the step-up decision for
@@ -34,10 +37,10 @@ use super::rate_limit::Budget;
 use crate::domain::Issuer;
 use crate::mcp::bearer::{self, AuthError};
 use crate::mcp::wire;
-use crate::mcp::{CallContext, Caller, HeldReader};
+use crate::mcp::{CallContext, Caller, HeldReader, StoreOutage};
 use crate::oauth::access_token::TokenSubject;
 use crate::state::AppState;
-use crate::storage::{automations, grants};
+use crate::storage::{StoreError, automations, grants};
 
 /// The largest `/mcp` request body (threat 24).
 pub const MAX_BODY: usize = 64 * 1024;
@@ -106,6 +109,16 @@ async fn read_body(body: Body) -> Result<Vec<u8>, Response> {
     Ok(bytes)
 }
 
+/// The JSON-RPC id of a body, for an error answered before rmcp read it.
+fn request_id(body: Option<&[u8]>) -> Value {
+    body.and_then(|bytes| serde_json::from_slice::<Value>(bytes).ok())
+        .and_then(|message| match message.get("id") {
+            Some(id @ (Value::String(_) | Value::Number(_))) => Some(id.clone()),
+            _ => None,
+        })
+        .unwrap_or(Value::Null)
+}
+
 fn is_json(headers: &HeaderMap) -> bool {
     header_str(headers, header::CONTENT_TYPE).is_some_and(|v| {
         v.split(';')
@@ -114,10 +127,33 @@ fn is_json(headers: &HeaderMap) -> bool {
     })
 }
 
+/// Why [`admit`] let a request go no further.
+enum Denied {
+    /// The answer to send, as it is.
+    Refused(Response),
+    /// The store failed: answered once the body is read, so that the
+    /// JSON-RPC error carries the request's id.
+    Store(StoreError),
+}
+
+impl From<Response> for Denied {
+    fn from(response: Response) -> Self {
+        Self::Refused(response)
+    }
+}
+
+/// A refusal is the token's fault (401/403); a store failure never is.
+fn auth_failure(issuer: &Issuer, err: AuthError) -> Denied {
+    match err {
+        AuthError::Refused(refusal) => Denied::Refused(error::refusal(issuer, &refusal)),
+        AuthError::Store(err) => Denied::Store(err),
+    }
+}
+
 /// Steps 1 to 5: the request's site, declared size, token, budget and the
 /// store's word, ending in the caller's context (and the reader that
 /// answered, for the tool to reuse) or the refusal to send.
-async fn admit(guard: &Guard, parts: &Parts) -> Result<(CallContext, HeldReader), Response> {
+async fn admit(guard: &Guard, parts: &Parts) -> Result<(CallContext, HeldReader), Denied> {
     let app = &guard.app;
     match same_site(&app.issuer, &app.config.allowed_hosts, parts) {
         Ok(()) => {}
@@ -131,15 +167,15 @@ async fn admit(guard: &Guard, parts: &Parts) -> Result<(CallContext, HeldReader)
                 issuer = %app.issuer.authority(),
                 "MCP request refused: its Host is neither the issuer's nor one of --allowed-hosts"
             );
-            return Err(error::forbidden_origin("Host"));
+            return Err(error::forbidden_origin("Host").into());
         }
         Err(Foreign::Origin) => {
             tracing::info!("MCP request refused: foreign Origin");
-            return Err(error::forbidden_origin("Origin"));
+            return Err(error::forbidden_origin("Origin").into());
         }
     }
     if declared_length(&parts.headers).is_some_and(|n| n > MAX_BODY as u64) {
-        return Err(error::body_too_large(MAX_BODY));
+        return Err(error::body_too_large(MAX_BODY).into());
     }
 
     let token = bearer::presented_token(
@@ -150,7 +186,7 @@ async fn admit(guard: &Guard, parts: &Parts) -> Result<(CallContext, HeldReader)
     let now = app.clock.now();
     let claims = bearer::verify_token(&app.keys, &app.issuer, token, now)
         .await
-        .map_err(|refusal| error::refusal(&app.issuer, &refusal))?;
+        .map_err(|err| auth_failure(&app.issuer, err))?;
     // An automation is its own app and its own subject: both budgets.
     let (app_key, subject_key) = match claims.subject() {
         Some(TokenSubject::Member { user, grant }) => (Some(grant.0), Some(user.0)),
@@ -161,24 +197,18 @@ async fn admit(guard: &Guard, parts: &Parts) -> Result<(CallContext, HeldReader)
         && let Err(wait) = guard.per_grant.check(key)
     {
         tracing::info!(grant = %key, "MCP rate limit reached");
-        return Err(error::rate_limited(wait, "this app"));
+        return Err(error::rate_limited(wait, "this app").into());
     }
     if let Some(subject) = subject_key
         && let Err(wait) = guard.per_subject.check(subject)
     {
         tracing::info!(subject = %subject, "MCP rate limit reached for the subject over all its apps");
-        return Err(error::rate_limited(wait, "this account"));
+        return Err(error::rate_limited(wait, "this account").into());
     }
-    let mut db = app
-        .store
-        .read()
+    let mut db = app.store.read().await.map_err(Denied::Store)?;
+    let authorized = bearer::authorize(&mut db, &claims, now)
         .await
-        .map_err(|err| error::internal(&err))?;
-    let authorized = match bearer::authorize(&mut db, &claims, now).await {
-        Ok(authorized) => authorized,
-        Err(AuthError::Refused(refusal)) => return Err(error::refusal(&app.issuer, &refusal)),
-        Err(AuthError::Store(err)) => return Err(error::internal(&err)),
-    };
+        .map_err(|err| auth_failure(&app.issuer, err))?;
     if authorized.touch_last_used
         && let Err(err) = touch_last_used(app, &authorized.context.caller, now).await
     {
@@ -205,16 +235,21 @@ pub async fn guard(State(guard): State<Guard>, request: Request, next: Next) -> 
     let (mut parts, body) = request.into_parts();
     let (context, reader) = match admit(&guard, &parts).await {
         Ok(admitted) => admitted,
-        Err(refusal) => {
+        Err(denied) => {
             // A refusal sent before the body has arrived makes hyper close
             // the connection without saying so, and a client that reuses
             // it (httpx does) sees "server disconnected" instead of our
             // 401. Reading the (capped) body first keeps the connection
             // usable; a body declared over the cap is not worth reading.
-            if declared_length(&parts.headers).is_none_or(|n| n <= MAX_BODY as u64) {
-                let _ = read_body(body).await;
-            }
-            return refusal;
+            let bytes = if declared_length(&parts.headers).is_none_or(|n| n <= MAX_BODY as u64) {
+                read_body(body).await.ok()
+            } else {
+                None
+            };
+            return match denied {
+                Denied::Refused(response) => response,
+                Denied::Store(err) => error::store_failure(request_id(bytes.as_deref()), &err),
+            };
         }
     };
 
@@ -241,9 +276,14 @@ pub async fn guard(State(guard): State<Guard>, request: Request, next: Next) -> 
         body
     };
     let json_body = is_json(&parts.headers);
+    let outage = StoreOutage::default();
     parts.extensions.insert(context);
     parts.extensions.insert(reader);
+    parts.extensions.insert(outage.clone());
     let response = next.run(Request::from_parts(parts, body)).await;
+    if let Some(cause) = outage.take() {
+        return error::unavailable(id, &cause);
+    }
     if response.status() == StatusCode::UNSUPPORTED_MEDIA_TYPE && json_body {
         return error::not_a_message(id);
     }

@@ -57,13 +57,21 @@ pub enum ToolError {
     /// caller's flock scope): a tool result with `isError: true`.
     #[error("{0}")]
     Refused(String),
+    /// The database out of reach: HTTP 503 with `Retry-After` (see
+    /// [`crate::mcp::StoreOutage`]), detail logged only.
+    #[error("unavailable: {0}")]
+    Unavailable(String),
     /// A storage or internal failure: JSON-RPC -32603, detail logged only.
     #[error("internal: {0}")]
     Internal(String),
 }
 
-/// A storage failure as a tool error: logged here, never shown.
+/// A storage failure as a tool error: logged where it is answered, never
+/// shown.
 pub(crate) fn internal(err: StoreError) -> ToolError {
+    if err.is_unavailable() {
+        return ToolError::Unavailable(err.to_string());
+    }
     tracing::error!(error = %err, "tool storage failure");
     ToolError::Internal(err.to_string())
 }

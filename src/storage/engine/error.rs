@@ -7,8 +7,14 @@
 //! The driver's detail is kept for the log and never shown to a client.
 
 use std::error::Error as StdError;
+use std::time::Duration;
 
 type Detail = Box<dyn StdError + Send + Sync>;
+
+/// What an answer to a request the store could not serve tells the client
+/// to wait (`Retry-After`): long enough for a restart or a failover to be
+/// under way, short enough that a client does not give up on a blip.
+pub const RETRY_AFTER_UNAVAILABLE: Duration = Duration::from_secs(5);
 
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
@@ -101,11 +107,30 @@ impl From<rusqlite::Error> for StoreError {
                 | ErrorCode::DiskFull
                 | ErrorCode::SystemIoFailure
                 | ErrorCode::CannotOpen
-                | ErrorCode::PermissionDenied => Self::Unavailable(Box::new(err)),
+                | ErrorCode::PermissionDenied => {
+                    let cause = sqlite_cause(e.code);
+                    Self::Unavailable(format!("{cause} ({err})").into())
+                }
                 _ => Self::Backend(Box::new(err)),
             },
             _ => Self::Backend(Box::new(err)),
         }
+    }
+}
+
+/// The SQLite file's trouble in an operator's words: the log line an
+/// unavailable store leaves names what to fix, not only SQLite's code.
+fn sqlite_cause(code: rusqlite::ffi::ErrorCode) -> &'static str {
+    use rusqlite::ffi::ErrorCode;
+    match code {
+        ErrorCode::DiskFull => "the SQLite file cannot grow: the disk is full",
+        ErrorCode::ReadOnly => "the SQLite file is read-only",
+        ErrorCode::SystemIoFailure => {
+            "the SQLite file cannot be written or read (an I/O error: read-only, removed or failing storage)"
+        }
+        ErrorCode::CannotOpen => "the SQLite file cannot be opened",
+        ErrorCode::PermissionDenied => "the SQLite file may not be accessed",
+        _ => "another process holds the SQLite file's lock",
     }
 }
 
@@ -132,6 +157,15 @@ mod tests {
         assert!(StoreError::from(sqlite_failure(rusqlite::ffi::SQLITE_BUSY)).is_unavailable());
         assert!(StoreError::from(sqlite_failure(rusqlite::ffi::SQLITE_FULL)).is_unavailable());
         assert!(StoreError::from(sqlite_failure(rusqlite::ffi::SQLITE_READONLY)).is_unavailable());
+        assert!(
+            StoreError::from(sqlite_failure(rusqlite::ffi::SQLITE_IOERR_WRITE)).is_unavailable()
+        );
+        assert!(StoreError::from(sqlite_failure(rusqlite::ffi::SQLITE_CANTOPEN)).is_unavailable());
+        assert!(
+            StoreError::from(sqlite_failure(rusqlite::ffi::SQLITE_FULL))
+                .to_string()
+                .contains("the disk is full")
+        );
         assert!(matches!(
             StoreError::from(rusqlite::Error::QueryReturnedNoRows),
             StoreError::NotFound
@@ -141,6 +175,14 @@ mod tests {
     #[test]
     fn sqlx_errors_are_sorted() {
         assert!(StoreError::from(sqlx::Error::PoolTimedOut).is_unavailable());
+        assert!(StoreError::from(sqlx::Error::PoolClosed).is_unavailable());
+        for kind in [
+            std::io::ErrorKind::ConnectionRefused,
+            std::io::ErrorKind::ConnectionReset,
+            std::io::ErrorKind::UnexpectedEof,
+        ] {
+            assert!(StoreError::from(sqlx::Error::Io(kind.into())).is_unavailable());
+        }
         assert!(matches!(
             StoreError::from(sqlx::Error::RowNotFound),
             StoreError::NotFound

@@ -38,7 +38,7 @@ use std::sync::Arc;
 
 use sqlx::{ConnectOptions, Connection};
 
-pub use error::{StoreError, StoreResult};
+pub use error::{RETRY_AFTER_UNAVAILABLE, StoreError, StoreResult};
 pub use sql::{Column, ColumnAt, FromRecord, Record, STATEMENT_TARGET, Sql, Value};
 
 use crate::config::DatabaseUrl;

@@ -19,7 +19,12 @@ use super::sql::{FromRecord, Record, RecordInner, Sql, Value};
 /// A connection idle at least this long is pinged before use.
 const IDLE_BEFORE_PING: Duration = Duration::from_secs(1);
 const MAX_CONNECTIONS: u32 = 16;
-const ACQUIRE_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long a request waits for a connection, a new one included: past it
+/// the database counts as unavailable and the request is answered 503 with
+/// `Retry-After`. While PostgreSQL refuses connections sqlx keeps trying
+/// until then, so this is also how long a request waits in an outage
+/// before hearing "retry later"; a client told that soon backs off sooner.
+const ACQUIRE_TIMEOUT: Duration = Duration::from_secs(5);
 
 pub(super) type Reader = PoolConnection<Postgres>;
 pub(super) type WriteTx = Transaction<'static, Postgres>;
