@@ -91,6 +91,8 @@ impl Application {
         let keys = Keys::load_or_create(store.clone(), MAX_ACCESS_TOKEN_TTL, clock.now())
             .await
             .map_err(|e| StartupError::Other(format!("signing keys: {e}")))?;
+        let dpop = crate::oauth::dpop::Policy::load(&store, config.dpop_require_nonce, clock.now())
+            .await?;
 
         let state = AppState {
             config: Arc::new(config),
@@ -102,6 +104,7 @@ impl Application {
             login_throttle: Arc::new(LoginThrottle::new(ThrottlePolicy::default())),
             metrics: Metrics::new().map_err(|e| StartupError::Other(format!("metrics: {e}")))?,
             cimd,
+            dpop,
         };
         Ok(Self {
             listener,

@@ -37,13 +37,29 @@ pub struct AccessClaims {
     pub grant_id: String,
     /// The user's credential epoch when the token was issued.
     pub epoch: i64,
+    /// The key the token is bound to (RFC 9449 §6): only a request with a
+    /// DPoP proof by that key may use it. Absent: a bearer token.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cnf: Option<Confirmation>,
     /// The key that signed the token (from its header), so the per-call
     /// store check can refuse a token whose key was withdrawn. Not a claim.
     #[serde(skip)]
     pub kid: String,
 }
 
+/// `cnf` (RFC 7800): what the token is bound to.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq)]
+pub struct Confirmation {
+    /// The RFC 7638 thumbprint of the DPoP proof key.
+    pub jkt: String,
+}
+
 impl AccessClaims {
+    /// The thumbprint of the key the token is bound to, if it is bound.
+    pub fn jkt(&self) -> Option<&str> {
+        self.cnf.as_ref().map(|c| c.jkt.as_str())
+    }
+
     pub fn user_id(&self) -> Option<UserId> {
         Uuid::parse_str(&self.sub).ok().map(UserId)
     }
@@ -67,6 +83,8 @@ pub struct NewAccessToken<'a> {
     pub grant: GrantId,
     pub epoch: i64,
     pub lifetime: time::Duration,
+    /// The DPoP key thumbprint to bind the token to, if a proof came.
+    pub jkt: Option<&'a str>,
 }
 
 /// Signs a new access token; returns it with its claims.
@@ -87,6 +105,9 @@ pub async fn mint(
         jti: Uuid::new_v4().to_string(),
         grant_id: new.grant.to_string(),
         epoch: new.epoch,
+        cnf: new.jkt.map(|jkt| Confirmation {
+            jkt: jkt.to_owned(),
+        }),
         kid: kid.clone(),
     };
     let mut header = Header::new(Algorithm::ES256);
@@ -210,6 +231,7 @@ mod tests {
             grant: GrantId::new(),
             epoch: 3,
             lifetime: time::Duration::minutes(15),
+            jkt: None,
         }
     }
 
@@ -227,6 +249,30 @@ mod tests {
         assert_eq!(verified, claims);
         assert_eq!(verified.epoch, 3);
         assert_eq!(verified.scopes(), scope);
+    }
+
+    #[tokio::test]
+    async fn a_token_minted_for_a_proof_key_carries_its_thumbprint() {
+        let (keys, _dir) = keys().await;
+        let now = OffsetDateTime::now_utc();
+        let scope = ScopeSet::from_scopes([Scope::FarmRead]);
+        let mut new = new_token(&scope, RESOURCE);
+        new.jkt = Some("thumb");
+        let (token, _) = mint(&keys, &new, now).await.unwrap();
+        let payload = token.split('.').nth(1).unwrap();
+        let json: serde_json::Value =
+            serde_json::from_slice(&URL_SAFE_NO_PAD.decode(payload).unwrap()).unwrap();
+        assert_eq!(json["cnf"], serde_json::json!({"jkt": "thumb"}));
+        let verified = verify(&keys, &token, ISSUER, RESOURCE, now).await.unwrap();
+        assert_eq!(verified.jkt(), Some("thumb"));
+        // A bearer token has no cnf at all, not a null.
+        let (token, _) = mint(&keys, &new_token(&scope, RESOURCE), now)
+            .await
+            .unwrap();
+        let payload = token.split('.').nth(1).unwrap();
+        let json: serde_json::Value =
+            serde_json::from_slice(&URL_SAFE_NO_PAD.decode(payload).unwrap()).unwrap();
+        assert!(json.get("cnf").is_none());
     }
 
     #[tokio::test]

@@ -30,6 +30,8 @@ pub struct ServerMetadata {
     pub scopes_supported: Vec<&'static str>,
     pub client_id_metadata_document_supported: bool,
     pub authorization_response_iss_parameter_supported: bool,
+    /// The DPoP proof algorithms `/token` accepts (RFC 9449 §5.1).
+    pub dpop_signing_alg_values_supported: [&'static str; 4],
 }
 
 pub fn document(issuer: &Issuer) -> ServerMetadata {
@@ -51,6 +53,7 @@ pub fn document(issuer: &Issuer) -> ServerMetadata {
         scopes_supported: Scope::ALL.iter().map(|s| s.as_str()).collect(),
         client_id_metadata_document_supported: true,
         authorization_response_iss_parameter_supported: true,
+        dpop_signing_alg_values_supported: crate::oauth::dpop::ALGORITHMS,
     }
 }
 
@@ -69,6 +72,10 @@ mod tests {
             json["scopes_supported"],
             serde_json::json!(["farm:read", "daily-entries:write"])
         );
-        assert_eq!(json.as_object().unwrap().len(), 13);
+        assert_eq!(
+            json["dpop_signing_alg_values_supported"],
+            serde_json::json!(["ES256", "EdDSA", "RS256", "PS256"])
+        );
+        assert_eq!(json.as_object().unwrap().len(), 14);
     }
 }

@@ -15,6 +15,8 @@ mod cimd_limits;
 mod cli;
 mod config;
 mod database;
+mod dpop;
+mod dpop_support;
 mod health;
 mod login;
 mod mcp_auth;

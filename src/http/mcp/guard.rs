@@ -5,11 +5,14 @@
 //!    the issuer's, or an `Origin` present and not the issuer's origin, is
 //!    a 403 before any token is looked at;
 //! 2. a declared `Content-Length` over 64 KiB: 413, nothing read;
-//! 3. the bearer token ([`crate::mcp::bearer`]): header present, none in
-//!    the query, signature and claims;
+//! 3. the token ([`crate::mcp::bearer`]): header present (`Bearer`, or
+//!    `DPoP` with a proof), none in the query, signature and claims, then
+//!    its binding: a DPoP-bound token only with a good proof by its key,
+//!    for `<issuer>/mcp` (the configured issuer, never `Host`);
 //! 4. the grant's request budget, then its subject's over all its grants
 //!    ([`super::rate_limit`]): 429;
-//! 5. the one store look-up; the grant's `last_used_at` written at most
+//! 5. a DPoP proof's `jti` spent in the shared store (a replay: 401), then
+//!    the one store look-up; the grant's `last_used_at` written at most
 //!    once a minute;
 //! 6. for a POST, the body read up to 64 KiB (413 beyond) and checked by
 //!    [`crate::mcp::wire`] (batches, malformed JSON, protocol version
@@ -17,7 +20,8 @@
 //!    a `tools/call` whose tool the role allows but the scopes do not (403);
 //! 7. the [`CallContext`](crate::mcp::CallContext) put in the request's
 //!    extensions, and rmcp called. A 415 from rmcp for a JSON body (it could
-//!    not read the message) becomes 400 -32600.
+//!    not read the message) becomes 400 -32600. While DPoP nonces are
+//!    required, the answer to a DPoP request carries the current one.
 
 use axum::body::Body;
 use axum::extract::{Request, State};
@@ -31,7 +35,7 @@ use serde_json::Value;
 use super::error;
 use super::rate_limit::Budget;
 use crate::domain::Issuer;
-use crate::mcp::bearer::{self, AuthError};
+use crate::mcp::bearer::{self, AuthError, Scheme};
 use crate::mcp::wire;
 use crate::mcp::{CallContext, HeldReader};
 use crate::state::AppState;
@@ -101,8 +105,12 @@ fn is_json(headers: &HeaderMap) -> bool {
 
 /// Steps 1 to 5: the request's site, declared size, token, budget and the
 /// store's word, ending in the caller's context (and the reader that
-/// answered, for the tool to reuse) or the refusal to send.
-async fn admit(guard: &Guard, parts: &Parts) -> Result<(CallContext, HeldReader), Response> {
+/// answered, for the tool to reuse, and how the token came) or the refusal
+/// to send.
+async fn admit(
+    guard: &Guard,
+    parts: &Parts,
+) -> Result<(CallContext, HeldReader, Scheme), Response> {
     let app = &guard.app;
     if let Err(what) = same_site(&app.issuer, parts) {
         tracing::info!(header = what, "MCP request refused: foreign Host or Origin");
@@ -112,15 +120,27 @@ async fn admit(guard: &Guard, parts: &Parts) -> Result<(CallContext, HeldReader)
         return Err(error::body_too_large(MAX_BODY));
     }
 
-    let token = bearer::presented_token(
+    let presented = bearer::presented_token(
         header_str(&parts.headers, header::AUTHORIZATION),
         parts.uri.query(),
     )
     .map_err(|refusal| error::refusal(&app.issuer, &refusal))?;
+    let scheme = presented.scheme;
+    let refuse = |refusal: &bearer::Refusal| error::refusal_to(&app.issuer, refusal, scheme);
     let now = app.clock.now();
-    let claims = bearer::verify_token(&app.keys, &app.issuer, token, now)
+    let claims = bearer::verify_token(&app.keys, &app.issuer, presented.token, now)
         .await
-        .map_err(|refusal| error::refusal(&app.issuer, &refusal))?;
+        .map_err(|refusal| refuse(&refusal))?;
+    let proof = bearer::check_proof(
+        &presented,
+        &claims,
+        &crate::http::dpop::proofs(&parts.headers),
+        parts.method.as_str(),
+        &app.issuer,
+        &app.dpop,
+        now,
+    )
+    .map_err(|refusal| refuse(&refusal))?;
     if let Some(grant) = claims.grant_id()
         && let Err(wait) = guard.per_grant.check(grant.0)
     {
@@ -133,23 +153,30 @@ async fn admit(guard: &Guard, parts: &Parts) -> Result<(CallContext, HeldReader)
         tracing::info!(subject = %subject, "MCP rate limit reached for the subject over all its apps");
         return Err(error::rate_limited(wait, "this account"));
     }
+    let answer = |result: AuthError| match result {
+        AuthError::Refused(refusal) => refuse(&refusal),
+        AuthError::Store(err) => error::internal(&err),
+    };
+    if let Some(proof) = &proof {
+        bearer::spend_proof(&app.store, proof)
+            .await
+            .map_err(answer)?;
+    }
     let mut db = app
         .store
         .read()
         .await
         .map_err(|err| error::internal(&err))?;
-    let authorized = match bearer::authorize(&mut db, &claims, now).await {
-        Ok(authorized) => authorized,
-        Err(AuthError::Refused(refusal)) => return Err(error::refusal(&app.issuer, &refusal)),
-        Err(AuthError::Store(err)) => return Err(error::internal(&err)),
-    };
+    let authorized = bearer::authorize(&mut db, &claims, now)
+        .await
+        .map_err(answer)?;
     if authorized.touch_last_used
         && let Err(err) = touch_last_used(app, authorized.context.grant, now).await
     {
         // Bookkeeping for the connected-apps page; the call itself is fine.
         tracing::warn!(error = %err, "could not record the grant's last use");
     }
-    Ok((authorized.context, HeldReader::new(db)))
+    Ok((authorized.context, HeldReader::new(db), scheme))
 }
 
 async fn touch_last_used(
@@ -164,7 +191,7 @@ async fn touch_last_used(
 
 pub async fn guard(State(guard): State<Guard>, request: Request, next: Next) -> Response {
     let (mut parts, body) = request.into_parts();
-    let (context, reader) = match admit(&guard, &parts).await {
+    let (context, reader, scheme) = match admit(&guard, &parts).await {
         Ok(admitted) => admitted,
         Err(refusal) => {
             // A refusal sent before the body has arrived makes hyper close
@@ -194,7 +221,7 @@ pub async fn guard(State(guard): State<Guard>, request: Request, next: Next) -> 
             && let Some(scope) = bearer::step_up_scope(&context, tool)
         {
             tracing::info!(tool = %tool, scope = scope.as_str(), "MCP call needs step-up");
-            return error::step_up(&guard.app.issuer, scope);
+            return error::step_up(&guard.app.issuer, scope, scheme);
         }
         id = envelope.id;
         Body::from(bytes)
@@ -204,9 +231,14 @@ pub async fn guard(State(guard): State<Guard>, request: Request, next: Next) -> 
     let json_body = is_json(&parts.headers);
     parts.extensions.insert(context);
     parts.extensions.insert(reader);
-    let response = next.run(Request::from_parts(parts, body)).await;
+    let mut response = next.run(Request::from_parts(parts, body)).await;
     if response.status() == StatusCode::UNSUPPORTED_MEDIA_TYPE && json_body {
-        return error::not_a_message(id);
+        response = error::not_a_message(id);
+    }
+    let dpop = &guard.app.dpop;
+    if scheme == Scheme::Dpop && dpop.requires_nonce() {
+        let nonce = dpop.fresh_nonce(guard.app.clock.now());
+        crate::http::dpop::offer_nonce(response.headers_mut(), &nonce);
     }
     response
 }

@@ -5,6 +5,11 @@
 //! ([`crate::oauth::token`]: check everything, then spend). Parameters must
 //! not repeat. Every answer has `Cache-Control: no-store`; errors are RFC
 //! 6749 JSON (see [`super::error`]). Rate limited per client address.
+//!
+//! A `DPoP` header makes the tokens bound to its key: the proof is checked
+//! ([`crate::oauth::dpop::at_token_endpoint`]) after the client is known
+//! and before the grant runs. While nonces are required every answer to a
+//! token request carries the current one in `DPoP-Nonce`.
 
 use axum::Json;
 use std::net::SocketAddr;
@@ -17,6 +22,7 @@ use axum::response::{IntoResponse, Response};
 use super::client_credentials;
 use super::error::no_store;
 use crate::oauth::client_auth;
+use crate::oauth::dpop;
 use crate::oauth::error::OAuthError;
 use crate::oauth::params::Params;
 use crate::oauth::token::{self, TokenContext};
@@ -34,10 +40,21 @@ pub async fn token(
     let cimd = state.cimd.for_peer(peer.ip());
     let client = client_auth::authenticate(&state.store, &cimd, &presented, now).await?;
     let request = token::parse(&form)?;
+    let proof = dpop::at_token_endpoint(
+        &state.store,
+        &state.dpop,
+        &state.issuer,
+        &crate::http::dpop::proofs(&headers),
+        now,
+    )
+    .await?;
     let ctx = context(&state);
-    let issued = token::exchange(&ctx, &client, request, now).await?;
+    let issued = token::exchange(&ctx, &client, request, proof.as_ref(), now).await?;
     let mut response = Json(issued).into_response();
     no_store(response.headers_mut());
+    if state.dpop.requires_nonce() {
+        crate::http::dpop::offer_nonce(response.headers_mut(), &state.dpop.fresh_nonce(now));
+    }
     Ok(response)
 }
 
