@@ -29,6 +29,7 @@ on_both_engines!(
     nonces_are_required_at_both_endpoints_when_configured,
     both_metadata_documents_advertise_dpop,
     seen_proofs_are_forgotten_once_too_old,
+    a_browser_client_may_send_a_proof_and_read_the_nonce,
 );
 
 async fn a_code_exchanged_with_a_proof_gives_a_token_bound_to_its_key(engine: Engine) {
@@ -680,4 +681,37 @@ async fn seen_proofs_are_forgotten_once_too_old(engine: Engine) {
         .unwrap();
     assert_eq!(swept.dpop_proofs, 2);
     assert_eq!(db_count(&app, "select count(*) from dpop_proofs").await, 0);
+}
+
+async fn a_browser_client_may_send_a_proof_and_read_the_nonce(engine: Engine) {
+    let app = TestApp::spawn_with(engine, |c| c.dpop_require_nonce = true).await;
+    let preflight = reqwest::Client::new()
+        .request(reqwest::Method::OPTIONS, app.url("/token"))
+        .header("origin", "https://inspector.example")
+        .header("access-control-request-method", "POST")
+        .header("access-control-request-headers", "content-type, dpop")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(preflight.status(), 204);
+    let allowed = preflight.headers()["access-control-allow-headers"]
+        .to_str()
+        .unwrap()
+        .to_owned();
+    assert!(allowed.split(", ").any(|h| h == "dpop"), "{allowed}");
+    let key = ProofKey::es256();
+    let response = token_with_proofs(
+        &app,
+        &[
+            ("grant_type", "refresh_token"),
+            ("client_id", "nobody"),
+            ("refresh_token", "x"),
+        ],
+        &[&key.proof("POST", &token_url(&app), None)],
+    )
+    .await;
+    assert_eq!(
+        response.headers()["access-control-expose-headers"],
+        "dpop-nonce"
+    );
 }
