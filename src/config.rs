@@ -160,6 +160,12 @@ pub struct Config {
     /// How long a connection may take over each part of a request, how many
     /// may be open, and how long a shutdown waits for them.
     pub connections: ConnectionLimits,
+    /// `Host` values `/mcp` accepts besides the issuer's authority (a proxy
+    /// that rewrites `Host`): lower-case `host` or `host:port`, each
+    /// matched exactly.
+    pub allowed_hosts: Vec<String>,
+    /// How many failed sign-ins each budget allows (threat 15).
+    pub signin: SignInLimits,
 }
 
 impl Config {
@@ -179,7 +185,9 @@ impl Config {
                 .map(|n| n.get())
                 .unwrap_or(2),
             connections: ConnectionLimits::default(),
+            signin: SignInLimits::default(),
             refresh_reuse_window: Duration::from_secs(30),
+            allowed_hosts: Vec::new(),
             dpop_require_nonce: false,
         }
     }
@@ -221,6 +229,39 @@ impl Default for ConnectionLimits {
     }
 }
 
+/// How many failed sign-ins are allowed before each further attempt must
+/// wait (threat 15; enforced by [`crate::identity::throttle`]). Each budget
+/// may be spent at once and refills evenly over `window`: with the defaults
+/// an account regains one try a minute. Only failures count.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SignInLimits {
+    /// Failures of one account from browsers it has not signed in on before.
+    pub account_failures: u32,
+    /// Failures from one network (an IPv4 address, an IPv6 /64), whatever
+    /// the account.
+    pub address_failures: u32,
+    /// Failures of one browser that signed in before (its device cookie).
+    pub device_failures: u32,
+    /// How long a spent budget takes to refill completely.
+    pub window: Duration,
+}
+
+impl Default for SignInLimits {
+    fn default() -> Self {
+        Self {
+            // A person mistyping is not bothered; a guesser gets one try a
+            // minute per account once the five are spent.
+            account_failures: 5,
+            // A shared office or NAT gets room for several people's typos,
+            // and one network cannot spray guesses over many accounts.
+            address_failures: 20,
+            // The owner's own browser: more room than a stranger's.
+            device_failures: 10,
+            window: Duration::from_secs(300),
+        }
+    }
+}
+
 /// Parses a bind address, naming the setting on failure.
 pub fn parse_bind(raw: &str) -> Result<SocketAddr, ConfigError> {
     SocketAddr::from_str(raw.trim()).map_err(|_| {
@@ -229,6 +270,69 @@ pub fn parse_bind(raw: &str) -> Result<SocketAddr, ConfigError> {
             format!("{raw:?} is not an address like 127.0.0.1:8080"),
         )
     })
+}
+
+/// How errors name the allowed-hosts setting.
+pub const ALLOWED_HOSTS_SETTING: &str = "--allowed-hosts / COOP_ALLOWED_HOSTS";
+
+/// Parses `--allowed-hosts`: comma-separated `host` or `host:port` values
+/// (a DNS name in ASCII, punycode for an international one, an IPv4
+/// address, or an IPv6 address in brackets; a port 1–65535). Returned
+/// lower-case, without duplicates. Anything else (a URL, a path, a wildcard,
+/// user information) is refused, naming the value.
+pub fn parse_allowed_hosts(raw: &str) -> Result<Vec<String>, ConfigError> {
+    let mut hosts: Vec<String> = Vec::new();
+    for entry in raw.split(',').map(str::trim).filter(|e| !e.is_empty()) {
+        let host = allowed_host(entry).ok_or_else(|| {
+            ConfigError::new(
+                ALLOWED_HOSTS_SETTING,
+                format!("{entry:?} is not a host or host:port (like coop.internal:8080)"),
+            )
+        })?;
+        if !hosts.contains(&host) {
+            hosts.push(host);
+        }
+    }
+    Ok(hosts)
+}
+
+/// One `host[:port]`, lower-cased, if it is one.
+fn allowed_host(entry: &str) -> Option<String> {
+    let entry = entry.to_ascii_lowercase();
+    let (host, port) = match entry.strip_prefix('[') {
+        Some(rest) => {
+            let (address, after) = rest.split_once(']')?;
+            address.parse::<std::net::Ipv6Addr>().ok()?;
+            let port = match after {
+                "" => None,
+                _ => Some(after.strip_prefix(':')?),
+            };
+            (None, port)
+        }
+        None => match entry.split_once(':') {
+            Some((host, port)) => (Some(host), Some(port)),
+            None => (Some(entry.as_str()), None),
+        },
+    };
+    if let Some(host) = host {
+        let label_ok = |label: &str| {
+            (1..=63).contains(&label.len())
+                && label
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b == b'-')
+                && !label.starts_with('-')
+                && !label.ends_with('-')
+        };
+        if host.len() > 253 || !host.split('.').all(label_ok) {
+            return None;
+        }
+    }
+    if let Some(port) = port
+        && !(port.bytes().all(|b| b.is_ascii_digit()) && port.parse::<u16>().is_ok_and(|p| p > 0))
+    {
+        return None;
+    }
+    Some(entry)
 }
 
 /// Parses how many of something may run at once, within `range`.
@@ -327,6 +431,49 @@ mod tests {
             "postgres"
         );
         assert!(DatabaseUrl::parse("mysql://x").is_err());
+    }
+
+    #[test]
+    fn allowed_hosts_are_hosts_with_an_optional_port() {
+        assert_eq!(
+            parse_allowed_hosts(
+                " Coop.Internal:8080, coop , 10.0.0.5:80,[::1]:8080,[FD00::1],coop"
+            )
+            .unwrap(),
+            vec![
+                "coop.internal:8080",
+                "coop",
+                "10.0.0.5:80",
+                "[::1]:8080",
+                "[fd00::1]"
+            ]
+        );
+        assert!(parse_allowed_hosts("").unwrap().is_empty());
+        for bad in [
+            "https://coop.example",
+            "coop.example/mcp",
+            "*.example",
+            "*",
+            "user@coop.example",
+            "coop.example:0",
+            "coop.example:65536",
+            "coop.example:",
+            "coop.example:80:80",
+            "coop.example:+80",
+            "::1",
+            "[::1",
+            "[::1]x",
+            "[not-ip]:80",
+            "coop..example",
+            "-coop.example",
+            "coop_example",
+            "bücher.example",
+            "coop example",
+        ] {
+            let err = parse_allowed_hosts(&format!("ok.example,{bad}")).unwrap_err();
+            assert_eq!(err.setting, ALLOWED_HOSTS_SETTING, "{bad}");
+            assert!(err.reason.contains(&format!("{bad:?}")), "{bad}: {err}");
+        }
     }
 
     #[test]

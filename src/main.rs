@@ -133,8 +133,14 @@ struct ServeArgs {
         allow_negative_numbers = true
     )]
     password_hash_concurrency: Option<String>,
+    /// Host values /mcp accepts besides the issuer's (a proxy that rewrites
+    /// Host): comma-separated host or host:port.
+    #[arg(long, env = "COOP_ALLOWED_HOSTS", value_name = "HOSTS")]
+    allowed_hosts: Option<String>,
     #[command(flatten)]
     connections: ConnectionArgs,
+    #[command(flatten)]
+    signin: SignInArgs,
     /// Fill an empty database with a demo farm and print how to sign in.
     #[arg(long)]
     demo: bool,
@@ -238,6 +244,78 @@ impl ConnectionArgs {
     }
 }
 
+/// How many failed sign-ins each budget allows (threat 15): `coop serve`
+/// settings.
+#[derive(Args)]
+struct SignInArgs {
+    /// Failed sign-ins of one account from browsers it has not signed in on
+    /// before, before each further try waits (1–1000).
+    #[arg(
+        long,
+        env = "COOP_SIGNIN_ACCOUNT_FAILURES",
+        default_value = "5",
+        allow_negative_numbers = true
+    )]
+    signin_account_failures: String,
+    /// Failed sign-ins from one network (an IPv4 address, an IPv6 /64) over
+    /// every account (1–100000).
+    #[arg(
+        long,
+        env = "COOP_SIGNIN_ADDRESS_FAILURES",
+        default_value = "20",
+        allow_negative_numbers = true
+    )]
+    signin_address_failures: String,
+    /// Failed sign-ins of one browser that signed in before (its device
+    /// cookie), judged instead of the account's (1–1000).
+    #[arg(
+        long,
+        env = "COOP_SIGNIN_DEVICE_FAILURES",
+        default_value = "10",
+        allow_negative_numbers = true
+    )]
+    signin_device_failures: String,
+    /// Seconds over which a spent budget refills evenly (10–86400).
+    #[arg(
+        long,
+        env = "COOP_SIGNIN_WINDOW",
+        default_value = "300",
+        allow_negative_numbers = true
+    )]
+    signin_window: String,
+}
+
+impl SignInArgs {
+    fn limits(&self) -> Result<config::SignInLimits, config::ConfigError> {
+        let count = |setting, raw: &str, most| {
+            config::parse_concurrency(setting, raw, 1..=most)
+                .map(|n| u32::try_from(n).unwrap_or(u32::MAX))
+        };
+        Ok(config::SignInLimits {
+            account_failures: count(
+                "--signin-account-failures / COOP_SIGNIN_ACCOUNT_FAILURES",
+                &self.signin_account_failures,
+                1000,
+            )?,
+            address_failures: count(
+                "--signin-address-failures / COOP_SIGNIN_ADDRESS_FAILURES",
+                &self.signin_address_failures,
+                100_000,
+            )?,
+            device_failures: count(
+                "--signin-device-failures / COOP_SIGNIN_DEVICE_FAILURES",
+                &self.signin_device_failures,
+                1000,
+            )?,
+            window: config::parse_seconds(
+                "--signin-window / COOP_SIGNIN_WINDOW",
+                &self.signin_window,
+                10..=86_400,
+            )?,
+        })
+    }
+}
+
 #[derive(Subcommand)]
 enum AdminCommand {
     #[command(subcommand)]
@@ -302,8 +380,14 @@ enum FarmCommand {
         #[arg(long)]
         slug: Option<String>,
     },
-    /// Suspend a farm: its members' connected apps stop at once.
-    Suspend { slug: String },
+    /// Suspend a farm: its members' connected apps stop at once, nothing on
+    /// the farm can be changed, and its members see why when they sign in.
+    Suspend {
+        slug: String,
+        /// Why, in words the farm's members are shown (one line).
+        #[arg(long)]
+        reason: Option<String>,
+    },
     /// Lift a suspension.
     Resume { slug: String },
     /// Turn the farm's connected apps on or off.
@@ -418,6 +502,10 @@ fn serve_config(database: &DatabaseArgs, args: &ServeArgs) -> Result<Config, con
         )?;
     }
     config.connections = args.connections.limits()?;
+    if let Some(raw) = &args.allowed_hosts {
+        config.allowed_hosts = config::parse_allowed_hosts(raw)?;
+    }
+    config.signin = args.signin.limits()?;
     config.cimd_test = config::CimdTestSettings::parse(
         args.cimd_test_extra_ca.as_deref(),
         args.cimd_test_allow_loopback,
@@ -615,12 +703,12 @@ async fn run_admin(store: &Store, command: AdminCommand) -> Result<(), AdminErro
             let slug = admin::add_farm(store, &name, slug.as_deref(), now).await?;
             println!("{slug}");
         }
-        AdminCommand::Farm(FarmCommand::Suspend { slug }) => {
-            admin::set_farm_suspended(store, &slug, true).await?;
+        AdminCommand::Farm(FarmCommand::Suspend { slug, reason }) => {
+            admin::set_farm_suspended(store, &slug, true, reason.as_deref()).await?;
             println!("farm {slug} suspended");
         }
         AdminCommand::Farm(FarmCommand::Resume { slug }) => {
-            admin::set_farm_suspended(store, &slug, false).await?;
+            admin::set_farm_suspended(store, &slug, false, None).await?;
             println!("farm {slug} resumed");
         }
         AdminCommand::Farm(FarmCommand::ConnectedApps { slug, state }) => {

@@ -36,6 +36,54 @@ pub fn successor_token(presented: &str, nonce: &str) -> String {
     URL_SAFE_NO_PAD.encode(hmac::sign(&key, &message).as_ref())
 }
 
+/// A key for the message authentication codes of values Coop hands to a
+/// browser and takes back unchanged (its signed cookies): HMAC-SHA256, one
+/// key per purpose, derived from a master secret every replica shares, so
+/// a tag made by one replica checks on the other and a tag made for one
+/// purpose never checks for another.
+#[derive(Clone)]
+pub struct MacKey(hmac::Key);
+
+impl std::fmt::Debug for MacKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("MacKey(..)")
+    }
+}
+
+impl MacKey {
+    /// The key for `purpose`: HMAC-SHA256 of the purpose under `master`.
+    pub fn derive(master: &[u8], purpose: &str) -> Self {
+        let master = hmac::Key::new(hmac::HMAC_SHA256, master);
+        let mut label = b"coop mac key v1\0".to_vec();
+        label.extend_from_slice(purpose.as_bytes());
+        let derived = hmac::sign(&master, &label);
+        Self(hmac::Key::new(hmac::HMAC_SHA256, derived.as_ref()))
+    }
+
+    /// The tag of `parts`, base64url. Each part is length-prefixed, so no
+    /// two different lists of parts have the same message.
+    pub fn tag(&self, parts: &[&str]) -> String {
+        URL_SAFE_NO_PAD.encode(hmac::sign(&self.0, &Self::message(parts)).as_ref())
+    }
+
+    /// Whether `tag` is the tag of `parts`, compared in constant time.
+    pub fn verify(&self, parts: &[&str], tag: &str) -> bool {
+        let Ok(tag) = URL_SAFE_NO_PAD.decode(tag) else {
+            return false;
+        };
+        hmac::verify(&self.0, &Self::message(parts), &tag).is_ok()
+    }
+
+    fn message(parts: &[&str]) -> Vec<u8> {
+        let mut message = Vec::new();
+        for part in parts {
+            message.extend_from_slice(&(part.len() as u64).to_be_bytes());
+            message.extend_from_slice(part.as_bytes());
+        }
+        message
+    }
+}
+
 /// Compares two secrets (or their hashes) without leaking where they differ.
 pub fn constant_time_eq(a: &str, b: &str) -> bool {
     a.as_bytes().ct_eq(b.as_bytes()).into()
@@ -100,6 +148,22 @@ mod tests {
         assert!(constant_time_eq(&hash_secret("x"), &hash_secret("x")));
         assert!(!constant_time_eq(&hash_secret("x"), &hash_secret("y")));
         assert_eq!(generate_password().len(), 20);
+    }
+
+    #[test]
+    fn a_mac_checks_only_its_parts_under_its_purpose() {
+        let master = b"a master secret of the store";
+        let key = MacKey::derive(master, "device");
+        let tag = key.tag(&["ann@farm.example", "d1"]);
+        assert!(key.verify(&["ann@farm.example", "d1"], &tag));
+        assert!(MacKey::derive(master, "device").verify(&["ann@farm.example", "d1"], &tag));
+        assert!(!key.verify(&["bob@farm.example", "d1"], &tag));
+        // Length prefixes: moving a boundary changes the message.
+        assert!(!key.verify(&["ann@farm.exampled", "1"], &tag));
+        assert!(!MacKey::derive(master, "csrf").verify(&["ann@farm.example", "d1"], &tag));
+        assert!(!MacKey::derive(b"another", "device").verify(&["ann@farm.example", "d1"], &tag));
+        assert!(!key.verify(&["ann@farm.example", "d1"], "not base64!"));
+        assert!(!key.verify(&["ann@farm.example", "d1"], ""));
     }
 
     #[test]

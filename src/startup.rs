@@ -19,13 +19,13 @@ use crate::clock::Clock;
 use crate::config::Config;
 use crate::domain::Issuer;
 use crate::http::metrics::Metrics;
-use crate::identity::Passwords;
-use crate::identity::throttle::{LoginThrottle, ThrottlePolicy};
+use crate::identity::{Passwords, SignIn};
 use crate::oauth::cimd::CimdFetcher;
 use crate::oauth::keys::Keys;
+use crate::secrets::{self, MacKey};
 use crate::state::AppState;
 use crate::storage::sessions::SessionBackend;
-use crate::storage::{Store, StoreError};
+use crate::storage::{Store, StoreError, server_secrets};
 
 #[derive(Debug, thiserror::Error)]
 pub enum StartupError {
@@ -48,6 +48,9 @@ pub enum StartupError {
     #[error("{0}")]
     Other(String),
 }
+
+/// The stored secret every signed cookie's key is derived from.
+const COOKIE_MASTER_SECRET: &str = "cookie_mac";
 
 /// The longest access-token lifetime the configuration accepts.
 pub const MAX_ACCESS_TOKEN_TTL: time::Duration = time::Duration::days(1);
@@ -91,8 +94,28 @@ impl Application {
         let keys = Keys::load_or_create(store.clone(), MAX_ACCESS_TOKEN_TTL, clock.now())
             .await
             .map_err(|e| StartupError::Other(format!("signing keys: {e}")))?;
-        let dpop = crate::oauth::dpop::Policy::load(&store, config.dpop_require_nonce, clock.now())
-            .await?;
+        // The same on every replica: the first to start makes it.
+        let cookie_master = server_secrets::load_or_create(
+            &store,
+            COOKIE_MASTER_SECRET,
+            || secrets::random_token(32),
+            clock.now(),
+        )
+        .await?;
+        let signin = SignIn::new(
+            store.clone(),
+            passwords.clone(),
+            config.signin,
+            MacKey::derive(cookie_master.as_bytes(), "device cookie"),
+        );
+        let form_key = MacKey::derive(cookie_master.as_bytes(), "signed-out form csrf");
+        let dpop = crate::oauth::dpop::Policy::new(
+            crate::oauth::dpop::NonceKey::new(MacKey::derive(
+                cookie_master.as_bytes(),
+                "dpop nonce",
+            )),
+            config.dpop_require_nonce,
+        );
 
         let state = AppState {
             config: Arc::new(config),
@@ -101,7 +124,8 @@ impl Application {
             clock,
             passwords,
             keys,
-            login_throttle: Arc::new(LoginThrottle::new(ThrottlePolicy::default())),
+            signin,
+            form_key,
             metrics: Metrics::new().map_err(|e| StartupError::Other(format!("metrics: {e}")))?,
             cimd,
             dpop,
@@ -200,7 +224,7 @@ fn session_layer(
 
 /// Periodic clean-up that keeps memory and tables bounded.
 fn spawn_housekeeping(state: &AppState, sessions: SessionBackend) {
-    let throttle = state.login_throttle.clone();
+    let throttle = state.signin.throttle().clone();
     let keys = state.keys.clone();
     let clock = state.clock.clone();
     let store = state.store.clone();
@@ -208,12 +232,18 @@ fn spawn_housekeeping(state: &AppState, sessions: SessionBackend) {
         let mut tick = tokio::time::interval(Duration::from_secs(60));
         loop {
             tick.tick().await;
-            throttle.prune();
+            if let Err(err) = throttle.forget_cleared(clock.now()).await {
+                tracing::warn!(error = %err, "could not delete spent sign-in counters");
+            }
             // Another process may have rotated the signing key.
             if let Err(err) = keys.reload(clock.now()).await {
                 tracing::warn!(error = %err, "could not reload signing keys");
             }
-            if let Err(err) = sessions.delete_expired().await {
+            // tower-sessions stamps expiries from the system clock.
+            if let Err(err) = sessions
+                .delete_expired(time::OffsetDateTime::now_utc())
+                .await
+            {
                 tracing::warn!(error = %err, "could not delete expired sessions");
             }
             match crate::oauth::housekeeping::sweep(&store, clock.now()).await {

@@ -6,9 +6,10 @@ use crate::clock::Clock;
 use crate::config::Config;
 use crate::domain::Issuer;
 use crate::http::metrics::Metrics;
-use crate::identity::Passwords;
+use crate::identity::{Passwords, SignIn};
 use crate::oauth::cimd::CimdFetcher;
 use crate::oauth::keys::Keys;
+use crate::secrets::MacKey;
 use crate::storage::Store;
 
 #[derive(Clone, Debug)]
@@ -22,7 +23,12 @@ pub struct AppState {
     pub passwords: Passwords,
     /// The signing keys, shared with every replica through the store.
     pub keys: Keys,
-    pub login_throttle: Arc<crate::identity::throttle::LoginThrottle>,
+    /// Sign-in and password step-ups: the throttle in the shared store and
+    /// the device cookies' key.
+    pub signin: SignIn,
+    /// The key of the CSRF cookie of signed-out forms (the same on every
+    /// replica).
+    pub form_key: MacKey,
     /// This server's own metrics registry (see [`crate::http::metrics`]).
     pub metrics: Metrics,
     /// Client ID Metadata Documents, fetched with the SSRF guard and cached.

@@ -1,5 +1,5 @@
--- DPoP (RFC 9449, issue 12): proofs seen (so none is accepted twice on any replica), the key a public
--- client's refresh token is bound to, and the shared secret server nonces are made with.
+-- DPoP (RFC 9449, issue 12): proofs seen (so none is accepted twice on any replica), and the key a public
+-- client's refresh token is bound to; server nonces are keyed from server_secrets (0005).
 
 -- The RFC 7638 thumbprint of the key the token is bound to; null: not bound.
 alter table refresh_tokens add column dpop_jkt text;
@@ -11,9 +11,3 @@ create table dpop_proofs (
 );
 create index dpop_proofs_expiry on dpop_proofs (expires_at);
 
--- Secrets every replica shares, made by the first to start.
-create table server_secrets (
-    name text primary key,
-    secret text not null,
-    created_at bigint not null
-);

@@ -125,9 +125,29 @@ pub async fn add_farm(
     }
 }
 
-pub async fn set_farm_suspended(store: &Store, slug: &str, suspended: bool) -> AdminResult<()> {
+/// The longest suspension reason, in characters.
+pub const MAX_SUSPENSION_REASON_CHARS: usize = 300;
+
+/// Suspends a farm, with the reason its members are shown (if any), or
+/// resumes it (which forgets the reason).
+pub async fn set_farm_suspended(
+    store: &Store,
+    slug: &str,
+    suspended: bool,
+    reason: Option<&str>,
+) -> AdminResult<()> {
+    let reason = reason.map(str::trim);
+    if let Some(reason) = reason
+        && (reason.is_empty()
+            || reason.chars().count() > MAX_SUSPENSION_REASON_CHARS
+            || reason.chars().any(char::is_control))
+    {
+        return Err(refused(format!(
+            "--reason must be 1 to {MAX_SUSPENSION_REASON_CHARS} characters on one line"
+        )));
+    }
     match write(store, async |tx| {
-        farms::set_suspended(tx, slug, suspended).await
+        farms::set_suspended(tx, slug, suspended, reason).await
     })
     .await
     {

@@ -13,6 +13,7 @@ pub mod flock_scope;
 pub mod ids;
 pub mod issuer;
 pub mod money;
+pub mod network;
 pub mod paging;
 pub mod role;
 pub mod scope;

@@ -47,6 +47,26 @@ impl From<PasswordError> for PageError {
     }
 }
 
+impl From<crate::identity::SignInError> for PageError {
+    fn from(err: crate::identity::SignInError) -> Self {
+        match err {
+            crate::identity::SignInError::Throttled(wait) => Self::TooManyAttempts(wait),
+            other => Self::Internal(other.to_string()),
+        }
+    }
+}
+
+/// A wait as a person reads it: seconds up to two minutes, then minutes,
+/// rounded up (never "0 seconds").
+pub fn wait_in_words(wait: Duration) -> String {
+    let seconds = wait.as_secs().max(1);
+    if seconds < 120 {
+        format!("{seconds} seconds")
+    } else {
+        format!("{} minutes", seconds.div_ceil(60))
+    }
+}
+
 impl From<tower_sessions::session::Error> for PageError {
     fn from(err: tower_sessions::session::Error) -> Self {
         Self::Internal(format!("session: {err}"))
@@ -92,8 +112,8 @@ impl IntoResponse for PageError {
                 StatusCode::TOO_MANY_REQUESTS,
                 "Too many attempts",
                 format!(
-                    "Too many sign-in attempts. Try again in {} seconds.",
-                    wait.as_secs().max(1)
+                    "Too many failed password attempts. Try again in {}.",
+                    wait_in_words(*wait)
                 ),
             ),
             Self::Internal(detail) => {
@@ -116,5 +136,19 @@ impl IntoResponse for PageError {
             response.headers_mut().insert(header::RETRY_AFTER, value);
         }
         response
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_wait_reads_in_seconds_then_minutes_rounded_up() {
+        assert_eq!(wait_in_words(Duration::ZERO), "1 seconds");
+        assert_eq!(wait_in_words(Duration::from_secs(60)), "60 seconds");
+        assert_eq!(wait_in_words(Duration::from_secs(119)), "119 seconds");
+        assert_eq!(wait_in_words(Duration::from_secs(120)), "2 minutes");
+        assert_eq!(wait_in_words(Duration::from_secs(121)), "3 minutes");
     }
 }

@@ -35,9 +35,18 @@ const REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
 
 /// The whole application, ready to serve.
 pub fn router(state: AppState, sessions: SessionManagerLayer<SessionBackend>) -> Router {
+    // Every page answers `no-store`: each shows or asks for a signed-in
+    // person's data (or a sign-in form with its CSRF token), which no
+    // shared cache, and no back button on a shared computer after sign-out,
+    // may serve again. A layer here rather than in each handler, so no
+    // page, redirect or refusal can miss it.
     let browser = pages::router()
         .merge(oauth::browser_router())
         .merge(admin::router())
+        .layer(SetResponseHeaderLayer::overriding(
+            axum::http::header::CACHE_CONTROL,
+            axum::http::HeaderValue::from_static("no-store"),
+        ))
         .layer(axum::middleware::from_fn_with_state(
             state.clone(),
             pages::same_origin_posts,

@@ -1,4 +1,14 @@
-//! The browser session: who is signed in, and the CSRF token of their forms.
+//! The browser session: who is signed in, and the CSRF token of their forms;
+//! and the two cookies that are not a session.
+//!
+//! A session row exists only for someone signed in: a signed-out form
+//! (`/login`) keeps its CSRF token in a signed cookie instead (OWASP's
+//! signed double-submit cookie), so anonymous page loads write nothing
+//! (threat 34), and the session is created when the password is right. The
+//! device cookie tells [`crate::identity`] that this browser signed in as an
+//! account before. Both cookies are HttpOnly, `Secure` with the `__Host-`
+//! prefix when the issuer is https (so no sibling host can plant one), and
+//! MACed with keys every replica shares.
 //!
 //! A session stores the user id, the credential epoch it was made under, the
 //! time of the last password entry, and a CSRF token. On every request the
@@ -10,9 +20,11 @@
 
 use axum::extract::{FromRequestParts, OptionalFromRequestParts};
 use axum::http::request::Parts;
+use axum::http::{HeaderMap, HeaderValue, header};
 use axum::response::{IntoResponse, Redirect, Response};
 use time::OffsetDateTime;
 use tower_sessions::Session;
+use tower_sessions::cookie::{Cookie, SameSite};
 
 use super::error::PageError;
 use crate::domain::UserId;
@@ -110,6 +122,177 @@ pub async fn verify_csrf(session: &Session, submitted: &str) -> Result<(), PageE
         }
         _ => Err(PageError::Csrf),
     }
+}
+
+/// The CSRF cookie of signed-out forms.
+const FORM_COOKIE: &str = "coop_form";
+/// The device cookie.
+const DEVICE_COOKIE: &str = "coop_device";
+/// How long a signed-out form's token is good for.
+const FORM_TOKEN_LIFETIME: time::Duration = time::Duration::hours(12);
+
+/// A cookie's name: with the `__Host-` prefix when the issuer is https.
+fn cookie_name(state: &AppState, base: &str) -> String {
+    if state.issuer.is_https() {
+        format!("__Host-{base}")
+    } else {
+        base.to_owned()
+    }
+}
+
+/// The value of the cookie `name` in the request, if it sent one.
+fn request_cookie(headers: &HeaderMap, name: &str) -> Option<String> {
+    headers
+        .get_all(header::COOKIE)
+        .iter()
+        .filter_map(|value| value.to_str().ok())
+        .flat_map(Cookie::split_parse)
+        .filter_map(Result::ok)
+        .find(|cookie| cookie.name() == name)
+        .map(|cookie| cookie.value().to_owned())
+}
+
+/// Adds a `Set-Cookie` for one of our cookies: HttpOnly, Path=/, Secure on
+/// https; `max_age` for a lasting one, none for one that ends with the
+/// browser.
+fn set_cookie(
+    state: &AppState,
+    response: &mut Response,
+    base: &str,
+    value: String,
+    same_site: SameSite,
+    max_age: Option<time::Duration>,
+) {
+    let mut cookie = Cookie::build((cookie_name(state, base), value))
+        .http_only(true)
+        .same_site(same_site)
+        .secure(state.issuer.is_https())
+        .path("/");
+    if let Some(max_age) = max_age {
+        cookie = cookie.max_age(max_age);
+    }
+    match HeaderValue::from_str(&cookie.build().to_string()) {
+        Ok(value) => {
+            response.headers_mut().append(header::SET_COOKIE, value);
+        }
+        Err(err) => tracing::error!(error = %err, cookie = base, "cookie not set"),
+    }
+}
+
+/// A signed-out form's CSRF token, and the cookie that carries it when it
+/// is new.
+pub struct FormToken {
+    token: String,
+    cookie: Option<String>,
+}
+
+impl FormToken {
+    pub fn token(&self) -> &str {
+        &self.token
+    }
+
+    /// Sets the cookie on `response` if the token is new.
+    pub fn attach(self, state: &AppState, mut response: Response) -> Response {
+        if let Some(cookie) = self.cookie {
+            // Lax like the session: the page is often reached by a
+            // redirect from a client's site.
+            set_cookie(
+                state,
+                &mut response,
+                FORM_COOKIE,
+                cookie,
+                SameSite::Lax,
+                None,
+            );
+        }
+        response
+    }
+}
+
+fn form_tag(state: &AppState, issued: &str, token: &str) -> String {
+    state.form_key.tag(&["signed-out form", issued, token])
+}
+
+/// The token in the request's form cookie, if its tag checks and it is
+/// younger than [`FORM_TOKEN_LIFETIME`].
+fn form_cookie_token(state: &AppState, headers: &HeaderMap, now: OffsetDateTime) -> Option<String> {
+    let value = request_cookie(headers, &cookie_name(state, FORM_COOKIE))?;
+    let mut parts = value.split('.');
+    let (Some(issued), Some(token), Some(tag), None) =
+        (parts.next(), parts.next(), parts.next(), parts.next())
+    else {
+        return None;
+    };
+    if !state
+        .form_key
+        .verify(&["signed-out form", issued, token], tag)
+    {
+        return None;
+    }
+    let issued = OffsetDateTime::from_unix_timestamp(issued.parse().ok()?).ok()?;
+    let fresh = issued <= now + time::Duration::minutes(5) && now - issued < FORM_TOKEN_LIFETIME;
+    fresh.then(|| token.to_owned())
+}
+
+/// The CSRF token of a signed-out form: the one the browser's form cookie
+/// already carries (so two open tabs both work), or a new one with its
+/// cookie. Writes nothing to the store.
+pub fn signed_out_form_token(
+    state: &AppState,
+    headers: &HeaderMap,
+    now: OffsetDateTime,
+) -> FormToken {
+    if let Some(token) = form_cookie_token(state, headers, now) {
+        return FormToken {
+            token,
+            cookie: None,
+        };
+    }
+    let token = secrets::random_token(32);
+    let issued = now.unix_timestamp().to_string();
+    let tag = form_tag(state, &issued, &token);
+    FormToken {
+        cookie: Some(format!("{issued}.{token}.{tag}")),
+        token,
+    }
+}
+
+/// Checks a signed-out form's submitted token against its cookie, in
+/// constant time: the cookie must be ours (its tag), fresh, and carry the
+/// token submitted. A page on another site can neither read the cookie nor
+/// make one.
+pub fn verify_signed_out_form(
+    state: &AppState,
+    headers: &HeaderMap,
+    submitted: &str,
+    now: OffsetDateTime,
+) -> Result<(), PageError> {
+    match form_cookie_token(state, headers, now) {
+        Some(expected)
+            if !submitted.is_empty() && secrets::constant_time_eq(&expected, submitted) =>
+        {
+            Ok(())
+        }
+        _ => Err(PageError::Csrf),
+    }
+}
+
+/// The device cookie the browser sent, if any (checked by `identity`).
+pub fn device_cookie(state: &AppState, headers: &HeaderMap) -> Option<String> {
+    request_cookie(headers, &cookie_name(state, DEVICE_COOKIE))
+}
+
+/// Gives the browser its new device cookie. Strict: only our own pages
+/// post the forms it is for.
+pub fn set_device_cookie(state: &AppState, response: &mut Response, value: String) {
+    set_cookie(
+        state,
+        response,
+        DEVICE_COOKIE,
+        value,
+        SameSite::Strict,
+        Some(crate::identity::device::LIFETIME),
+    );
 }
 
 async fn load(parts: &mut Parts, state: &AppState) -> Result<Option<SignedIn>, PageError> {

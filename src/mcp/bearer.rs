@@ -460,7 +460,10 @@ mod tests {
         use crate::oauth::access_token::Confirmation;
         use crate::oauth::dpop::testing::{ProofKey, proof};
         let issuer = Issuer::parse("https://coop.example").unwrap();
-        let policy = dpop::Policy::new(dpop::NonceKey::new(b"k"), false);
+        let policy = dpop::Policy::new(
+            dpop::NonceKey::new(crate::secrets::MacKey::derive(b"k", "dpop nonce")),
+            false,
+        );
         let key = ProofKey::es256();
         let mut bound = claims(Uuid::now_v7());
         bound.cnf = Some(Confirmation {
@@ -515,10 +518,13 @@ mod tests {
             Err(Refusal::InvalidDpopProof(ProofError::KeyMismatch))
         );
         // With nonces required, a proof without one asks for it.
-        let strict = dpop::Policy::new(dpop::NonceKey::new(b"k"), true);
+        let strict = dpop::Policy::new(
+            dpop::NonceKey::new(crate::secrets::MacKey::derive(b"k", "dpop nonce")),
+            true,
+        );
         assert!(matches!(
             check_proof(&as_dpop, &bound, &[&good], "POST", &issuer, &strict, NOW),
-            Err(Refusal::UseDpopNonce(nonce)) if dpop::NonceKey::new(b"k").accepts(&nonce, NOW)
+            Err(Refusal::UseDpopNonce(nonce)) if dpop::NonceKey::new(crate::secrets::MacKey::derive(b"k", "dpop nonce")).accepts(&nonce, NOW)
         ));
     }
 

@@ -14,4 +14,7 @@ pub mod server;
 pub mod tools;
 pub mod wire;
 
+#[cfg(test)]
+mod props;
+
 pub use context::{CallContext, FlockScope, HeldReader};

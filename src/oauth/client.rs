@@ -58,6 +58,26 @@ impl AuthMethod {
     }
 }
 
+/// Characters that could make a client's name render as something it is
+/// not: control characters, bidirectional marks, embeddings, overrides and
+/// isolates (which reorder what follows them, "Trojan Source"), zero-width
+/// characters and the other invisible formatting ones (which hide inside a
+/// look-alike name), and line separators. Refused in every name a client
+/// chooses: registered, self-registered, or in its metadata document.
+pub fn disguises_text(c: char) -> bool {
+    c.is_control()
+        || matches!(
+            c,
+            '\u{00AD}'
+                | '\u{061C}'
+                | '\u{180E}'
+                | '\u{200B}'..='\u{200F}'
+                | '\u{2028}'..='\u{202E}'
+                | '\u{2060}'..='\u{2069}'
+                | '\u{FEFF}'
+        )
+}
+
 /// A known client.
 #[derive(Clone, Debug)]
 pub struct Client {
@@ -130,6 +150,20 @@ mod tests {
             secret_hash: None,
             may_refresh: true,
             native,
+        }
+    }
+
+    #[test]
+    fn invisible_and_reordering_characters_disguise_a_name() {
+        for c in [
+            '\u{0007}', '\n', '\u{00AD}', '\u{061C}', '\u{200B}', '\u{200C}', '\u{200D}',
+            '\u{200E}', '\u{200F}', '\u{2028}', '\u{2029}', '\u{202A}', '\u{202E}', '\u{2060}',
+            '\u{2066}', '\u{2067}', '\u{2068}', '\u{2069}', '\u{FEFF}',
+        ] {
+            assert!(disguises_text(c), "{c:?}");
+        }
+        for c in "Claude Desktop – Ферма 農場 é ü ß 🐔".chars() {
+            assert!(!disguises_text(c), "{c:?}");
         }
     }
 

@@ -5,15 +5,20 @@
 //! client sends its secret either in the HTTP Basic header
 //! (`client_secret_basic`, where `client_id` may appear only in the header)
 //! or in the body (`client_secret_post`). Using two methods at once, or a
-//! body `client_id` that disagrees with the header, is refused. Secrets are
-//! compared as SHA-256 hashes in constant time (threat 29). A metadata
+//! body `client_id` that disagrees with the header, is refused. The method
+//! presented must be the one the client registered ([`check_method`]): a
+//! `client_secret_basic` client sending its secret in the body, a
+//! `client_secret_post` client using the header, or a public client
+//! sending a secret, is refused like a wrong secret (threat 29: a secret
+//! leaked through the channel the client never uses is still no use).
+//! Secrets are compared as SHA-256 hashes in constant time. A metadata
 //! document client (its `client_id` an https URL) is always public: its
 //! document is fetched, or taken from the cache, at each request.
 
 use time::OffsetDateTime;
 
 use crate::oauth::cimd::CimdRequest;
-use crate::oauth::client::Client;
+use crate::oauth::client::{AuthMethod, Client};
 use crate::oauth::clients::{self, ClientLookupError};
 use crate::oauth::error::OAuthError;
 use crate::oauth::params::Params;
@@ -27,6 +32,17 @@ pub struct Presented {
     pub secret: Option<String>,
     /// Whether the credentials came in the Basic header.
     pub basic: bool,
+}
+
+impl Presented {
+    /// The `token_endpoint_auth_method` these credentials amount to.
+    pub fn method(&self) -> AuthMethod {
+        match (self.basic, &self.secret) {
+            (true, _) => AuthMethod::ClientSecretBasic,
+            (false, Some(_)) => AuthMethod::ClientSecretPost,
+            (false, None) => AuthMethod::None,
+        }
+    }
 }
 
 /// Collects the client's credentials from the Basic header (already
@@ -90,6 +106,7 @@ pub async fn authenticate(
         Err(ClientLookupError::Throttled(throttle)) => return Err(throttle.into()),
         Err(ClientLookupError::Store(err)) => return Err(err.into()),
     };
+    check_method(&client, presented)?;
     match (&client.secret_hash, &presented.secret) {
         (Some(expected), Some(secret))
             if client.auth_method.is_confidential()
@@ -103,12 +120,78 @@ pub async fn authenticate(
     }
 }
 
+/// The client authenticates with the method it registered, and no other
+/// (RFC 7591 §2 `token_endpoint_auth_method`; RFC 7009 §2.2.1 for
+/// `/revoke`): `invalid_client`, with the Basic challenge when the request
+/// tried Basic.
+pub fn check_method(client: &Client, presented: &Presented) -> Result<(), OAuthError> {
+    let used = presented.method();
+    if used == client.auth_method {
+        return Ok(());
+    }
+    Err(OAuthError::invalid_client(
+        format!(
+            "the client is registered for {} and authenticated with {}",
+            client.auth_method.as_str(),
+            used.as_str()
+        ),
+        presented.basic,
+    ))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     fn form(body: &str) -> Params {
         Params::parse(body.as_bytes())
+    }
+
+    fn client(auth_method: AuthMethod) -> Client {
+        Client {
+            client_id: "id".into(),
+            kind: crate::oauth::client::ClientKind::Dynamic,
+            name: "n".into(),
+            redirect_uris: vec![],
+            auth_method,
+            secret_hash: None,
+            may_refresh: true,
+            native: false,
+        }
+    }
+
+    #[test]
+    fn only_the_registered_method_is_accepted() {
+        let basic = presented(Some(Ok(("id".into(), "s".into()))), &form("")).unwrap();
+        let post = presented(None, &form("client_id=id&client_secret=s")).unwrap();
+        let none = presented(None, &form("client_id=id")).unwrap();
+        let methods = [
+            (AuthMethod::ClientSecretBasic, &basic),
+            (AuthMethod::ClientSecretPost, &post),
+            (AuthMethod::None, &none),
+        ];
+        for (registered, _) in methods {
+            for (used, credentials) in methods {
+                let result = check_method(&client(registered), credentials);
+                if registered == used {
+                    assert_eq!(result, Ok(()), "{registered:?}");
+                } else {
+                    let err = result.unwrap_err();
+                    assert_eq!(err.code(), "invalid_client", "{registered:?} {used:?}");
+                    assert_eq!(
+                        err,
+                        OAuthError::invalid_client(
+                            format!(
+                                "the client is registered for {} and authenticated with {}",
+                                registered.as_str(),
+                                used.as_str()
+                            ),
+                            credentials.basic
+                        )
+                    );
+                }
+            }
+        }
     }
 
     #[test]

@@ -292,6 +292,7 @@ mod tests {
             grant_revoked_at: revoked.then_some(1),
             user_epoch: epoch,
             user_disabled: false,
+            user_must_change_password: false,
             farm_suspended: false,
             farm_apps_enabled: true,
         }

@@ -50,6 +50,11 @@ pub enum OAuthError {
     /// Registration (RFC 7591): any other refused field.
     #[error("invalid_client_metadata: {0}")]
     InvalidClientMetadata(String),
+    /// A body that is not the media type the endpoint takes (registration:
+    /// only `application/json`, which a cross-site page cannot send without
+    /// a CORS preflight). `invalid_request` on the wire, with status 415.
+    #[error("unsupported media type: {0}")]
+    UnsupportedMediaType(String),
     /// A per-address rate limit; retry after the duration.
     #[error("rate limited for {0:?}")]
     TooManyRequests(Duration),
@@ -67,7 +72,7 @@ impl OAuthError {
     /// The RFC `error` code.
     pub fn code(&self) -> &'static str {
         match self {
-            Self::InvalidRequest(_) => "invalid_request",
+            Self::InvalidRequest(_) | Self::UnsupportedMediaType(_) => "invalid_request",
             Self::InvalidClient { .. } => "invalid_client",
             Self::InvalidGrant(_) => "invalid_grant",
             Self::UnauthorizedClient(_) => "unauthorized_client",

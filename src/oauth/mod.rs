@@ -63,3 +63,6 @@ pub mod revocation;
 pub mod scopes;
 pub mod token;
 pub mod verified;
+
+#[cfg(test)]
+mod props;

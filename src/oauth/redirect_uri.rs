@@ -7,6 +7,13 @@
 //! differs only in its port, because the app picks a free port at run time.
 //! Host, path and query must still be identical, and `localhost` does not
 //! match `127.0.0.1`.
+//!
+//! Only canonical URIs are registered or matched: the text must be exactly
+//! what the URL parser makes of it. The parser quietly drops tabs and line
+//! breaks, trims spaces, turns `\` into `/` and skips the empty host of
+//! `https:///cb`, so a URI checked parsed but kept raw could be stored and
+//! compared as something other than what was checked, and sent back in a
+//! `Location` header with those characters in it (threat 1).
 
 use url::{Host, Url};
 
@@ -26,14 +33,31 @@ pub enum RedirectUriRefusal {
     Credentials,
     #[error("must be https, or http on a loopback host (127.0.0.1, [::1], localhost)")]
     Scheme,
+    #[error(
+        "must be written in canonical form (no spaces, line breaks, backslashes or empty host; lower-case scheme and host): {canonical:.200}"
+    )]
+    NotCanonical { canonical: String },
 }
 
-/// Checks a URI a client asks to register: https, or http on loopback.
-pub fn check_registrable(raw: &str) -> Result<(), RedirectUriRefusal> {
+/// The URI parsed, if its text is exactly its canonical form.
+fn parse_canonical(raw: &str) -> Result<Url, RedirectUriRefusal> {
+    let url = Url::parse(raw).map_err(|_| RedirectUriRefusal::NotAbsolute)?;
+    if url.as_str() != raw {
+        return Err(RedirectUriRefusal::NotCanonical {
+            canonical: url.as_str().to_owned(),
+        });
+    }
+    Ok(url)
+}
+
+/// Checks a URI a client asks to register: canonical, https or http on
+/// loopback. Returns the form to store (the canonical one, which is the
+/// text given).
+pub fn check_registrable(raw: &str) -> Result<String, RedirectUriRefusal> {
     if raw.len() > MAX_LEN {
         return Err(RedirectUriRefusal::TooLong);
     }
-    let url = Url::parse(raw).map_err(|_| RedirectUriRefusal::NotAbsolute)?;
+    let url = parse_canonical(raw)?;
     if url.fragment().is_some() || raw.contains('#') {
         return Err(RedirectUriRefusal::Fragment);
     }
@@ -41,8 +65,8 @@ pub fn check_registrable(raw: &str) -> Result<(), RedirectUriRefusal> {
         return Err(RedirectUriRefusal::Credentials);
     }
     match url.scheme() {
-        "https" if url.host().is_some() => Ok(()),
-        "http" if is_loopback(&url) => Ok(()),
+        "https" if url.host().is_some() => Ok(url.into()),
+        "http" if is_loopback(&url) => Ok(url.into()),
         _ => Err(RedirectUriRefusal::Scheme),
     }
 }
@@ -64,12 +88,17 @@ pub fn is_loopback_uri(raw: &str) -> bool {
 }
 
 /// Whether `requested` may be used for a client that registered
-/// `registered`: identical, or both loopback and different only in port.
+/// `registered`: canonical, and identical or both loopback and different
+/// only in port. A requested URI the parser would rewrite never matches,
+/// even one equal to a raw URI stored before registration checked this.
 pub fn matches(registered: &str, requested: &str) -> bool {
+    let Ok(req) = parse_canonical(requested) else {
+        return false;
+    };
     if registered == requested {
         return true;
     }
-    let (Ok(reg), Ok(req)) = (Url::parse(registered), Url::parse(requested)) else {
+    let Ok(reg) = Url::parse(registered) else {
         return false;
     };
     is_loopback(&reg)
@@ -105,7 +134,7 @@ mod tests {
             "http://[::1]:1234/cb",
             "http://localhost:3000/cb",
         ] {
-            assert_eq!(check_registrable(ok), Ok(()), "{ok}");
+            assert_eq!(check_registrable(ok).as_deref(), Ok(ok), "{ok}");
         }
         let cases = [
             ("http://app.example/cb", RedirectUriRefusal::Scheme),
@@ -124,6 +153,58 @@ mod tests {
         }
         let long = format!("https://app.example/{}", "a".repeat(MAX_LEN));
         assert_eq!(check_registrable(&long), Err(RedirectUriRefusal::TooLong));
+    }
+
+    #[test]
+    fn only_canonical_uris_are_registered_or_matched() {
+        for (raw, canonical) in [
+            ("https://app.example/c\r\nb", "https://app.example/cb"),
+            ("https://app.example/cb\n", "https://app.example/cb"),
+            ("https://app.ex\tample/cb", "https://app.example/cb"),
+            (" https://app.example/cb", "https://app.example/cb"),
+            ("https://app.example/cb ", "https://app.example/cb"),
+            ("https://app.example\\cb", "https://app.example/cb"),
+            ("https:\\\\app.example/cb", "https://app.example/cb"),
+            ("https:///cb", "https://cb/"),
+            ("https:app.example/cb", "https://app.example/cb"),
+            ("https://app.example", "https://app.example/"),
+            ("HTTPS://App.Example/cb", "https://app.example/cb"),
+            ("https://app.example:443/cb", "https://app.example/cb"),
+            ("https://app.example/a/../cb", "https://app.example/cb"),
+            ("http://127.0.0.1:8080/c b", "http://127.0.0.1:8080/c%20b"),
+            (
+                "https://xn--bcher-kva.example/cb",
+                "https://xn--bcher-kva.example/cb",
+            ),
+            (
+                "https://bücher.example/cb",
+                "https://xn--bcher-kva.example/cb",
+            ),
+        ] {
+            let refused = check_registrable(raw);
+            if raw == canonical {
+                assert_eq!(refused.as_deref(), Ok(canonical), "{raw:?}");
+                continue;
+            }
+            assert_eq!(
+                refused,
+                Err(RedirectUriRefusal::NotCanonical {
+                    canonical: canonical.to_owned()
+                }),
+                "{raw:?}"
+            );
+            // Nor does the raw text match, even against itself.
+            assert!(!matches(raw, raw), "{raw:?}");
+            assert!(!matches(canonical, raw), "{raw:?}");
+        }
+        assert!(!matches(
+            "http://127.0.0.1/callback",
+            "http://127.0.0.1:5000/call\nback"
+        ));
+        assert!(!matches(
+            "http://127.0.0.1/callback",
+            " http://127.0.0.1:5000/callback"
+        ));
     }
 
     #[test]

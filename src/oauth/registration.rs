@@ -3,14 +3,17 @@
 //!
 //! What `/register` accepts (threat 14, and MCP's "what real clients need"):
 //! - `redirect_uris`: 1 to [`MAX_REDIRECT_URIS`], each https or http on a
-//!   loopback host, no fragment, at most 2000 bytes;
+//!   loopback host, no fragment, at most 2000 bytes, written in the
+//!   canonical form the URL parser gives it (stored as such);
 //! - `token_endpoint_auth_method`: `none` (the default: a client gets a
 //!   secret only when it asks for one), `client_secret_basic` or
 //!   `client_secret_post`; the secret is shown once and stored hashed;
 //! - `grant_types` ⊆ {`authorization_code`, `refresh_token`} and including
 //!   the first (default: both); `response_types` = [`code`];
-//! - `client_name` (at most [`MAX_NAME_CHARS`] printable characters; it is
-//!   shown on the consent page marked "unverified"), `application_type`
+//! - `client_name` (at most [`MAX_NAME_CHARS`] printable characters, none
+//!   of them a bidirectional, zero-width or other invisible formatting
+//!   character; it is shown on the consent page marked "unverified" and
+//!   isolated in `<bdi>` on every page), `application_type`
 //!   (`web` or `native`), `software_id`, `software_version`.
 //!
 //! Any other field is ignored and not echoed. The response echoes exactly
@@ -20,7 +23,7 @@
 use serde_json::{Map, Value};
 use time::OffsetDateTime;
 
-use crate::oauth::client::AuthMethod;
+use crate::oauth::client::{AuthMethod, disguises_text};
 use crate::oauth::error::OAuthError;
 use crate::oauth::redirect_uri;
 use crate::secrets;
@@ -48,6 +51,96 @@ pub struct Registration {
 
 fn metadata_error(why: impl Into<String>) -> OAuthError {
     OAuthError::InvalidClientMetadata(why.into())
+}
+
+/// The registration body's declared media type must be `application/json`
+/// (any parameters, such as `charset`, allowed). `None`: no `Content-Type`.
+pub fn check_media_type(content_type: Option<&str>) -> Result<(), OAuthError> {
+    let essence = content_type
+        .and_then(|v| v.split(';').next())
+        .map(str::trim);
+    if essence.is_some_and(|e| e.eq_ignore_ascii_case("application/json")) {
+        return Ok(());
+    }
+    Err(OAuthError::UnsupportedMediaType(
+        "a registration must be sent as application/json".into(),
+    ))
+}
+
+/// Parses the body as JSON, refusing a member named twice in any object
+/// (which `serde_json::Value` would silently resolve to the last one, so
+/// that two readers of one body could disagree on what was registered).
+pub fn parse_body(body: &[u8]) -> Result<Value, OAuthError> {
+    serde_json::from_slice::<UniqueKeys>(body)
+        .map(|parsed| parsed.0)
+        .map_err(|_| metadata_error("the body must be one JSON object naming each member once"))
+}
+
+/// A JSON value whose objects each name a member at most once.
+struct UniqueKeys(Value);
+
+impl<'de> serde::Deserialize<'de> for UniqueKeys {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_any(UniqueKeysVisitor).map(UniqueKeys)
+    }
+}
+
+struct UniqueKeysVisitor;
+
+impl<'de> serde::de::Visitor<'de> for UniqueKeysVisitor {
+    type Value = Value;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("a JSON value")
+    }
+
+    fn visit_unit<E>(self) -> Result<Value, E> {
+        Ok(Value::Null)
+    }
+
+    fn visit_bool<E>(self, v: bool) -> Result<Value, E> {
+        Ok(Value::Bool(v))
+    }
+
+    fn visit_i64<E>(self, v: i64) -> Result<Value, E> {
+        Ok(Value::from(v))
+    }
+
+    fn visit_u64<E>(self, v: u64) -> Result<Value, E> {
+        Ok(Value::from(v))
+    }
+
+    fn visit_f64<E>(self, v: f64) -> Result<Value, E> {
+        Ok(serde_json::Number::from_f64(v).map_or(Value::Null, Value::Number))
+    }
+
+    fn visit_str<E>(self, v: &str) -> Result<Value, E> {
+        Ok(Value::String(v.to_owned()))
+    }
+
+    fn visit_string<E>(self, v: String) -> Result<Value, E> {
+        Ok(Value::String(v))
+    }
+
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
+        let mut items = Vec::new();
+        while let Some(UniqueKeys(item)) = seq.next_element()? {
+            items.push(item);
+        }
+        Ok(Value::Array(items))
+    }
+
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
+        let mut members = Map::new();
+        while let Some(key) = map.next_key::<String>()? {
+            if members.contains_key(&key) {
+                return Err(serde::de::Error::custom("a member is named twice"));
+            }
+            let UniqueKeys(value) = map.next_value()?;
+            members.insert(key, value);
+        }
+        Ok(Value::Object(members))
+    }
 }
 
 /// Checks a registration request body.
@@ -81,10 +174,10 @@ pub fn validate(body: &Value) -> Result<Registration, OAuthError> {
                 "redirect_uris must be an array of strings".into(),
             ));
         };
-        redirect_uri::check_registrable(uri)
+        let canonical = redirect_uri::check_registrable(uri)
             .map_err(|why| OAuthError::InvalidRedirectUri(format!("{uri:.80}: {why}")))?;
-        if !uris.iter().any(|u| u == uri) {
-            uris.push(uri.to_owned());
+        if !uris.contains(&canonical) {
+            uris.push(canonical);
         }
     }
 
@@ -188,11 +281,12 @@ fn string_list<'a>(value: &'a Value, field: &str, max: usize) -> Result<Vec<&'a 
         .collect()
 }
 
-/// A short printable text: trimmed, no control characters, bounded.
+/// A short printable text: trimmed, bounded, and nothing that could
+/// disguise it ([`disguises_text`]: control, bidirectional and zero-width
+/// characters), so the name a person reads is the name that was sent.
 fn text(raw: &str, field: &str, max: usize) -> Result<String, OAuthError> {
     let trimmed = raw.trim();
-    if trimmed.is_empty() || trimmed.chars().count() > max || trimmed.chars().any(char::is_control)
-    {
+    if trimmed.is_empty() || trimmed.chars().count() > max || trimmed.chars().any(disguises_text) {
         return Err(metadata_error(format!(
             "{field} must be 1 to {max} printable characters"
         )));
@@ -277,10 +371,13 @@ pub async fn register_preregistered(
             "at least one --redirect-uri is required".into(),
         ));
     }
-    for uri in redirect_uris {
-        redirect_uri::check_registrable(uri)
-            .map_err(|why| OAuthError::InvalidRedirectUri(format!("{uri}: {why}")))?;
-    }
+    let redirect_uris = redirect_uris
+        .iter()
+        .map(|uri| {
+            redirect_uri::check_registrable(uri)
+                .map_err(|why| OAuthError::InvalidRedirectUri(format!("{uri:?}: {why}")))
+        })
+        .collect::<Result<Vec<_>, _>>()?;
     let method = if confidential {
         AuthMethod::ClientSecretBasic
     } else {
@@ -288,7 +385,7 @@ pub async fn register_preregistered(
     };
     let mut metadata = Map::new();
     metadata.insert("client_name".into(), Value::String(name.clone()));
-    metadata.insert("redirect_uris".into(), Value::from(redirect_uris.to_vec()));
+    metadata.insert("redirect_uris".into(), Value::from(redirect_uris.clone()));
     metadata.insert(
         "token_endpoint_auth_method".into(),
         Value::from(method.as_str()),
@@ -297,7 +394,7 @@ pub async fn register_preregistered(
         store,
         "registered",
         &name,
-        redirect_uris,
+        &redirect_uris,
         method,
         metadata,
         now,
@@ -414,6 +511,26 @@ mod tests {
                 "invalid_client_metadata",
             ),
             (
+                json!({"redirect_uris": ["https://a.example/cb"], "client_name": "Good\u{202E}ppa"}),
+                "invalid_client_metadata",
+            ),
+            (
+                json!({"redirect_uris": ["https://a.example/cb"], "client_name": "Cla\u{200B}ude"}),
+                "invalid_client_metadata",
+            ),
+            (
+                json!({"redirect_uris": ["https://a.example/cb"], "client_name": "\u{2067}Claude\u{2069}"}),
+                "invalid_client_metadata",
+            ),
+            (
+                json!({"redirect_uris": [" https://a.example/cb"]}),
+                "invalid_redirect_uri",
+            ),
+            (
+                json!({"redirect_uris": ["https:///cb"]}),
+                "invalid_redirect_uri",
+            ),
+            (
                 json!({"redirect_uris": ["https://a.example/cb"], "application_type": "desktop"}),
                 "invalid_client_metadata",
             ),
@@ -424,6 +541,54 @@ mod tests {
         ];
         for (body, code) in cases {
             assert_eq!(validate(&body).unwrap_err().code(), code, "{body}");
+        }
+    }
+
+    #[test]
+    fn only_json_with_each_member_named_once_is_read() {
+        for ok in [
+            Some("application/json"),
+            Some("application/json; charset=utf-8"),
+            Some("Application/JSON"),
+        ] {
+            assert_eq!(check_media_type(ok), Ok(()), "{ok:?}");
+        }
+        for bad in [
+            None,
+            Some("text/plain"),
+            Some("text/plain; charset=application/json"),
+            Some("application/x-www-form-urlencoded"),
+            Some("multipart/form-data; boundary=x"),
+            Some("application/jsonx"),
+            Some(""),
+        ] {
+            assert_eq!(
+                check_media_type(bad).unwrap_err().code(),
+                "invalid_request",
+                "{bad:?}"
+            );
+        }
+        let parsed =
+            parse_body(br#"{"a": [1, -2, 3.5, "x", null, true, {"b": {}}], "c": {"d": 1}}"#)
+                .unwrap();
+        assert_eq!(
+            parsed,
+            json!({"a": [1, -2, 3.5, "x", null, true, {"b": {}}], "c": {"d": 1}})
+        );
+        for bad in [
+            &br#"{"redirect_uris": ["https://a.example/cb"], "redirect_uris": ["https://b.example/cb"]}"#[..],
+            br#"{"client_name": "A", "x": {"k": 1, "k": 2}}"#,
+            br#"[{"k": 1, "k": 1}]"#,
+            b"{",
+            b"not json",
+            br#"{"a": 1} {"b": 2}"#,
+        ] {
+            assert_eq!(
+                parse_body(bad).unwrap_err().code(),
+                "invalid_client_metadata",
+                "{}",
+                String::from_utf8_lossy(bad)
+            );
         }
     }
 

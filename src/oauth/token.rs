@@ -411,7 +411,9 @@ fn check_resource(issuer: &Issuer, sent: &[String], bound: &str) -> Result<(), O
 
 /// Whether the grant behind a code or refresh token may still issue: not
 /// revoked, the person's credential epoch unchanged since `epoch`, the
-/// person enabled, the farm neither suspended nor with connected apps off.
+/// person enabled and not due to change their password (the one rule of
+/// `/authorize`, the consent form and `/mcp`: nothing is issued until they
+/// have), the farm neither suspended nor with connected apps off.
 fn check_grant_usable(grant: &GrantStatus, epoch: i64) -> Result<(), OAuthError> {
     let refusal = if grant.grant_revoked_at.is_some() {
         "the grant was revoked"
@@ -419,6 +421,8 @@ fn check_grant_usable(grant: &GrantStatus, epoch: i64) -> Result<(), OAuthError>
         "the person's credentials changed since consent"
     } else if grant.user_disabled {
         "the person is disabled"
+    } else if grant.user_must_change_password {
+        "the person must change their password first"
     } else if grant.farm_suspended {
         "the farm is suspended"
     } else if !grant.farm_apps_enabled {
@@ -654,15 +658,17 @@ mod tests {
             grant_revoked_at: None,
             user_epoch: 1,
             user_disabled: false,
+            user_must_change_password: false,
             farm_suspended: false,
             farm_apps_enabled: true,
         };
         assert!(check_grant_usable(&ok, 1).is_ok());
         assert!(check_grant_usable(&ok, 0).is_err());
-        let cases: [fn(&mut GrantStatus); 5] = [
+        let cases: [fn(&mut GrantStatus); 6] = [
             |g| g.grant_revoked_at = Some(1),
             |g| g.user_epoch = 2,
             |g| g.user_disabled = true,
+            |g| g.user_must_change_password = true,
             |g| g.farm_suspended = true,
             |g| g.farm_apps_enabled = false,
         ];

@@ -69,10 +69,17 @@ pub async fn any_exist(db: &mut impl Exec) -> StoreResult<bool> {
     Ok(count > 0)
 }
 
-/// Suspends or resumes a farm. `NotFound` when no farm has that slug.
-pub async fn set_suspended(tx: &mut Tx, slug: &str, suspended: bool) -> StoreResult<FarmId> {
-    Sql::new("update farms set suspended = $1 where slug = $2 returning id")
+/// Suspends a farm, with why (shown to its members), or resumes it (the
+/// reason goes too). `NotFound` when no farm has that slug.
+pub async fn set_suspended(
+    tx: &mut Tx,
+    slug: &str,
+    suspended: bool,
+    reason: Option<&str>,
+) -> StoreResult<FarmId> {
+    Sql::new("update farms set suspended = $1, suspended_reason = $2 where slug = $3 returning id")
         .bind(suspended)
+        .bind(reason.filter(|_| suspended))
         .bind(slug)
         .fetch_scalar(tx)
         .await

@@ -28,6 +28,8 @@ pub struct GrantStatus {
     /// The user's credential epoch now.
     pub user_epoch: i64,
     pub user_disabled: bool,
+    /// The person must choose a new password before anything is issued.
+    pub user_must_change_password: bool,
     pub farm_suspended: bool,
     pub farm_apps_enabled: bool,
 }
@@ -43,6 +45,7 @@ crate::from_record!(GrantStatus {
     grant_revoked_at,
     user_epoch,
     user_disabled,
+    user_must_change_password,
     farm_suspended,
     farm_apps_enabled,
 });
@@ -67,7 +70,8 @@ pub const GRANT_STATUS_COLUMNS: &str = "g.id as grant_id, g.farm_id as grant_far
     g.user_id as grant_user_id, g.client_id as grant_client_id, g.scope as grant_scope,
     g.resource as grant_resource, g.credential_epoch as grant_epoch,
     g.revoked_at as grant_revoked_at, u.credential_epoch as user_epoch,
-    u.disabled as user_disabled, f.suspended as farm_suspended,
+    u.disabled as user_disabled, u.must_change_password as user_must_change_password,
+    f.suspended as farm_suspended,
     f.connected_apps_enabled as farm_apps_enabled";
 
 /// Joins the user and farm of grant `g`.

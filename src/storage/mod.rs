@@ -37,6 +37,7 @@ pub mod revocations;
 pub mod seed;
 pub mod server_secrets;
 pub mod sessions;
+pub mod signin_failures;
 pub mod stock;
 pub mod users;
 

@@ -1,30 +1,36 @@
-//! Secrets every replica must share (the DPoP nonce key): made once, by the
-//! first process that asks, and read by all the others.
+//! Secrets the server makes for itself and every replica must share: the
+//! master secret its signed cookies are keyed from.
+//!
+//! The first server to start makes the value; every later one (and every
+//! replica starting at the same moment) reads the one that won the insert.
+//! Like the signing keys, the value is kept in clear, so the database is as
+//! sensitive as they make it (docs/security.md, "Signing keys").
 
 use time::OffsetDateTime;
 
-use super::{Sql, StoreResult, Tx};
+use super::{Sql, Store, StoreResult};
 
-/// The secret called `name`, storing `candidate` as it when there is none
-/// yet. Two processes starting at once agree: the second insert is a no-op
-/// and both read the first one's value.
-pub async fn get_or_create(
-    tx: &mut Tx,
+/// The secret called `name`, made from `fresh` if there is none yet.
+pub async fn load_or_create(
+    store: &Store,
     name: &str,
-    candidate: &str,
+    fresh: impl FnOnce() -> String,
     now: OffsetDateTime,
 ) -> StoreResult<String> {
+    let mut tx = store.write().await?;
     Sql::new(
-        "insert into server_secrets (name, secret, created_at) values ($1, $2, $3)
+        "insert into server_secrets (name, value, created_at) values ($1, $2, $3)
          on conflict (name) do nothing",
     )
     .bind(name)
-    .bind(candidate)
+    .bind(fresh())
     .bind(now)
-    .execute(tx)
+    .execute(&mut tx)
     .await?;
-    Sql::new("select secret from server_secrets where name = $1")
+    let value = Sql::new("select value from server_secrets where name = $1")
         .bind(name)
-        .fetch_scalar(tx)
-        .await
+        .fetch_scalar(&mut tx)
+        .await?;
+    tx.commit().await?;
+    Ok(value)
 }

@@ -36,11 +36,11 @@ impl SessionBackend {
         Self { store }
     }
 
-    /// Deletes the sessions that expired before now; returns how many.
-    pub async fn delete_expired(&self) -> StoreResult<u64> {
+    /// Deletes the sessions that expired by `now`; returns how many.
+    pub async fn delete_expired(&self, now: OffsetDateTime) -> StoreResult<u64> {
         let mut tx = self.store.write().await?;
         let deleted = Sql::new("delete from sessions where expires_at <= $1")
-            .bind(OffsetDateTime::now_utc())
+            .bind(now)
             .execute(&mut tx)
             .await?;
         tx.commit().await?;

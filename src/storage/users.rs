@@ -19,6 +19,8 @@ pub struct Account {
     pub farm_slug: String,
     pub farm_name: String,
     pub farm_suspended: bool,
+    /// Why the farm is suspended, when the operator said.
+    pub farm_suspended_reason: Option<String>,
     pub role: String,
     pub flock_restricted: bool,
 }
@@ -34,6 +36,7 @@ crate::from_record!(Account {
     farm_slug,
     farm_name,
     farm_suspended,
+    farm_suspended_reason,
     role,
     flock_restricted,
 });
@@ -57,7 +60,8 @@ impl Account {
 const ACCOUNT_SELECT: &str =
     "select u.id, u.email, u.password_hash, u.credential_epoch, u.disabled,
         u.must_change_password, m.farm_id, f.slug as farm_slug, f.name as farm_name,
-        f.suspended as farm_suspended, m.role, m.flock_restricted
+        f.suspended as farm_suspended, f.suspended_reason as farm_suspended_reason,
+        m.role, m.flock_restricted
     from users u
     join memberships m on m.user_id = u.id
     join farms f on f.id = m.farm_id";

@@ -128,7 +128,7 @@ async fn a_tool_write_shows_its_app_and_grant(engine: Engine) {
     let (_, html) = page(&owner, &app, "/admin/audit?kind=tool_write").await;
     assert_eq!(whats(&html), ["Wrote through an app"], "{html}");
     assert!(
-        html.contains("<td data-label=\"App\">Test Assistant</td>"),
+        html.contains("<td data-label=\"App\"><bdi>Test Assistant</bdi></td>"),
         "{html}"
     );
     assert!(html.contains(&format!("<code>{grant}</code>")), "{html}");

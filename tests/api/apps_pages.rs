@@ -29,7 +29,7 @@ async fn connected_apps_lists_each_active_grant_in_plain_words(engine: Engine) {
         "{html}"
     );
     assert_eq!(html.matches("<article class=\"app\"").count(), 1, "{html}");
-    assert!(html.contains("Test Assistant <span class=\"tag\">unverified</span>"));
+    assert!(html.contains("<bdi>Test Assistant</bdi> <span class=\"tag\">unverified</span>"));
     assert!(html.contains("Read the farm&#39;s records"), "{html}");
     assert!(!html.contains("Record daily entries"), "{html}");
     assert!(html.contains("Not used yet"));
@@ -71,7 +71,10 @@ async fn disconnecting_asks_first_then_ends_the_grant_at_once(engine: Engine) {
     let confirm_path = format!("/account/apps/{grant}/disconnect");
     let (status, html) = page(&browser, &app, &confirm_path).await;
     assert_eq!(status, 200);
-    assert!(html.contains("Disconnect Test Assistant?"), "{html}");
+    assert!(
+        html.contains("Disconnect <bdi>Test Assistant</bdi>?"),
+        "{html}"
+    );
     assert!(html.contains(&format!("action=\"{confirm_path}\"")));
     assert_works(&app, &mut tokens).await;
 

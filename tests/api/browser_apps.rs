@@ -47,7 +47,7 @@ async fn a_person_connects_read_only_then_disconnects(engine: Engine) {
     sign_in(&browser, &app, &farm.worker).await;
     let consent = browser.source().await;
     assert!(
-        consent.contains("Connect <strong>Test Assistant</strong>"),
+        consent.contains("Connect <strong><bdi>Test Assistant</bdi></strong>"),
         "{consent}"
     );
     if shots {

@@ -127,3 +127,33 @@ async fn a_port_already_taken_is_refused_naming_the_setting() {
     let address = taken.local_addr().unwrap().to_string();
     serve_refuses(&["--bind", &address], "COOP_BIND").await;
 }
+
+#[tokio::test]
+async fn a_bad_signin_setting_is_refused() {
+    for (flag, bad, setting) in [
+        (
+            "--signin-account-failures",
+            "0",
+            "COOP_SIGNIN_ACCOUNT_FAILURES",
+        ),
+        (
+            "--signin-account-failures",
+            "1001",
+            "COOP_SIGNIN_ACCOUNT_FAILURES",
+        ),
+        (
+            "--signin-address-failures",
+            "many",
+            "COOP_SIGNIN_ADDRESS_FAILURES",
+        ),
+        (
+            "--signin-device-failures",
+            "-1",
+            "COOP_SIGNIN_DEVICE_FAILURES",
+        ),
+        ("--signin-window", "9", "COOP_SIGNIN_WINDOW"),
+        ("--signin-window", "86401", "COOP_SIGNIN_WINDOW"),
+    ] {
+        serve_refuses(&[flag, bad], setting).await;
+    }
+}

@@ -9,6 +9,8 @@
 mod helpers;
 mod tls_host;
 
+mod allowed_hosts;
+mod canonical_inputs;
 mod cimd;
 mod cimd_authorize;
 mod cimd_limits;
@@ -27,6 +29,7 @@ mod mcp_support;
 mod mcp_tools;
 mod mcp_wire;
 mod metrics;
+mod oauth_auth_method;
 mod oauth_authorize;
 mod oauth_cli;
 mod oauth_client;
@@ -38,9 +41,13 @@ mod oauth_reconsent;
 mod oauth_register;
 mod oauth_revoke;
 mod oauth_token;
+mod page_states;
+mod password_change_rule;
 mod real_clients;
 mod refresh_window;
 mod serve;
+mod sessions;
+mod signin_throttle;
 mod slow_clients;
 
 mod apps_support;

@@ -797,8 +797,9 @@ async fn the_consent_form_needs_its_csrf_token_and_our_origin(engine: Engine) {
     app.add_user(&farm, &other_user.email, "viewer", &other_user.password)
         .await;
     let other = sign_in_browser(&app, &other_user).await;
+    // The start page's sign-out form carries the other session's token.
     let other_page = other
-        .get(app.url("/login"))
+        .get(app.url("/"))
         .send()
         .await
         .unwrap()

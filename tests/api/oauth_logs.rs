@@ -174,7 +174,8 @@ async fn no_token_code_or_secret_reaches_the_logs_even_at_debug_level() {
         .into_owned();
 
     // The client: a refused exchange (wrong verifier), the exchange with
-    // Basic, a refresh with the secret in the body, a replay, revocations.
+    // Basic, the secret in the body (refused), a refresh, a replay,
+    // revocations.
     let client = reqwest::Client::new();
     let token = |form: Vec<(&'static str, String)>| {
         client
@@ -204,23 +205,27 @@ async fn no_token_code_or_secret_reaches_the_logs_even_at_debug_level() {
     .unwrap();
     let access = body["access_token"].as_str().unwrap().to_owned();
     let first_refresh = body["refresh_token"].as_str().unwrap().to_owned();
-    let refresh_in_body = |refresh: &str| {
-        client
-            .post(url("/token"))
-            .form(&[
-                ("grant_type", "refresh_token"),
-                ("client_id", client_id.as_str()),
-                ("client_secret", secret.as_str()),
-                ("refresh_token", refresh),
-            ])
-            .send()
-    };
-    let body: serde_json::Value = refresh_in_body(&first_refresh)
-        .await
-        .unwrap()
-        .json()
+    // The secret in the body: refused, since the client registered Basic.
+    let in_body = client
+        .post(url("/token"))
+        .form(&[
+            ("grant_type", "refresh_token"),
+            ("client_id", client_id.as_str()),
+            ("client_secret", secret.as_str()),
+            ("refresh_token", first_refresh.as_str()),
+        ])
+        .send()
         .await
         .unwrap();
+    assert_eq!(in_body.status(), 401);
+    let refresh = |refresh: &str| {
+        client
+            .post(url("/token"))
+            .basic_auth(&client_id, Some(&secret))
+            .form(&[("grant_type", "refresh_token"), ("refresh_token", refresh)])
+            .send()
+    };
+    let body: serde_json::Value = refresh(&first_refresh).await.unwrap().json().await.unwrap();
     let second_refresh = body["refresh_token"].as_str().unwrap().to_owned();
     let wrong_secret = format!("{secret}-wrong");
     let refused = client
@@ -240,7 +245,7 @@ async fn no_token_code_or_secret_reaches_the_logs_even_at_debug_level() {
     };
     assert_eq!(revoke(access.clone()).await.unwrap().status(), 200);
     // The replay: reuse detected, the grant revoked.
-    assert_eq!(refresh_in_body(&first_refresh).await.unwrap().status(), 400);
+    assert_eq!(refresh(&first_refresh).await.unwrap().status(), 400);
     assert_eq!(revoke(second_refresh.clone()).await.unwrap().status(), 200);
 
     let pid = child.id().unwrap();

@@ -1,6 +1,7 @@
 //! The real MCP clients drive Coop end to end: the official Python SDK, the
-//! official TypeScript SDK and the MCP Inspector's command-line mode, each
-//! run as its own process by a script under `tests/clients/`.
+//! official TypeScript SDK (v1 and the v2 client package), the MCP
+//! Inspector's command-line mode, the FastMCP client and the OpenAI Codex
+//! CLI, each run as its own process by a script under `tests/clients/`.
 //!
 //! Each row starts Coop on a fresh database with a farm, a house, a flock
 //! and one member (made with `coop admin`, as an operator would), then runs
@@ -13,6 +14,12 @@
 //! revocation → the old access token is 401 and the old refresh token
 //! `invalid_grant`. A script prints one PASS/FAIL line per step and exits
 //! non-zero on a failed step, which fails the test.
+//!
+//! [`one_person_connects_every_client_in_a_row`] runs every row, one after
+//! the other, against one server and one person, as someone connecting all
+//! their assistants in one sitting does: a fresh browser (no session) and a
+//! real sign-in each time, with the server's default settings (no
+//! throttling exemption).
 //!
 //! The clients are installed outside the clone by `tests/tools/python-clients.sh`
 //! and `tests/tools/node-clients.sh` (`.ci/run` does it) and found through
@@ -40,6 +47,10 @@ on_both_engines!(
     typescript_sdk_with_client_secret_basic,
     typescript_sdk_with_a_client_id_metadata_document,
     inspector_cli,
+    fastmcp_client_with_oauth,
+    typescript_sdk_v2_public_client,
+    codex_cli_with_dcr,
+    one_person_connects_every_client_in_a_row,
 );
 
 /// The redirect URI the SDK scripts use: nothing listens there, the
@@ -87,14 +98,71 @@ async fn typescript_sdk_with_a_client_id_metadata_document(engine: Engine) {
 }
 
 async fn inspector_cli(engine: Engine) {
-    Row {
-        client: Client::Inspector,
-        mode: "dcr",
-        role: Role::Worker,
-        scopes: BOTH,
+    Row::new(Client::Inspector, "dcr", Role::Worker, BOTH)
+        .run(engine)
+        .await;
+}
+
+async fn fastmcp_client_with_oauth(engine: Engine) {
+    // `Client(url, auth="oauth")`, nothing else: DCR as a public client
+    // with a `localhost` redirect.
+    Row::new(Client::FastMcp, "oauth", Role::Owner, BOTH)
+        .run(engine)
+        .await;
+}
+
+async fn typescript_sdk_v2_public_client(engine: Engine) {
+    Row::new(Client::TypeScriptV2, "none", Role::Manager, BOTH)
+        .run(engine)
+        .await;
+}
+
+async fn codex_cli_with_dcr(engine: Engine) {
+    Row::new(Client::Codex, "dcr", Role::Worker, BOTH)
+        .run(engine)
+        .await;
+}
+
+/// Every row, in a row: one person (a manager) connects each client in
+/// turn to one server, signing in afresh every time, within a minute or
+/// two. The CIMD rows' documents are on one https host.
+async fn one_person_connects_every_client_in_a_row(engine: Engine) {
+    let rows = [
+        Row::python("default", Role::Manager, BOTH),
+        Row::python("legacy", Role::Manager, READ),
+        Row::python("cimd", Role::Manager, BOTH),
+        Row::typescript("none", Role::Manager, BOTH),
+        Row::typescript("basic", Role::Manager, READ),
+        Row::typescript("cimd", Role::Manager, BOTH),
+        Row::new(Client::Inspector, "dcr", Role::Manager, BOTH),
+        Row::new(Client::FastMcp, "oauth", Role::Manager, BOTH),
+        Row::new(Client::TypeScriptV2, "none", Role::Manager, READ),
+        Row::new(Client::Codex, "dcr", Role::Manager, BOTH),
+    ];
+    let mut installed = None;
+    for row in &rows {
+        let Some(found) = Installed::find(row.client) else {
+            return;
+        };
+        installed = Some(found);
     }
-    .run(engine)
-    .await;
+    let installed = installed.expect("at least one row");
+    let host = TlsHost::start().await;
+    let app = TestApp::spawn_with(engine, |c| c.cimd_test = host.cimd_settings(true)).await;
+    let person = farm_with_a_flock(&app, Role::Manager).await;
+    let started = Instant::now();
+    for (done, row) in rows.iter().enumerate() {
+        let (ok, output) = row
+            .attempt(&installed, engine, &app, &person, Some(&host))
+            .await;
+        assert!(
+            ok && !output.contains("FAIL"),
+            "{} on {engine:?}, the same person's sign-in number {} in {:.0}s: a step failed:\n{output}",
+            row.name(),
+            done + 1,
+            started.elapsed().as_secs_f64()
+        );
+    }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -102,6 +170,32 @@ enum Client {
     Python,
     TypeScript,
     Inspector,
+    FastMcp,
+    TypeScriptV2,
+    Codex,
+}
+
+impl Client {
+    /// The script under `tests/clients/` that drives this client.
+    fn script(self) -> &'static str {
+        match self {
+            Client::Python => "python_sdk_flow.py",
+            Client::FastMcp => "fastmcp_flow.py",
+            Client::TypeScript => "ts_sdk_flow.mjs",
+            Client::TypeScriptV2 => "ts_sdk_v2_flow.mjs",
+            Client::Inspector => "inspector_flow.mjs",
+            Client::Codex => "codex_flow.mjs",
+        }
+    }
+
+    fn runs_on_python(self) -> bool {
+        matches!(self, Client::Python | Client::FastMcp)
+    }
+
+    /// Whether its script takes `--mode` (the SDK rows have several).
+    fn has_modes(self) -> bool {
+        matches!(self, Client::Python | Client::TypeScript)
+    }
 }
 
 struct Row {
@@ -114,6 +208,15 @@ struct Row {
 }
 
 impl Row {
+    fn new(client: Client, mode: &'static str, role: Role, scopes: &'static [Scope]) -> Self {
+        Self {
+            client,
+            mode,
+            role,
+            scopes,
+        }
+    }
+
     fn python(mode: &'static str, role: Role, scopes: &'static [Scope]) -> Self {
         Self {
             client: Client::Python,
@@ -136,11 +239,28 @@ impl Row {
         format!("{:?} {}", self.client, self.mode)
     }
 
+    /// The row on a fresh server, with a fresh member in the row's role.
     async fn run(self, engine: Engine) {
         let Some(installed) = Installed::find(self.client) else {
             return;
         };
-        let (ok, output) = self.attempt(&installed, engine).await;
+        // The CIMD rows: the document on an https host whose CA Coop trusts
+        // through the test-only setting (loopback admitted too).
+        let host = if self.mode == "cimd" {
+            Some(TlsHost::start().await)
+        } else {
+            None
+        };
+        let app = match &host {
+            Some(host) => {
+                TestApp::spawn_with(engine, |c| c.cimd_test = host.cimd_settings(true)).await
+            }
+            None => TestApp::spawn(engine).await,
+        };
+        let user = farm_with_a_flock(&app, self.role).await;
+        let (ok, output) = self
+            .attempt(&installed, engine, &app, &user, host.as_ref())
+            .await;
         self.judge(engine, ok, &output);
     }
 
@@ -153,30 +273,26 @@ impl Row {
         assert!(!output.contains("FAIL"), "{output}");
     }
 
-    /// One run of the row on a fresh server: (script passed, its output).
-    async fn attempt(&self, installed: &Installed, engine: Engine) -> (bool, String) {
-        // The CIMD rows: the document on an https host whose CA Coop trusts
-        // through the test-only setting (loopback admitted too).
-        let host = if self.mode == "cimd" {
-            Some(TlsHost::start().await)
-        } else {
-            None
-        };
+    /// One run of the row's script against `app`, signing in as `user` (a
+    /// member in the row's role); a CIMD row's document goes on `host`.
+    /// Returns (script passed, its output).
+    async fn attempt(
+        &self,
+        installed: &Installed,
+        engine: Engine,
+        app: &TestApp,
+        user: &TestUser,
+        host: Option<&TlsHost>,
+    ) -> (bool, String) {
+        let host = host.filter(|_| self.mode == "cimd");
         let document_path = format!("/{:?}/client.json", self.client).to_lowercase();
-        let client_id = host.as_ref().map(|host| {
+        let client_id = host.map(|host| {
             host.serve_client_document(
                 &document_path,
                 &format!("Coop interop: {}", self.name()),
                 &[REDIRECT_URI],
             )
         });
-        let app = match &host {
-            Some(host) => {
-                TestApp::spawn_with(engine, |c| c.cimd_test = host.cimd_settings(true)).await
-            }
-            None => TestApp::spawn(engine).await,
-        };
-        let user = farm_with_a_flock(&app, self.role).await;
 
         let scopes = ScopeSet::from_scopes(self.scopes.iter().copied());
         let expected: Vec<&str> = catalog::visible(self.role, &scopes)
@@ -197,7 +313,7 @@ impl Row {
             "--flock".into(),
             FLOCK.into(),
         ];
-        if self.client != Client::Inspector {
+        if self.client.has_modes() {
             args.extend(["--mode".into(), self.mode.into()]);
         }
         if let Some(client_id) = &client_id {
@@ -211,7 +327,7 @@ impl Row {
             self.name(),
             started.elapsed().as_secs_f64()
         );
-        if ok && let Some(host) = &host {
+        if ok && let Some(host) = host {
             assert!(
                 host.hits(&document_path) >= 1,
                 "Coop never fetched the metadata document"
@@ -273,20 +389,41 @@ impl Installed {
             python: path("COOP_TEST_PYTHON"),
             node_clients: path("COOP_TEST_NODE_CLIENTS"),
         };
-        let missing = match client {
-            Client::Python if installed.python.is_none() => {
-                Some("COOP_TEST_PYTHON (run: tests/tools/python-clients.sh)".to_owned())
-            }
-            Client::TypeScript | Client::Inspector if installed.node_clients.is_none() => Some(
-                "COOP_TEST_NODE_CLIENTS (run: tests/tools/node-clients.sh with Node 22 on PATH)"
-                    .to_owned(),
-            ),
-            Client::TypeScript | Client::Inspector => match node_major() {
-                None => Some("node on PATH".to_owned()),
-                Some(major) if major < 22 => Some(format!("Node 22 on PATH (found Node {major})")),
+        let missing = if client.runs_on_python() {
+            match &installed.python {
+                None => Some("COOP_TEST_PYTHON (run: tests/tools/python-clients.sh)".to_owned()),
+                Some(python) if client == Client::FastMcp && !python_has(python, "fastmcp") => {
+                    Some(
+                        "fastmcp in COOP_TEST_PYTHON (run: tests/tools/python-clients.sh)"
+                            .to_owned(),
+                    )
+                }
                 Some(_) => None,
-            },
-            Client::Python => None,
+            }
+        } else {
+            match (&installed.node_clients, node_major()) {
+                (None, _) => Some(
+                    "COOP_TEST_NODE_CLIENTS (run: tests/tools/node-clients.sh with Node 22 on PATH)"
+                        .to_owned(),
+                ),
+                (_, None) => Some("node on PATH".to_owned()),
+                (_, Some(major)) if major < 22 => {
+                    Some(format!("Node 22 on PATH (found Node {major})"))
+                }
+                (Some(dir), _) => {
+                    let package = match client {
+                        Client::TypeScriptV2 => "@modelcontextprotocol/client",
+                        Client::Codex => "@openai/codex",
+                        _ => "@modelcontextprotocol/sdk",
+                    };
+                    (!dir.join("node_modules").join(package).join("package.json").exists())
+                        .then(|| {
+                            format!(
+                                "{package} in COOP_TEST_NODE_CLIENTS (run: tests/tools/node-clients.sh)"
+                            )
+                        })
+                }
+            }
         };
         let Some(missing) = missing else {
             return Some(installed);
@@ -301,24 +438,16 @@ impl Installed {
     /// Runs the row's script; returns (exit status 0, stdout + stderr).
     async fn run(&self, client: Client, args: &[String]) -> (bool, String) {
         let scripts = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/clients");
-        let mut command = match client {
-            Client::Python => {
-                let mut c = tokio::process::Command::new(self.python.as_ref().unwrap());
-                c.arg(scripts.join("python_sdk_flow.py"));
-                c
-            }
-            Client::TypeScript | Client::Inspector => {
-                let script = if client == Client::TypeScript {
-                    "ts_sdk_flow.mjs"
-                } else {
-                    "inspector_flow.mjs"
-                };
-                let mut c = tokio::process::Command::new("node");
-                c.arg(scripts.join(script))
-                    .arg("--node-clients")
-                    .arg(self.node_clients.as_ref().unwrap());
-                c
-            }
+        let mut command = if client.runs_on_python() {
+            let mut c = tokio::process::Command::new(self.python.as_ref().unwrap());
+            c.arg(scripts.join(client.script()));
+            c
+        } else {
+            let mut c = tokio::process::Command::new("node");
+            c.arg(scripts.join(client.script()))
+                .arg("--node-clients")
+                .arg(self.node_clients.as_ref().unwrap());
+            c
         };
         command
             .args(args)
@@ -338,6 +467,16 @@ impl Installed {
         );
         (output.status.success(), text)
     }
+}
+
+/// Whether `python` can import `module`.
+fn python_has(python: &Path, module: &str) -> bool {
+    std::process::Command::new(python)
+        .args(["-c", &format!("import {module}")])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
 }
 
 /// The major version of the `node` on PATH, if there is one.

@@ -11,7 +11,8 @@
 //! page (and never sees the links). Every action is a POST taken as an
 //! [`OwnerPost`], which checks the session's CSRF token before a handler
 //! sees a field, behind the same-origin check of every page; each action is
-//! audited with who did it. An id naming something of another farm, or
+//! audited with who did it. While the farm is suspended every action is a
+//! 403 page saying why: the owner may look, and change nothing. An id naming something of another farm, or
 //! nothing, is a 404 page.
 
 pub mod apps;
@@ -31,6 +32,7 @@ use crate::admin::AdminError;
 use crate::domain::{Role, UserId};
 use crate::http::error::PageError;
 use crate::http::form;
+use crate::http::pages::view::suspension_notice;
 use crate::http::session::{self, RequireUser, RequireUserRejection, SignedIn};
 use crate::oauth::params::Params;
 use crate::state::AppState;
@@ -112,6 +114,11 @@ impl FromRequest<AppState> for OwnerPost {
         let RequireOwner(owner) = RequireOwner::from_request_parts(&mut parts, state)
             .await
             .map_err(IntoResponse::into_response)?;
+        // A suspended farm is frozen: its owner sees the pages and why
+        // (the notice under the navigation), and changes nothing.
+        if let Some(why) = suspension_notice(&owner.account) {
+            return Err(PageError::Forbidden(why).into_response());
+        }
         let body = Bytes::from_request(Request::from_parts(parts, body), state)
             .await
             .map_err(IntoResponse::into_response)?;

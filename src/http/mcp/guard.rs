@@ -2,8 +2,9 @@
 //! HTTP level, in this order, each step refusing before the next runs.
 //!
 //! 1. `Host` and `Origin` (DNS rebinding, threat 17): a `Host` other than
-//!    the issuer's, or an `Origin` present and not the issuer's origin, is
-//!    a 403 before any token is looked at;
+//!    the issuer's authority or one of `--allowed-hosts` (for a proxy that
+//!    rewrites it), or an `Origin` present and not the issuer's origin, is
+//!    a 403 before any token is looked at; the refused `Host` is logged;
 //! 2. a declared `Content-Length` over 64 KiB: 413, nothing read;
 //! 3. the token ([`crate::mcp::bearer`]): header present (`Bearer`, or
 //!    `DPoP` with a proof), none in the query, signature and claims, then
@@ -57,20 +58,33 @@ fn header_str(headers: &HeaderMap, name: HeaderName) -> Option<&str> {
     headers.get(name).and_then(|v| v.to_str().ok())
 }
 
-/// `Host` is the issuer's authority; `Origin`, when present, its origin.
-fn same_site(issuer: &Issuer, request: &Parts) -> Result<(), &'static str> {
+/// Which header made a request foreign.
+enum Foreign {
+    /// The `Host` (or the request target's authority), as sent; `None`
+    /// when there was none, or it was not text.
+    Host(Option<String>),
+    Origin,
+}
+
+/// `Host` is the issuer's authority or an allowed host (exactly, ignoring
+/// ASCII case); `Origin`, when present, the issuer's origin.
+fn same_site(issuer: &Issuer, allowed_hosts: &[String], request: &Parts) -> Result<(), Foreign> {
     let host = request
         .uri
         .authority()
         .map(|a| a.as_str())
         .or_else(|| header_str(&request.headers, header::HOST));
-    if !host.is_some_and(|h| h.eq_ignore_ascii_case(issuer.authority())) {
-        return Err("Host");
+    let known = |h: &str| {
+        h.eq_ignore_ascii_case(issuer.authority())
+            || allowed_hosts.iter().any(|a| h.eq_ignore_ascii_case(a))
+    };
+    if !host.is_some_and(known) {
+        return Err(Foreign::Host(host.map(str::to_owned)));
     }
     match request.headers.get(header::ORIGIN) {
         None => Ok(()),
         Some(origin) if origin.as_bytes() == issuer.as_str().as_bytes() => Ok(()),
-        Some(_) => Err("Origin"),
+        Some(_) => Err(Foreign::Origin),
     }
 }
 
@@ -112,9 +126,24 @@ async fn admit(
     parts: &Parts,
 ) -> Result<(CallContext, HeldReader, Scheme), Response> {
     let app = &guard.app;
-    if let Err(what) = same_site(&app.issuer, parts) {
-        tracing::info!(header = what, "MCP request refused: foreign Host or Origin");
-        return Err(error::forbidden_origin(what));
+    match same_site(&app.issuer, &app.config.allowed_hosts, parts) {
+        Ok(()) => {}
+        Err(Foreign::Host(host)) => {
+            // Named, so that an operator behind a proxy that rewrites Host
+            // sees which value to allow. Debug-quoted and cut short: the
+            // header is the client's.
+            let host = host.map(|h| h.chars().take(100).collect::<String>());
+            tracing::warn!(
+                host = ?host,
+                issuer = %app.issuer.authority(),
+                "MCP request refused: its Host is neither the issuer's nor one of --allowed-hosts"
+            );
+            return Err(error::forbidden_origin("Host"));
+        }
+        Err(Foreign::Origin) => {
+            tracing::info!("MCP request refused: foreign Origin");
+            return Err(error::forbidden_origin("Origin"));
+        }
     }
     if declared_length(&parts.headers).is_some_and(|n| n > MAX_BODY as u64) {
         return Err(error::body_too_large(MAX_BODY));

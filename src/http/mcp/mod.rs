@@ -8,7 +8,7 @@
 //! rmcp's `StreamableHttpService` is configured for Coop (see
 //! docs/mcp.md): stateless (`NeverSessionManager`, no legacy sessions), JSON
 //! responses, no SSE keep-alive, `Host` and `Origin` allow-lists from the
-//! issuer, the same 64 KiB body cap. It is built once; rmcp calls the
+//! issuer (and `--allowed-hosts`), the same 64 KiB body cap. It is built once; rmcp calls the
 //! handler factory per request, which clones two handles.
 
 pub mod error;
@@ -42,13 +42,15 @@ fn origin_with_port(issuer: &Issuer) -> String {
     }
 }
 
-fn rmcp_config(issuer: &Issuer) -> StreamableHttpServerConfig {
+fn rmcp_config(issuer: &Issuer, allowed_hosts: &[String]) -> StreamableHttpServerConfig {
     StreamableHttpServerConfig::default()
         .with_legacy_session_mode(false)
         .with_json_response(true)
         .with_sse_keep_alive(None)
         .with_sse_retry(None)
-        .with_allowed_hosts([issuer.authority().to_owned()])
+        .with_allowed_hosts(
+            std::iter::once(issuer.authority().to_owned()).chain(allowed_hosts.iter().cloned()),
+        )
         .with_allowed_origins([origin_with_port(issuer)])
         .enforce_origin_validation()
         .with_max_request_body_bytes(MAX_BODY)
@@ -59,7 +61,7 @@ pub fn router(state: &AppState) -> Router<AppState> {
     let service = StreamableHttpService::new(
         move || Ok(FarmServer::new(store.clone(), clock.clone())),
         Arc::new(NeverSessionManager::default()),
-        rmcp_config(&state.issuer),
+        rmcp_config(&state.issuer, &state.config.allowed_hosts),
     );
     let guard = Guard {
         app: state.clone(),

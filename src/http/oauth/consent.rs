@@ -488,6 +488,7 @@ pub async fn confirm_password(
     State(state): State<AppState>,
     ConnectInfo(peer): ConnectInfo<SocketAddr>,
     user: Option<SignedIn>,
+    headers: axum::http::HeaderMap,
     axum::Form(form): axum::Form<PasswordForm>,
 ) -> Result<Response, PageError> {
     let Some(user) = user else {
@@ -501,13 +502,15 @@ pub async fn confirm_password(
     if pending.answered.is_some() {
         return Err(expired());
     }
-    state
-        .login_throttle
-        .attempt(&user.account.email, peer.ip())
-        .map_err(PageError::TooManyAttempts)?;
     let ok = state
-        .passwords
-        .verify(&form.password, Some(&user.account.password_hash))
+        .signin
+        .confirm_password(
+            &user.account,
+            &form.password,
+            peer.ip(),
+            session::device_cookie(&state, &headers).as_deref(),
+            now,
+        )
         .await?;
     if !ok {
         let csrf = session::csrf_token(&user.session).await?;

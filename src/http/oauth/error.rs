@@ -31,6 +31,7 @@ impl IntoResponse for OAuthError {
             | Self::InvalidTarget(why)
             | Self::InvalidRedirectUri(why)
             | Self::InvalidClientMetadata(why) => (StatusCode::BAD_REQUEST, why.clone()),
+            Self::UnsupportedMediaType(why) => (StatusCode::UNSUPPORTED_MEDIA_TYPE, why.clone()),
             Self::InvalidClient { reason, .. } => {
                 tracing::info!(reason = %reason, "client authentication failed");
                 (
@@ -212,6 +213,11 @@ mod tests {
                 OAuthError::InvalidTarget("no".into()),
                 400,
                 "invalid_target",
+            ),
+            (
+                OAuthError::UnsupportedMediaType("send application/json".into()),
+                415,
+                "invalid_request",
             ),
             (
                 OAuthError::InvalidDpopProof("secret detail".into()),

@@ -33,9 +33,7 @@ use std::time::Duration;
 
 use axum::Router;
 use axum::extract::DefaultBodyLimit;
-use axum::http::{HeaderValue, header};
 use axum::routing::{get, post};
-use tower_http::set_header::SetResponseHeaderLayer;
 
 use crate::config::Config;
 use crate::state::AppState;
@@ -82,7 +80,8 @@ pub fn api_router(config: &Config) -> Router<AppState> {
         .layer(axum::middleware::from_fn(cors::allow_any_origin))
 }
 
-/// The browser pages of the authorization flow.
+/// The browser pages of the authorization flow (`no-store`, like every
+/// page: see [`crate::http::router`]).
 pub fn browser_router() -> Router<AppState> {
     Router::new()
         .route("/authorize", get(authorize::authorize))
@@ -96,8 +95,4 @@ pub fn browser_router() -> Router<AppState> {
             "/authorize/confirm",
             post(consent::confirm_password).layer(DefaultBodyLimit::max(FORM_LIMIT)),
         )
-        .layer(SetResponseHeaderLayer::overriding(
-            header::CACHE_CONTROL,
-            HeaderValue::from_static("no-store"),
-        ))
 }

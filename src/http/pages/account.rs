@@ -8,7 +8,7 @@
 use askama::Template;
 use axum::Form;
 use axum::extract::{ConnectInfo, State};
-use axum::http::StatusCode;
+use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Redirect, Response};
 use serde::Deserialize;
 use std::net::SocketAddr;
@@ -56,17 +56,13 @@ pub async fn change_password(
     State(state): State<AppState>,
     ConnectInfo(peer): ConnectInfo<SocketAddr>,
     user: Option<SignedIn>,
+    headers: HeaderMap,
     Form(form): Form<PasswordForm>,
 ) -> Result<Response, PageError> {
     let Some(user) = user else {
         return Ok(Redirect::to("/login").into_response());
     };
     session::verify_csrf(&user.session, &form.csrf).await?;
-    // The current password is a guessable secret like any sign-in.
-    state
-        .login_throttle
-        .attempt(&user.account.email, peer.ip())
-        .map_err(PageError::TooManyAttempts)?;
 
     let refuse = |message: &str, csrf: &str| {
         let mut response = render(&PasswordPage {
@@ -79,9 +75,16 @@ pub async fn change_password(
     };
     let csrf = session::csrf_token(&user.session).await?;
 
+    // The current password is a guessable secret like any sign-in.
     let current_ok = state
-        .passwords
-        .verify(&form.current_password, Some(&user.account.password_hash))
+        .signin
+        .confirm_password(
+            &user.account,
+            &form.current_password,
+            peer.ip(),
+            session::device_cookie(&state, &headers).as_deref(),
+            state.clock.now(),
+        )
         .await?;
     if !current_ok {
         return Ok(refuse("Your current password is not right.", &csrf));

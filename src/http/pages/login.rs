@@ -1,28 +1,26 @@
 //! `/login` and `/logout`.
 //!
-//! Sign-in, in order: the form's CSRF token → the throttle (per account and
-//! per address, spent before any hashing) → one argon2 verification, against
-//! the account's hash or a decoy so an unknown email costs the same → a
-//! disabled account is refused only after a correct password (so the refusal
-//! tells a guesser nothing) → a new session id → the return path, accepted
-//! only as a local path.
+//! The sign-in decision (throttle, device cookie, password, disabled) is
+//! [`crate::identity::SignIn`]'s; what is left here is HTTP: the signed-out
+//! form's CSRF cookie (no session is made for an anonymous page), a new
+//! session id once the password is right (no fixation), the device cookie,
+//! and the return path, accepted only as a local path.
 
 use std::net::SocketAddr;
 
 use askama::Template;
 use axum::Form;
 use axum::extract::{ConnectInfo, Query, State};
-use axum::http::StatusCode;
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Redirect, Response};
 use serde::Deserialize;
 use tower_sessions::Session;
 
-use crate::domain::Email;
-use crate::http::error::{PageError, render};
+use crate::http::error::{PageError, render, wait_in_words};
 use crate::http::session::{self, CHANGE_PASSWORD_PATH, SignedIn, safe_return_path};
+use crate::identity::{Attempt, Outcome, SignInError};
 use crate::state::AppState;
 use crate::storage::audit::{self, AuditEvent, AuditKind};
-use crate::storage::users;
 
 #[derive(Template)]
 #[template(path = "login.html")]
@@ -39,18 +37,19 @@ pub struct LoginQuery {
 }
 
 pub async fn show(
-    State(_state): State<AppState>,
-    session: Session,
+    State(state): State<AppState>,
+    headers: HeaderMap,
     Query(query): Query<LoginQuery>,
-) -> Result<Response, PageError> {
-    let csrf = session::csrf_token(&session).await?;
+) -> Response {
+    let form = session::signed_out_form_token(&state, &headers, state.clock.now());
     let return_to = safe_return_path(query.return_to.as_deref());
-    Ok(render(&LoginPage {
-        csrf: &csrf,
+    let page = render(&LoginPage {
+        csrf: form.token(),
         email: "",
         return_to: &return_to,
         error: None,
-    }))
+    });
+    form.attach(&state, page)
 }
 
 #[derive(Deserialize)]
@@ -68,75 +67,73 @@ pub async fn submit(
     State(state): State<AppState>,
     ConnectInfo(peer): ConnectInfo<SocketAddr>,
     session: Session,
+    headers: HeaderMap,
     Form(form): Form<LoginForm>,
 ) -> Result<Response, PageError> {
-    session::verify_csrf(&session, &form.csrf).await?;
-    let return_to = safe_return_path(form.return_to.as_deref());
-    let typed_email = form.email.trim().to_lowercase();
-
-    state
-        .login_throttle
-        .attempt(&typed_email, peer.ip())
-        .map_err(PageError::TooManyAttempts)?;
-
-    let account = match Email::parse(&typed_email) {
-        Ok(email) => users::find_by_email(&mut state.store.read().await?, &email).await?,
-        Err(_) => None,
-    };
-    let password_ok = state
-        .passwords
-        .verify(
-            &form.password,
-            account.as_ref().map(|a| a.password_hash.as_str()),
-        )
-        .await?;
     let now = state.clock.now();
-
-    let refusal = match &account {
-        Some(account) if password_ok && account.disabled => Some((
-            StatusCode::FORBIDDEN,
-            "This account is disabled. Ask your farm's owner to enable it.",
-        )),
-        Some(_) if password_ok => None,
-        _ => Some((
-            StatusCode::UNAUTHORIZED,
-            "That email and password do not match.",
-        )),
+    session::verify_signed_out_form(&state, &headers, &form.csrf, now)?;
+    let return_to = safe_return_path(form.return_to.as_deref());
+    let device_cookie = session::device_cookie(&state, &headers);
+    let attempt = Attempt {
+        email: &form.email,
+        password: &form.password,
+        address: peer.ip(),
+        device_cookie: device_cookie.as_deref(),
     };
-
-    if let Some((status, message)) = refusal {
-        let mut event = AuditEvent::new(AuditKind::SignInFailed);
-        event.farm = account.as_ref().map(|a| a.farm());
-        event.user = account.as_ref().map(|a| a.user_id());
-        event.detail = serde_json::json!({ "address": peer.ip().to_string() });
-        audit::record_alone(&state.store, &event, now).await?;
-
-        let csrf = session::csrf_token(&session).await?;
+    // The form again, with what went wrong (the token is the one just
+    // checked against its cookie).
+    let refuse = |status: StatusCode, message: &str| {
         let mut response = render(&LoginPage {
-            csrf: &csrf,
-            email: &typed_email,
+            csrf: &form.csrf,
+            email: form.email.trim(),
             return_to: &return_to,
             error: Some(message),
         });
         *response.status_mut() = status;
-        return Ok(response);
-    }
-
-    let Some(account) = account else {
-        return Err(PageError::Internal(
-            "sign-in accepted without an account".into(),
-        ));
+        response
     };
-    session::sign_in(&session, &account, now).await?;
-    let mut event = AuditEvent::new(AuditKind::SignIn);
-    event.farm = Some(account.farm());
-    event.user = Some(account.user_id());
-    audit::record_alone(&state.store, &event, now).await?;
+    let (account, device_cookie) = match state.signin.attempt(attempt, now).await {
+        Ok(Outcome::SignedIn {
+            account,
+            device_cookie,
+        }) => (account, device_cookie),
+        Ok(Outcome::Disabled) => {
+            return Ok(refuse(
+                StatusCode::FORBIDDEN,
+                "This account is disabled. Ask your farm's owner to enable it.",
+            ));
+        }
+        Ok(Outcome::Refused) => {
+            return Ok(refuse(
+                StatusCode::UNAUTHORIZED,
+                "That email and password do not match.",
+            ));
+        }
+        Err(SignInError::Throttled(wait)) => {
+            let mut response = refuse(
+                StatusCode::TOO_MANY_REQUESTS,
+                &format!(
+                    "Too many failed sign-ins. Try again in {}.",
+                    wait_in_words(wait)
+                ),
+            );
+            if let Ok(value) = HeaderValue::from_str(&wait.as_secs().max(1).to_string()) {
+                response.headers_mut().insert(header::RETRY_AFTER, value);
+            }
+            return Ok(response);
+        }
+        Err(err) => return Err(err.into()),
+    };
 
-    if account.must_change_password {
-        return Ok(Redirect::to(CHANGE_PASSWORD_PATH).into_response());
-    }
-    Ok(Redirect::to(&return_to).into_response())
+    session::sign_in(&session, &account, now).await?;
+    let target = if account.must_change_password {
+        CHANGE_PASSWORD_PATH
+    } else {
+        return_to.as_str()
+    };
+    let mut response = Redirect::to(target).into_response();
+    session::set_device_cookie(&state, &mut response, device_cookie);
+    Ok(response)
 }
 
 #[derive(Deserialize)]

@@ -8,14 +8,18 @@ use crate::domain::{Role, Scope, ScopeSet};
 use crate::http::error::PageError;
 use crate::http::session::{self, SignedIn};
 use crate::storage::connected_apps::ConnectedApp;
+use crate::storage::users::Account;
 
 /// The top navigation (`templates/nav.html`). Farm administration is shown
-/// to owners only.
+/// to owners only; a suspended farm's members see why under it, on every
+/// page.
 pub struct Nav {
     pub csrf: String,
     pub is_owner: bool,
     /// Which entry is this page: "home", "apps", "admin", "password".
     pub current: &'static str,
+    /// The farm is suspended: what its members are told.
+    pub suspended: Option<String>,
 }
 
 impl Nav {
@@ -24,8 +28,24 @@ impl Nav {
             csrf: session::csrf_token(&user.session).await?,
             is_owner: user.account.role() == Role::Owner,
             current,
+            suspended: suspension_notice(&user.account),
         })
     }
+}
+
+/// What a member of a suspended farm is told: that it is suspended, why
+/// (when the operator said), and what that stops.
+pub fn suspension_notice(account: &Account) -> Option<String> {
+    if !account.farm_suspended {
+        return None;
+    }
+    let why = match &account.farm_suspended_reason {
+        Some(reason) => format!(": {reason}"),
+        None => ". Ask them why".to_owned(),
+    };
+    Some(format!(
+        "Your farm is suspended by the people who run Coop{why}. Until it is resumed, no app can connect to the farm or use its records, and nothing on the farm can be changed."
+    ))
 }
 
 /// "30 Nov 2026, 09:40 UTC".

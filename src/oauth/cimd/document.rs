@@ -5,7 +5,7 @@
 //! from, character for character (the draft's "simple string comparison":
 //! no normalisation, so one document cannot speak for another URL). Its
 //! `client_name` is shown on the consent page, so it is bounded and free of
-//! control and bidirectional-override characters that could disguise it.
+//! control, bidirectional and zero-width characters that could disguise it.
 //! Its `redirect_uris` are where codes are sent, so each is an absolute
 //! https URI, or http on a loopback host for native apps (RFC 8252), with no
 //! fragment and no user information.
@@ -30,6 +30,7 @@ use serde_json::{Map, Value};
 use url::Url;
 
 use super::{CimdError, fetch_url, key_set};
+use crate::oauth::client::disguises_text;
 
 /// The longest `client_name` accepted, in characters.
 pub const MAX_CLIENT_NAME_CHARS: usize = 200;
@@ -215,16 +216,11 @@ fn client_name(members: &Map<String, Value>) -> Result<String, CimdError> {
     }
     if name.chars().any(disguises_text) {
         return Err(CimdError::Invalid(
-            "client_name contains control or bidirectional formatting characters".to_owned(),
+            "client_name contains control, bidirectional or invisible formatting characters"
+                .to_owned(),
         ));
     }
     Ok(name.to_owned())
-}
-
-/// Characters that could make a name render as something it is not.
-fn disguises_text(c: char) -> bool {
-    c.is_control()
-        || matches!(c, '\u{200E}' | '\u{200F}' | '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}')
 }
 
 fn redirect_uris(members: &Map<String, Value>) -> Result<Vec<String>, CimdError> {

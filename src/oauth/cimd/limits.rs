@@ -24,7 +24,7 @@
 //! bounds a flood.
 
 use std::collections::HashMap;
-use std::net::{IpAddr, Ipv6Addr};
+use std::net::IpAddr;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
@@ -83,19 +83,8 @@ impl Throttle {
     }
 }
 
-/// The bucket an address is counted in.
-pub fn address_group(ip: IpAddr) -> IpAddr {
-    match ip {
-        IpAddr::V4(_) => ip,
-        IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
-            Some(v4) => IpAddr::V4(v4),
-            None => {
-                let prefix = u128::from(v6) & !(u128::MAX >> 64);
-                IpAddr::V6(Ipv6Addr::from(prefix))
-            }
-        },
-    }
-}
+/// The bucket an address is counted in (IPv6: its /64).
+pub use crate::domain::network::address_group;
 
 /// `count` events per `window`, all of which may come at once.
 #[derive(Clone, Copy, Debug)]

@@ -35,10 +35,7 @@ pub use proof::{ALGORITHMS, Expected, Proof, ProofError, token_hash, verify};
 
 use crate::domain::Issuer;
 use crate::oauth::error::OAuthError;
-use crate::storage::{Store, StoreError, dpop_proofs, server_secrets};
-
-/// The store's name for the nonce key.
-const NONCE_SECRET: &str = "dpop_nonce_key";
+use crate::storage::{Store, StoreError, dpop_proofs};
 
 /// The `algs` of a `DPoP` challenge: the accepted algorithms, space-separated.
 pub fn algs() -> String {
@@ -59,25 +56,6 @@ impl Policy {
             nonces,
             require_nonce,
         }
-    }
-
-    /// The policy with the nonce key from the store, created by the first
-    /// replica to start.
-    pub async fn load(
-        store: &Store,
-        require_nonce: bool,
-        now: OffsetDateTime,
-    ) -> Result<Self, StoreError> {
-        let mut tx = store.write().await?;
-        let secret = server_secrets::get_or_create(
-            &mut tx,
-            NONCE_SECRET,
-            &crate::secrets::random_token(32),
-            now,
-        )
-        .await?;
-        tx.commit().await?;
-        Ok(Self::new(NonceKey::new(secret.as_bytes()), require_nonce))
     }
 
     /// Whether proofs must carry a nonce Coop issued.

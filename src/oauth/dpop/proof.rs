@@ -478,14 +478,16 @@ mod tests {
     #[test]
     fn a_required_nonce_must_be_one_coop_issued_lately() {
         let key = ProofKey::es256();
-        let nonces = NonceKey::new(b"k");
+        let nonces = NonceKey::new(crate::secrets::MacKey::derive(b"k", "dpop nonce"));
         let expected = at_mcp("tok", Some(&nonces));
         let mut c = claims("tok");
         assert_eq!(
             verify(&[&proof(&key, &c)], &expected, NOW),
             Err(ProofError::NonceMissing)
         );
-        c["nonce"] = NonceKey::new(b"other").issue(NOW).into();
+        c["nonce"] = NonceKey::new(crate::secrets::MacKey::derive(b"other", "dpop nonce"))
+            .issue(NOW)
+            .into();
         assert_eq!(
             verify(&[&proof(&key, &c)], &expected, NOW),
             Err(ProofError::NonceStale)

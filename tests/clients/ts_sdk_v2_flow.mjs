@@ -1,0 +1,330 @@
+// Drives Coop end to end with the MCP TypeScript SDK v2 client package
+// (`@modelcontextprotocol/client`: `Client` + `StreamableHTTPClientTransport`
+// with an `OAuthClientProvider`), on the 2026-07-28 wire.
+//
+// Usage:
+//   node ts_sdk_v2_flow.mjs --node-clients DIR --issuer http://127.0.0.1:PORT \
+//     --email worker@farm.example --password '...' \
+//     --scopes "farm:read daily-entries:write" \
+//     --expect-tools list_flocks,get_flock,... --flock Alpha
+//
+// DIR is what tests/tools/node-clients.sh prints (its node_modules holds the
+// pinned package). The client registers itself as a public client (Dynamic
+// Client Registration, `token_endpoint_auth_method: none`) and negotiates
+// the protocol era with `versionNegotiation: { mode: "auto" }` (a
+// `server/discover` probe, no `initialize`).
+//
+// The SDK does discovery, registration, PKCE, the authorization request and,
+// after the browser step (browser.mjs), the RFC 9207 `iss` check and the
+// code exchange (`transport.finishAuth(callback params)`). Refresh is the
+// transport's own path: the script makes the stored access token unusable
+// (as an expired one is), the next call meets a 401 and the transport
+// refreshes and retries. Revocation (RFC 7009), which this SDK does not do,
+// and the checks that the old tokens are dead are plain fetch.
+//
+// Prints one PASS/FAIL line per step; exits non-zero on the first failure.
+
+import { parseArgs } from "node:util";
+import { join } from "node:path";
+import { pathToFileURL } from "node:url";
+
+import { signInAndConsent } from "./browser.mjs";
+
+const { values: args } = parseArgs({
+  options: {
+    "node-clients": { type: "string", default: process.env.COOP_NODE_CLIENTS },
+    issuer: { type: "string" },
+    email: { type: "string" },
+    password: { type: "string" },
+    scopes: { type: "string", default: "farm:read daily-entries:write" },
+    "expect-tools": { type: "string" },
+    flock: { type: "string" },
+  },
+});
+for (const required of ["node-clients", "issuer", "email", "password", "expect-tools", "flock"]) {
+  if (!args[required]) {
+    console.error(`--${required} is required`);
+    process.exit(2);
+  }
+}
+
+const sdk = await import(
+  pathToFileURL(join(args["node-clients"], "node_modules/@modelcontextprotocol/client/dist/index.mjs")).href
+);
+const { Client, StreamableHTTPClientTransport, UnauthorizedError } = sdk;
+
+const issuer = args.issuer.replace(/\/$/, "");
+const serverUrl = new URL(`${issuer}/mcp`);
+const redirectUrl = "http://127.0.0.1:53682/callback";
+const wantedScopes = args.scopes.split(/\s+/).filter(Boolean);
+const expectedTools = args["expect-tools"].split(",").filter(Boolean).sort();
+const clientInfo = { name: "coop-interop-ts-v2", version: "1.0.0" };
+const clientOptions = { versionNegotiation: { mode: "auto" } };
+
+class StepFailed extends Error {}
+let passed = 0;
+function ok(step, detail = "") {
+  passed += 1;
+  console.log(`PASS ${step}${detail ? `: ${detail}` : ""}`);
+}
+function check(condition, step, detail) {
+  if (!condition) throw new StepFailed(`${step}: ${detail}`);
+  ok(step, detail);
+}
+
+// Every HTTP exchange the SDK makes, OAuth included (the transport hands
+// its fetch to `auth()`).
+const trace = [];
+async function tracingFetch(input, init) {
+  const response = await fetch(input, init);
+  const url = new URL(typeof input === "string" || input instanceof URL ? input : input.url);
+  const method = init?.method ?? (input instanceof Request ? input.method : "GET");
+  let rpc;
+  try {
+    rpc = typeof init?.body === "string" ? JSON.parse(init.body).method : undefined;
+  } catch {
+    rpc = undefined;
+  }
+  trace.push({ method, path: url.pathname, rpc, status: response.status, www: response.headers.get("www-authenticate") });
+  return response;
+}
+const find = (method, path) => trace.filter((e) => e.method === method && e.path === path);
+
+// The provider: in memory, with the browser step at redirectToAuthorization.
+let callback;
+let sentState;
+const store = { client: undefined, tokens: undefined, verifier: undefined, discovery: undefined };
+const provider = {
+  get redirectUrl() {
+    return redirectUrl;
+  },
+  get clientMetadata() {
+    return {
+      client_name: "Coop interop: TypeScript SDK v2",
+      redirect_uris: [redirectUrl],
+      grant_types: ["authorization_code", "refresh_token"],
+      response_types: ["code"],
+      token_endpoint_auth_method: "none",
+    };
+  },
+  state: () => crypto.randomUUID(),
+  clientInformation: () => store.client,
+  saveClientInformation: (info) => {
+    store.client = info;
+  },
+  tokens: () => store.tokens,
+  saveTokens: (tokens) => {
+    store.tokens = tokens;
+  },
+  saveCodeVerifier: (verifier) => {
+    store.verifier = verifier;
+  },
+  codeVerifier: () => store.verifier,
+  saveDiscoveryState: (state) => {
+    store.discovery = state;
+  },
+  discoveryState: () => store.discovery,
+  async redirectToAuthorization(authorizationUrl) {
+    const request = Object.fromEntries(authorizationUrl.searchParams);
+    check(
+      request.code_challenge_method === "S256" &&
+        (request.code_challenge ?? "").length >= 43 &&
+        request.resource === serverUrl.href &&
+        request.response_type === "code",
+      "authorization request",
+      `PKCE S256, resource=${request.resource}, scope=${JSON.stringify(request.scope)}, client_id=${request.client_id}`,
+    );
+    sentState = request.state;
+    const done = await signInAndConsent({
+      authorizationUrl: authorizationUrl.href,
+      email: args.email,
+      password: args.password,
+      scopes: wantedScopes,
+    });
+    check(
+      done.params.code && done.params.state === request.state && done.params.iss === issuer,
+      "sign-in and consent",
+      `signed in as ${args.email}, ticked ${JSON.stringify(wantedScopes)}, redirect carries code, state and iss`,
+    );
+    callback = done.redirect.searchParams;
+  },
+};
+
+// A Coop tool's structured result (its text content is for people).
+function toolJson(result) {
+  if (result.isError) throw new StepFailed(`tool error: ${JSON.stringify(result)}`);
+  if (!result.structuredContent) throw new StepFailed(`no structured content in ${JSON.stringify(result)}`);
+  return result.structuredContent;
+}
+
+async function tokenRefresh(clientId, refreshToken) {
+  const response = await fetch(`${issuer}/token`, {
+    method: "POST",
+    headers: { "content-type": "application/x-www-form-urlencoded" },
+    body: new URLSearchParams({ grant_type: "refresh_token", refresh_token: refreshToken, client_id: clientId }),
+  });
+  return { status: response.status, body: await response.json().catch(() => ({})) };
+}
+
+async function mcpStatus(accessToken) {
+  const response = await fetch(serverUrl, {
+    method: "POST",
+    headers: {
+      authorization: `Bearer ${accessToken}`,
+      "content-type": "application/json",
+      accept: "application/json, text/event-stream",
+      "mcp-protocol-version": "2025-11-25",
+    },
+    body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tools/list", params: {} }),
+  });
+  return { status: response.status, www: response.headers.get("www-authenticate") ?? "" };
+}
+
+async function run() {
+  const transportOptions = { authProvider: provider, fetch: tracingFetch };
+  let client = new Client(clientInfo, clientOptions);
+  let transport = new StreamableHTTPClientTransport(serverUrl, transportOptions);
+  try {
+    await client.connect(transport);
+    throw new StepFailed("401 and discovery (challenge): the first connection succeeded without a token");
+  } catch (error) {
+    if (!(error instanceof UnauthorizedError) && !callback) throw error;
+  }
+
+  // 1. The first call was refused, and the SDK found its way from there.
+  const first = trace[0];
+  check(
+    first && first.path === "/mcp" && first.status === 401 && (first.www ?? "").includes("resource_metadata="),
+    "401 and discovery (challenge)",
+    `${first?.method} /mcp → ${first?.status}, WWW-Authenticate: ${first?.www}`,
+  );
+  const prm = trace.find((e) => e.path.startsWith("/.well-known/oauth-protected-resource") && e.status === 200);
+  const asm = trace.find(
+    (e) =>
+      (e.path === "/.well-known/oauth-authorization-server" || e.path === "/.well-known/openid-configuration") &&
+      e.status === 200,
+  );
+  check(prm && asm, "401 and discovery (metadata)", `${prm?.path} then ${asm?.path}`);
+
+  // 2. Registration.
+  const registrations = find("POST", "/register");
+  const info = store.client;
+  check(
+    registrations.length === 1 &&
+      registrations[0].status === 201 &&
+      info?.token_endpoint_auth_method === "none" &&
+      !info?.client_secret,
+    "dynamic client registration",
+    `POST /register → ${registrations[0]?.status}, token_endpoint_auth_method=${info?.token_endpoint_auth_method}`,
+  );
+
+  // 3-5. The iss check and the code exchange, by the SDK.
+  if (!callback) throw new StepFailed("sign-in and consent: the browser never ran");
+  check(callback.get("state") === sentState, "state", "the redirect's state is the one the provider sent");
+  await transport.finishAuth(callback);
+  const exchanges = find("POST", "/token");
+  const firstTokens = store.tokens;
+  check(
+    exchanges.length === 1 && exchanges[0].status === 200 && firstTokens?.refresh_token && firstTokens?.expires_in,
+    "code exchange",
+    `POST /token → ${exchanges[0]?.status}, scope=${JSON.stringify(firstTokens?.scope)}, expires_in=${firstTokens?.expires_in}`,
+  );
+  const granted = (firstTokens.scope ?? "").split(/\s+/).filter(Boolean).sort();
+  check(
+    JSON.stringify(granted) === JSON.stringify([...wantedScopes].sort()),
+    "granted scopes",
+    JSON.stringify(granted),
+  );
+
+  client = new Client(clientInfo, clientOptions);
+  transport = new StreamableHTTPClientTransport(serverUrl, transportOptions);
+  await client.connect(transport);
+  const rpcs = trace.filter((e) => e.path === "/mcp" && e.status === 200).map((e) => e.rpc);
+  check(
+    client.getNegotiatedProtocolVersion() === "2026-07-28" && rpcs.includes("server/discover") && !rpcs.includes("initialize"),
+    "protocol era",
+    `server/discover, no initialize: version ${client.getNegotiatedProtocolVersion()} (${client.getProtocolEra?.()} era)`,
+  );
+
+  // 6. tools/list shows exactly role ∩ granted scopes.
+  const listed = await client.listTools();
+  const names = listed.tools.map((t) => t.name).sort();
+  check(JSON.stringify(names) === JSON.stringify(expectedTools), "tools/list", JSON.stringify(names));
+
+  // 7. A read tool.
+  const flocks = toolJson(await client.callTool({ name: "list_flocks", arguments: {} }));
+  check(JSON.stringify(flocks).includes(args.flock), "read tool list_flocks", `sees flock ${args.flock}`);
+
+  // 8. The write tool, when granted.
+  if (expectedTools.includes("record_daily_entry")) {
+    const day = new Date(Date.now() - 86_400_000).toISOString().slice(0, 10);
+    const written = toolJson(
+      await client.callTool({
+        name: "record_daily_entry",
+        arguments: { flock: args.flock, date: day, eggs_collected: 744, notes: "typescript v2" },
+      }),
+    );
+    check(written?.entry?.eggs_collected === 744, "write tool record_daily_entry", `${day}: change=${written?.change}`);
+  } else {
+    ok("write tool record_daily_entry", "not granted to this role and scopes: not listed, not called");
+  }
+
+  // 9. Refresh, by the transport: the stored access token no longer works
+  // (as when it expires), the call meets a 401 invalid_token, and the
+  // transport runs `auth()`, which refreshes, then retries the call.
+  const before = store.tokens;
+  store.tokens = { ...before, access_token: "expired-access-token" };
+  const afterRefresh = toolJson(await client.callTool({ name: "list_flocks", arguments: {} }));
+  const refreshed = store.tokens;
+  const refreshes = find("POST", "/token").slice(1);
+  const refused = trace.filter((e) => e.path === "/mcp" && e.status === 401).length;
+  check(
+    refused >= 2 &&
+      refreshes.length === 1 &&
+      refreshes[0].status === 200 &&
+      refreshed.access_token !== before.access_token &&
+      refreshed.refresh_token &&
+      refreshed.refresh_token !== before.refresh_token &&
+      JSON.stringify(afterRefresh).includes(args.flock),
+    "refresh",
+    `401 → POST /token grant_type=refresh_token → ${refreshes[0]?.status}, new access token, rotated refresh token, call retried`,
+  );
+  await client.close();
+
+  // 10. RFC 7009 revocation of the refresh token ends the grant.
+  const revoked = await fetch(`${issuer}/revoke`, {
+    method: "POST",
+    headers: { "content-type": "application/x-www-form-urlencoded" },
+    body: new URLSearchParams({ token: refreshed.refresh_token, token_type_hint: "refresh_token", client_id: info.client_id }),
+  });
+  check(revoked.status === 200, "revocation", `POST /revoke (refresh token) → ${revoked.status}`);
+
+  // 11. The old tokens are dead: the ones held when revoking, and the ones
+  // from before the refresh.
+  for (const [label, token] of [
+    ["old access token refused", refreshed.access_token],
+    ["pre-refresh access token refused", before.access_token],
+  ]) {
+    const { status, www } = await mcpStatus(token);
+    check(status === 401 && www.includes('error="invalid_token"'), label, `${status}, WWW-Authenticate: ${www}`);
+  }
+  for (const [label, token] of [
+    ["old refresh token refused", refreshed.refresh_token],
+    ["pre-refresh refresh token refused", before.refresh_token],
+  ]) {
+    const { status, body } = await tokenRefresh(info.client_id, token);
+    check(status === 400 && body.error === "invalid_grant", label, `${status} ${body.error}`);
+  }
+}
+
+const started = performance.now();
+try {
+  await run();
+  console.log(`typescript-sdk-v2: ${passed} passed, 0 failed in ${((performance.now() - started) / 1000).toFixed(1)}s`);
+  process.exit(0);
+} catch (error) {
+  console.log(error instanceof StepFailed ? `FAIL ${error.message}` : `FAIL unexpected ${error?.stack ?? error}`);
+  for (const e of trace) console.log(`     ${e.method} ${e.path} → ${e.status}`);
+  console.log(`typescript-sdk-v2: failed after ${((performance.now() - started) / 1000).toFixed(1)}s`);
+  process.exit(1);
+}
