@@ -595,9 +595,10 @@ async fn nonces_are_required_at_both_endpoints_when_configured(engine: Engine) {
         .unwrap()
         .to_owned();
     assert_oauth_error(response, 400, "use_dpop_nonce").await;
-    // A nonce Coop did not issue is no better.
+    // A nonce Coop did not issue is no better: this window, another tag.
+    let window = nonce.split_once('.').unwrap().0;
     let forged = key.proof_with(&token, None, |c| {
-        c["nonce"] = "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA".into()
+        c["nonce"] = format!("{window}.AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA").into()
     });
     let response = exchange_with(&app, &client_id, &code, &verifier, Some(&forged)).await;
     assert_oauth_error(response, 400, "use_dpop_nonce").await;
