@@ -2,7 +2,9 @@
 # either engine with a test farm, and a clean stop.
 #
 # After `coop_start ENGINE [serve flags…]`: $coop_pid, $coop_url, $coop_db,
-# $coop_email, $coop_password. `coop_stop` ends the server and drops a
+# $coop_email, $coop_password. With BENCH_DEMO=1 the database starts empty
+# and the server runs with `--demo` (its four members' passwords hashed at
+# start-up); the owner it prints is the one signed in. `coop_stop` ends the server and drops a
 # PostgreSQL database it made. Linux only (/proc for memory).
 
 BENCH_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -53,13 +55,20 @@ coop_start() {
       coop_db="$PG_URL/$coop_pgdb" ;;
     *) echo "unknown engine $engine" >&2; exit 1 ;;
   esac
-  coop_fixture
-  COOP_DATABASE_URL="$coop_db" RUST_LOG=warn "$COOP_BIN" serve --bind "127.0.0.1:$port" "$@" \
+  local demo=()
+  if [[ "${BENCH_DEMO:-0}" == 1 ]]; then demo=(--demo); else coop_fixture; fi
+  COOP_DATABASE_URL="$coop_db" RUST_LOG=warn "$COOP_BIN" serve --bind "127.0.0.1:$port" "${demo[@]}" "$@" \
     >"$bench_work/coop-$port.log" 2>&1 &
   coop_pid=$!
   coop_url="http://127.0.0.1:$port"
   for _ in $(seq 1 100); do
-    curl -fsS "$coop_url/readyz" >/dev/null 2>&1 && return 0
+    if curl -fsS "$coop_url/readyz" >/dev/null 2>&1; then
+      if [[ "${BENCH_DEMO:-0}" == 1 ]]; then
+        read -r coop_email coop_password < <(awk '$1 == "owner" {print $2, $3}' "$bench_work/coop-$port.log")
+        [[ -n "$coop_email" ]] || { echo "--demo printed no owner:" >&2; cat "$bench_work/coop-$port.log" >&2; exit 1; }
+      fi
+      return 0
+    fi
     sleep 0.1
   done
   echo "coop not ready; log:" >&2; cat "$bench_work/coop-$port.log" >&2; exit 1

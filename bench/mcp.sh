@@ -5,6 +5,7 @@
 # server's peak resident memory (VmHWM from /proc) after each engine's runs.
 #
 #   bench/mcp.sh [seconds=10] [engines="sqlite postgres"] [wire=2025|2026]
+#   BENCH_DEMO=1 bench/mcp.sh …   (the server started with --demo: memory with its members hashed)
 #
 # Targets (issue 4): tool calls at no less than 0.15 of the /healthz rate,
 # at least 15 000/s on SQLite, under 80 MB peak RSS. For scale on 2 cores:

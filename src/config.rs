@@ -148,6 +148,8 @@ pub struct Config {
     pub token_rate_limit: u32,
     /// Client registrations per hour per client address; 0 turns it off.
     pub register_rate_limit: u32,
+    /// Introspection requests per minute per client address; 0 turns it off.
+    pub introspection_rate_limit: u32,
     pub cimd_test: CimdTestSettings,
     /// Concurrent password hashes; defaults to the number of cores.
     pub password_hash_concurrency: usize,
@@ -180,6 +182,7 @@ impl Config {
             mcp_subject_rate_limit: 600,
             token_rate_limit: 300,
             register_rate_limit: 20,
+            introspection_rate_limit: 1200,
             cimd_test: CimdTestSettings::default(),
             password_hash_concurrency: std::thread::available_parallelism()
                 .map(|n| n.get())

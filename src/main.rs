@@ -117,6 +117,14 @@ struct ServeArgs {
     /// DPoP-Nonce header otherwise), at /token and /mcp.
     #[arg(long, env = "COOP_DPOP_REQUIRE_NONCE")]
     dpop_require_nonce: bool,
+    /// Introspection requests per minute per client address; 0 turns the limit off.
+    #[arg(
+        long,
+        env = "COOP_INTROSPECTION_RATE_LIMIT",
+        default_value = "1200",
+        allow_negative_numbers = true
+    )]
+    introspection_rate_limit: String,
     /// Client registrations per hour per client address; 0 turns the limit off.
     #[arg(
         long,
@@ -331,6 +339,57 @@ enum AdminCommand {
     /// Connected apps (active grants).
     #[command(subcommand)]
     Apps(AppsCommand),
+    /// Automations: machine clients of a farm (the client credentials grant).
+    #[command(subcommand)]
+    Automation(AutomationCommand),
+}
+
+#[derive(Subcommand)]
+enum AutomationCommand {
+    /// Add an automation to a farm; prints its client_id (and, with
+    /// --secret, its client secret: shown this once, stored only hashed).
+    #[command(group(clap::ArgGroup::new("credential").required(true)))]
+    Add {
+        #[arg(long)]
+        farm: String,
+        #[arg(long)]
+        name: String,
+        /// manager, worker or viewer (never owner)
+        #[arg(long)]
+        role: String,
+        /// Limit a worker to these flocks (comma-separated names).
+        #[arg(long)]
+        flocks: Option<String>,
+        /// The scopes it may hold: farm:read, daily-entries:write (comma-separated).
+        #[arg(long)]
+        scope: String,
+        /// Authenticate with a generated client secret (client_secret_basic).
+        #[arg(long, group = "credential")]
+        secret: bool,
+        /// Authenticate with private_key_jwt against this key set (a JWKS file).
+        #[arg(long, group = "credential", value_name = "PATH")]
+        jwks_file: Option<String>,
+        /// Authenticate with private_key_jwt against the key set at this https URL.
+        #[arg(long, group = "credential", value_name = "URL")]
+        jwks_uri: Option<String>,
+    },
+    /// One line per automation of the farm: client_id, name, role, flocks,
+    /// scopes, credential, state, last used.
+    List {
+        #[arg(long)]
+        farm: String,
+    },
+    /// Refuse its tokens from their next call; they stay refused when it is
+    /// enabled again.
+    Disable {
+        client_id: String,
+    },
+    Enable {
+        client_id: String,
+    },
+    Delete {
+        client_id: String,
+    },
 }
 
 #[derive(Subcommand)]
@@ -357,11 +416,15 @@ enum ClientCommand {
         #[arg(long)]
         name: String,
         /// An exact redirect URI (https, or http on 127.0.0.1, [::1] or localhost); repeatable.
-        #[arg(long = "redirect-uri", required = true)]
+        #[arg(long = "redirect-uri", required_unless_present = "introspection")]
         redirect_uris: Vec<String>,
         /// A confidential client, authenticating with client_secret_basic or client_secret_post.
         #[arg(long)]
         confidential: bool,
+        /// A resource server or gateway that may call /introspect (confidential;
+        /// redirect URIs are then optional).
+        #[arg(long)]
+        introspection: bool,
     },
 }
 
@@ -489,6 +552,11 @@ fn serve_config(database: &DatabaseArgs, args: &ServeArgs) -> Result<Config, con
         0..=300,
     )?;
     config.dpop_require_nonce = args.dpop_require_nonce;
+    config.introspection_rate_limit = parse_count(
+        "--introspection-rate-limit / COOP_INTROSPECTION_RATE_LIMIT",
+        &args.introspection_rate_limit,
+        "requests per minute",
+    )?;
     config.register_rate_limit = parse_count(
         "--register-rate-limit / COOP_REGISTER_RATE_LIMIT",
         &args.register_rate_limit,
@@ -688,6 +756,84 @@ async fn serve(database: &DatabaseArgs, args: ServeArgs) -> Result<(), String> {
     app.run_until_stopped().await.map_err(|e| e.to_string())
 }
 
+async fn run_automation(
+    store: &Store,
+    command: AutomationCommand,
+    now: time::OffsetDateTime,
+) -> Result<(), AdminError> {
+    use admin::apps::Actor;
+    use admin::automations::{self, AutomationInput, CredentialInput};
+    match command {
+        AutomationCommand::Add {
+            farm,
+            name,
+            role,
+            flocks,
+            scope,
+            secret: _,
+            jwks_file,
+            jwks_uri,
+        } => {
+            let farm = admin::farm(store, &farm).await?;
+            let flocks = match flocks {
+                Some(list) => Some(admin::resolve_flocks(store, farm.farm_id(), &list).await?),
+                None => None,
+            };
+            let jwks = match &jwks_file {
+                Some(path) => Some(std::fs::read_to_string(path).map_err(|e| {
+                    AdminError::Refused(format!("cannot read the key set {path:?}: {e}"))
+                })?),
+                None => None,
+            };
+            let credential = match (&jwks, &jwks_uri) {
+                (Some(set), _) => CredentialInput::Jwks(set),
+                (None, Some(uri)) => CredentialInput::JwksUri(uri),
+                (None, None) => CredentialInput::Secret,
+            };
+            let input = AutomationInput {
+                name: &name,
+                role: &role,
+                flocks,
+                scopes: &scope,
+                credential,
+            };
+            let created =
+                automations::add(store, farm.farm_id(), &input, Actor::Operator, now).await?;
+            println!("client_id: {}", created.client_id);
+            if let Some(secret) = created.secret {
+                println!("client_secret: {secret}");
+                eprintln!("The secret is shown this once; Coop keeps only its hash.");
+            }
+        }
+        AutomationCommand::List { farm } => {
+            let farm = admin::farm(store, &farm).await?;
+            let rows =
+                coop::storage::automations::list(&mut store.read().await?, farm.farm_id()).await?;
+            for row in rows {
+                println!("{}", automations::list_line(&row));
+            }
+        }
+        AutomationCommand::Disable { client_id } => {
+            let (farm, id) = automations::farm_of(store, &client_id).await?;
+            let row =
+                automations::set_disabled(store, farm, id, true, Actor::Operator, now).await?;
+            println!("automation {} disabled ({})", row.client_id(), row.name);
+        }
+        AutomationCommand::Enable { client_id } => {
+            let (farm, id) = automations::farm_of(store, &client_id).await?;
+            let row =
+                automations::set_disabled(store, farm, id, false, Actor::Operator, now).await?;
+            println!("automation {} enabled ({})", row.client_id(), row.name);
+        }
+        AutomationCommand::Delete { client_id } => {
+            let (farm, id) = automations::farm_of(store, &client_id).await?;
+            let row = automations::delete(store, farm, id, Actor::Operator, now).await?;
+            println!("automation {} deleted ({})", row.client_id(), row.name);
+        }
+    }
+    Ok(())
+}
+
 fn read_password_from_stdin() -> Result<String, AdminError> {
     let mut input = String::new();
     std::io::stdin().read_to_string(&mut input).map_err(|e| {
@@ -798,16 +944,21 @@ async fn run_admin(store: &Store, command: AdminCommand) -> Result<(), AdminErro
                 app.grant_id, app.client_name, app.email
             );
         }
+        AdminCommand::Automation(command) => run_automation(store, command, now).await?,
         AdminCommand::Client(ClientCommand::Add {
             name,
             redirect_uris,
             confidential,
+            introspection,
         }) => {
             let registered = coop::oauth::registration::register_preregistered(
                 store,
                 &name,
                 &redirect_uris,
-                confidential,
+                coop::oauth::registration::Preregistration {
+                    confidential: confidential || introspection,
+                    introspection,
+                },
                 now,
             )
             .await

@@ -25,6 +25,14 @@ pub enum Actor<'a> {
 }
 
 impl Actor<'_> {
+    /// The member who acted, if a member did.
+    pub fn user(&self) -> Option<UserId> {
+        match self {
+            Self::Member { id, .. } => Some(*id),
+            Self::Operator => None,
+        }
+    }
+
     pub fn describe(&self) -> String {
         match self {
             Self::Member { email, .. } => (*email).to_owned(),

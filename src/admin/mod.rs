@@ -6,6 +6,7 @@
 //! nothing half-written.
 
 pub mod apps;
+pub mod automations;
 pub mod demo;
 pub mod farm_records;
 
@@ -288,8 +289,9 @@ pub async fn add_user(
     }
 }
 
-/// Each name must match exactly one flock of the farm.
-async fn resolve_flocks(store: &Store, farm: FarmId, list: &str) -> AdminResult<Vec<FlockId>> {
+/// The flocks a comma-separated list of names names; each name must match
+/// exactly one flock of the farm.
+pub async fn resolve_flocks(store: &Store, farm: FarmId, list: &str) -> AdminResult<Vec<FlockId>> {
     let mut ids = Vec::new();
     for name in list.split(',').map(str::trim).filter(|n| !n.is_empty()) {
         let found = farms::find_flocks_named(&mut store.read().await?, farm, name).await?;

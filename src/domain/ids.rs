@@ -46,6 +46,30 @@ uuid_id!(
     /// A grant: one (user, client) connection, the unit of "connected app".
     GrantId
 );
+uuid_id!(
+    /// An automation: a machine client a farm owner controls (client
+    /// credentials), never a person.
+    AutomationId
+);
+
+impl AutomationId {
+    /// The `client_id` an automation presents at `/token`, and the `sub`
+    /// of its tokens (RFC 9068 §2.2: no resource owner, the client is the
+    /// subject). Never a UUID alone, so it cannot be read as a user's id.
+    pub fn client_id(&self) -> String {
+        format!("{AUTOMATION_PREFIX}{}", self.0)
+    }
+
+    /// The automation a `client_id` (or token subject) names, if it is one.
+    pub fn from_client_id(raw: &str) -> Option<Self> {
+        let id = raw.strip_prefix(AUTOMATION_PREFIX)?;
+        // Exactly the hyphenated form `client_id` writes, nothing looser.
+        let uuid = Uuid::try_parse(id).ok()?;
+        (uuid.hyphenated().to_string() == id).then_some(Self(uuid))
+    }
+}
+
+const AUTOMATION_PREFIX: &str = "automation-";
 
 /// An OAuth client identifier: an opaque id for registered clients, or the
 /// https URL of a Client ID Metadata Document.

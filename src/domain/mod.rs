@@ -22,7 +22,7 @@ pub use access::{Access, AccessError};
 pub use dates::{EntryDate, Period};
 pub use email::Email;
 pub use flock_scope::FlockScope;
-pub use ids::{ClientId, FarmId, FlockId, GrantId, HouseId, UserId};
+pub use ids::{AutomationId, ClientId, FarmId, FlockId, GrantId, HouseId, UserId};
 pub use issuer::{Issuer, IssuerError};
 pub use money::{Currency, Money};
 pub use paging::{Page, PageSize};

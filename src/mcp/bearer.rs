@@ -17,8 +17,10 @@
 //!    grant active and the token's own, token not revoked, its signing key
 //!    not withdrawn, credential epoch unchanged, user enabled and not
 //!    required to change password, farm not suspended, the farm's connected
-//!    apps on;
-//! 5. at least one MCP scope left (the token's scopes ∩ the grant's now).
+//!    apps on; for an automation's token, the automation instead of the
+//!    grant and user: it exists, is enabled, its epoch unchanged;
+//! 5. at least one MCP scope left (the token's scopes ∩ the grant's, or
+//!    the automation's, now).
 //!
 //! Failures of 3 and 4 are all [`Refusal::InvalidToken`]: the client learns
 //! only "this token is no good" (401 `invalid_token`); the reason is for the
@@ -28,13 +30,13 @@
 
 use time::OffsetDateTime;
 
-use super::{CallContext, FlockScope};
+use super::{CallContext, Caller, FlockScope};
 use crate::domain::Issuer;
-use crate::domain::{ClientId, FarmId, GrantId, Role, Scope, ScopeSet, UserId};
-use crate::oauth::access_token::{self, AccessClaims, TokenRejection};
+use crate::domain::{AutomationId, ClientId, FarmId, GrantId, Role, Scope, ScopeSet, UserId};
+use crate::oauth::access_token::{self, AccessClaims, TokenRejection, TokenSubject};
 use crate::oauth::dpop::{self, Expected, Proof, ProofError};
 use crate::oauth::keys::Keys;
-use crate::storage::call_context::{self, StoredCallContext};
+use crate::storage::call_context::{self, StoredAutomationContext, StoredCallContext};
 use crate::storage::grants::LAST_USED_RESOLUTION;
 use crate::storage::{Exec, Store, StoreError};
 
@@ -89,6 +91,10 @@ pub enum InvalidToken {
     ConnectedAppsOff,
     #[error("the membership's role is unknown")]
     UnknownRole,
+    #[error("no such automation or farm")]
+    UnknownAutomation,
+    #[error("the automation is disabled")]
+    AutomationDisabled,
     #[error("a DPoP-bound token was presented as a bearer token")]
     BoundTokenAsBearer,
     #[error("a bearer token was presented with the DPoP scheme")]
@@ -246,11 +252,82 @@ pub async fn authorize(
     claims: &AccessClaims,
     now: OffsetDateTime,
 ) -> Result<Authorized, AuthError> {
-    let grant = claims
-        .grant_id()
-        .ok_or(Refusal::InvalidToken(InvalidToken::UnknownGrant))?;
-    let stored = call_context::load(db, grant, &claims.jti, &claims.kid).await?;
-    Ok(decide(claims, stored, now)?)
+    match claims.subject() {
+        Some(TokenSubject::Member { grant, .. }) => {
+            let stored = call_context::load(db, grant, &claims.jti, &claims.kid).await?;
+            Ok(decide(claims, stored, now)?)
+        }
+        Some(TokenSubject::Automation(automation)) => {
+            let stored =
+                call_context::load_automation(db, automation, &claims.jti, &claims.kid).await?;
+            Ok(decide_automation(claims, stored, now)?)
+        }
+        None => Err(Refusal::InvalidToken(InvalidToken::UnknownGrant).into()),
+    }
+}
+
+/// What the store's answer means for an automation's token, checked like
+/// a person's: the same farm conditions, the automation instead of the
+/// grant and user. Pure: the clock is passed.
+pub fn decide_automation(
+    claims: &AccessClaims,
+    stored: Option<StoredAutomationContext>,
+    now: OffsetDateTime,
+) -> Result<Authorized, Refusal> {
+    let invalid = |why| Err(Refusal::InvalidToken(why));
+    let Some(s) = stored else {
+        return invalid(InvalidToken::UnknownAutomation);
+    };
+    if claims.automation() != Some(AutomationId(s.automation_id)) {
+        return invalid(InvalidToken::NotTheGrantsToken);
+    }
+    if s.token_revoked {
+        return invalid(InvalidToken::TokenRevoked);
+    }
+    if s.key_withdrawn {
+        return invalid(InvalidToken::KeyWithdrawn);
+    }
+    if s.disabled {
+        return invalid(InvalidToken::AutomationDisabled);
+    }
+    // Moved when it was disabled: enabling it again does not revive tokens.
+    if claims.epoch != s.epoch {
+        return invalid(InvalidToken::EpochMoved);
+    }
+    if s.farm_suspended {
+        return invalid(InvalidToken::FarmSuspended);
+    }
+    if !s.connected_apps_enabled {
+        return invalid(InvalidToken::ConnectedAppsOff);
+    }
+    // Never an owner, whatever the row says (the table refuses one too).
+    let role = match Role::parse(&s.role) {
+        Ok(role) if role != Role::Owner => role,
+        _ => return invalid(InvalidToken::UnknownRole),
+    };
+    let scopes = claims
+        .scopes()
+        .intersection(&ScopeSet::from_stored(&s.scope));
+    if scopes.is_empty() {
+        return Err(Refusal::InsufficientScope(ScopeSet::all()));
+    }
+    let touch_last_used = s
+        .last_used_at
+        .is_none_or(|at| at < (now - LAST_USED_RESOLUTION).unix_timestamp());
+    Ok(Authorized {
+        context: CallContext {
+            farm: FarmId(s.farm_id),
+            caller: Caller::Automation {
+                id: AutomationId(s.automation_id),
+                name: s.name,
+            },
+            role,
+            flocks: FlockScope::resolve(s.flock_restricted, s.flocks),
+            scopes,
+            client_id: ClientId(claims.client_id.clone()),
+        },
+        touch_last_used,
+    })
 }
 
 /// What the store's answer means for this token. Pure: the clock is passed.
@@ -307,11 +384,13 @@ pub fn decide(
     Ok(Authorized {
         context: CallContext {
             farm: FarmId(s.farm_id),
-            user: UserId(s.user_id),
+            caller: Caller::Member {
+                user: UserId(s.user_id),
+                grant: GrantId(s.grant_id),
+            },
             role,
             flocks: FlockScope::resolve(s.flock_restricted, s.flocks),
             scopes,
-            grant: GrantId(s.grant_id),
             client_id: ClientId(s.client_id),
         },
         touch_last_used,
@@ -451,6 +530,98 @@ mod tests {
         c.scope = "openid".into();
         assert_eq!(
             decide(&c, Some(stored(user)), NOW).unwrap_err(),
+            Refusal::InsufficientScope(ScopeSet::all())
+        );
+    }
+
+    fn automation_claims(automation: AutomationId) -> AccessClaims {
+        AccessClaims {
+            sub: automation.client_id(),
+            client_id: automation.client_id(),
+            grant_id: String::new(),
+            epoch: 1,
+            ..claims(Uuid::nil())
+        }
+    }
+
+    fn stored_automation(automation: AutomationId) -> StoredAutomationContext {
+        StoredAutomationContext {
+            automation_id: automation.0,
+            farm_id: Uuid::now_v7(),
+            name: "Barn scale".into(),
+            role: "worker".into(),
+            flock_restricted: false,
+            flocks: vec![],
+            scope: "daily-entries:write".into(),
+            epoch: 1,
+            disabled: false,
+            last_used_at: None,
+            farm_suspended: false,
+            connected_apps_enabled: true,
+            token_revoked: false,
+            key_withdrawn: false,
+        }
+    }
+
+    #[test]
+    fn an_automations_token_is_checked_like_a_persons() {
+        let automation = AutomationId::new();
+        let c = automation_claims(automation);
+        let ok = decide_automation(&c, Some(stored_automation(automation)), NOW).unwrap();
+        assert_eq!(
+            ok.context.caller,
+            Caller::Automation {
+                id: automation,
+                name: "Barn scale".into()
+            }
+        );
+        assert_eq!(ok.context.user(), None);
+        assert_eq!(ok.context.grant(), None);
+        assert_eq!(ok.context.role, Role::Worker);
+        // Narrowed to what the automation may hold now.
+        assert_eq!(
+            ok.context.scopes,
+            ScopeSet::from_scopes([Scope::DailyEntriesWrite])
+        );
+        assert!(ok.touch_last_used);
+
+        type Breaks = fn(&mut StoredAutomationContext);
+        let cases: [(Breaks, InvalidToken); 8] = [
+            (|s| s.disabled = true, InvalidToken::AutomationDisabled),
+            (|s| s.epoch = 2, InvalidToken::EpochMoved),
+            (|s| s.token_revoked = true, InvalidToken::TokenRevoked),
+            (|s| s.key_withdrawn = true, InvalidToken::KeyWithdrawn),
+            (|s| s.farm_suspended = true, InvalidToken::FarmSuspended),
+            (
+                |s| s.connected_apps_enabled = false,
+                InvalidToken::ConnectedAppsOff,
+            ),
+            (|s| s.role = "owner".into(), InvalidToken::UnknownRole),
+            (
+                |s| s.automation_id = Uuid::now_v7(),
+                InvalidToken::NotTheGrantsToken,
+            ),
+        ];
+        for (breaks, why) in cases {
+            let mut s = stored_automation(automation);
+            breaks(&mut s);
+            let label = why.to_string();
+            assert_eq!(
+                decide_automation(&c, Some(s), NOW).unwrap_err(),
+                Refusal::InvalidToken(why),
+                "{label}"
+            );
+        }
+        assert_eq!(
+            decide_automation(&c, None, NOW).unwrap_err(),
+            Refusal::InvalidToken(InvalidToken::UnknownAutomation)
+        );
+        let mut read_only = stored_automation(automation);
+        read_only.scope = "farm:read".into();
+        let mut c = c;
+        c.scope = "daily-entries:write".into();
+        assert_eq!(
+            decide_automation(&c, Some(read_only), NOW).unwrap_err(),
             Refusal::InsufficientScope(ScopeSet::all())
         );
     }

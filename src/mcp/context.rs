@@ -7,7 +7,7 @@
 
 use std::sync::{Arc, Mutex};
 
-use crate::domain::{ClientId, FarmId, GrantId, Role, Scope, ScopeSet, UserId};
+use crate::domain::{AutomationId, ClientId, FarmId, GrantId, Role, Scope, ScopeSet, UserId};
 use crate::storage::Reader;
 
 pub use crate::domain::FlockScope;
@@ -15,18 +15,53 @@ pub use crate::domain::FlockScope;
 #[derive(Clone, Debug)]
 pub struct CallContext {
     pub farm: FarmId,
-    pub user: UserId,
+    /// Who is calling: a person through a connected app, or an automation.
+    pub caller: Caller,
+    /// The member's role, or the automation's: either drives the tools.
     pub role: Role,
     pub flocks: FlockScope,
     /// The scopes the token carries.
     pub scopes: ScopeSet,
-    pub grant: GrantId,
     pub client_id: ClientId,
+}
+
+/// The subject of a call. An automation is never a person: it has no user
+/// id to be mistaken for one, and writes name it as the automation.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Caller {
+    /// A member, through the grant they approved.
+    Member { user: UserId, grant: GrantId },
+    /// An automation of the farm, by its id and (for the audit log) name.
+    Automation { id: AutomationId, name: String },
 }
 
 impl CallContext {
     pub fn has_scope(&self, scope: Scope) -> bool {
         self.scopes.contains(scope)
+    }
+
+    /// The member calling, if a person is.
+    pub fn user(&self) -> Option<UserId> {
+        match &self.caller {
+            Caller::Member { user, .. } => Some(*user),
+            Caller::Automation { .. } => None,
+        }
+    }
+
+    /// The grant the call came through, if a person's.
+    pub fn grant(&self) -> Option<GrantId> {
+        match &self.caller {
+            Caller::Member { grant, .. } => Some(*grant),
+            Caller::Automation { .. } => None,
+        }
+    }
+
+    /// The automation calling, if one is.
+    pub fn automation(&self) -> Option<AutomationId> {
+        match &self.caller {
+            Caller::Automation { id, .. } => Some(*id),
+            Caller::Member { .. } => None,
+        }
     }
 }
 

@@ -18,9 +18,9 @@ use std::borrow::Cow;
 use std::sync::{Arc, OnceLock};
 
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
-    ListToolsResult, PaginatedRequestParams, ProtocolVersion, ServerCapabilities, ServerConfig,
-    Tool,
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, DiscoverResult,
+    ExtensionCapabilities, Implementation, ListToolsResult, PaginatedRequestParams,
+    ProtocolVersion, ServerCapabilities, ServerConfig, Tool,
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
@@ -63,6 +63,16 @@ pub fn catalogue() -> &'static [Tool] {
             })
             .collect()
     })
+}
+
+/// The client credentials extension: automations get tokens with
+/// `grant_type=client_credentials` (no settings).
+pub const CLIENT_CREDENTIALS_EXTENSION: &str = "io.modelcontextprotocol/oauth-client-credentials";
+
+fn extensions() -> ExtensionCapabilities {
+    let mut extensions = ExtensionCapabilities::new();
+    extensions.insert(CLIENT_CREDENTIALS_EXTENSION.to_owned(), Default::default());
+    extensions
 }
 
 fn server_config() -> &'static ServerConfig {
@@ -121,6 +131,18 @@ impl ServerHandler for FarmServer {
 
     fn supported_protocol_versions(&self) -> Cow<'static, [ProtocolVersion]> {
         Cow::Borrowed(&VERSIONS)
+    }
+
+    /// `server/discover` (the 2026 wire) also declares the MCP extensions
+    /// Coop's authorization server implements, as their specs ask.
+    async fn discover(
+        &self,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<DiscoverResult, McpError> {
+        let mut result =
+            DiscoverResult::from_server_info(VERSIONS.to_vec(), server_config().clone());
+        result.capabilities.extensions = Some(extensions());
+        Ok(result)
     }
 
     /// Used by rmcp only to check `Mcp-Param-*` headers against a schema.

@@ -17,13 +17,14 @@ use uuid::Uuid;
 
 use super::keys::{KeyError, Keys};
 use super::verified;
-use crate::domain::{GrantId, ScopeSet, UserId};
+use crate::domain::{AutomationId, GrantId, ScopeSet, UserId};
 
 /// The claims of a Coop access token.
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq)]
 pub struct AccessClaims {
     pub iss: String,
-    /// The user id.
+    /// The user id; for an automation's token (client credentials), the
+    /// automation's `client_id` (RFC 9068 §2.2), never a bare UUID.
     pub sub: String,
     /// The resource the token is for: `<issuer>/mcp`.
     pub aud: String,
@@ -33,9 +34,11 @@ pub struct AccessClaims {
     pub iat: i64,
     pub exp: i64,
     pub jti: String,
-    /// The grant (connected app) the token was issued under.
+    /// The grant (connected app) the token was issued under; none for an
+    /// automation's token.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
     pub grant_id: String,
-    /// The user's credential epoch when the token was issued.
+    /// The user's (or automation's) credential epoch when the token was issued.
     pub epoch: i64,
     /// The key the token is bound to (RFC 9449 §6): only a request with a
     /// DPoP proof by that key may use it. Absent: a bearer token.
@@ -54,6 +57,17 @@ pub struct Confirmation {
     pub jkt: String,
 }
 
+/// Whom a token speaks for. A person's token and an automation's are told
+/// apart by their claims alone, and neither can be read as the other: an
+/// automation's `sub` is its `client_id`, which is never a UUID.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TokenSubject {
+    /// A person, through the grant (connected app) they approved.
+    Member { user: UserId, grant: GrantId },
+    /// An automation of a farm, through the client credentials grant.
+    Automation(AutomationId),
+}
+
 impl AccessClaims {
     /// The thumbprint of the key the token is bound to, if it is bound.
     pub fn jkt(&self) -> Option<&str> {
@@ -66,6 +80,26 @@ impl AccessClaims {
 
     pub fn grant_id(&self) -> Option<GrantId> {
         Uuid::parse_str(&self.grant_id).ok().map(GrantId)
+    }
+
+    /// The automation whose token this is: its subject is its own client.
+    pub fn automation(&self) -> Option<AutomationId> {
+        AutomationId::from_client_id(&self.sub).filter(|_| self.sub == self.client_id)
+    }
+
+    /// The token's subject; `None` for claims that name neither a person
+    /// with a grant nor an automation.
+    pub fn subject(&self) -> Option<TokenSubject> {
+        if let Some(automation) = self.automation() {
+            return self
+                .grant_id
+                .is_empty()
+                .then_some(TokenSubject::Automation(automation));
+        }
+        Some(TokenSubject::Member {
+            user: self.user_id()?,
+            grant: self.grant_id()?,
+        })
     }
 
     pub fn scopes(&self) -> ScopeSet {
@@ -93,7 +127,6 @@ pub async fn mint(
     new: &NewAccessToken<'_>,
     now: OffsetDateTime,
 ) -> Result<(String, AccessClaims), KeyError> {
-    let (kid, key) = keys.signing_key().await?;
     let claims = AccessClaims {
         iss: new.issuer.to_owned(),
         sub: new.user.to_string(),
@@ -105,11 +138,61 @@ pub async fn mint(
         jti: Uuid::new_v4().to_string(),
         grant_id: new.grant.to_string(),
         epoch: new.epoch,
-        cnf: new.jkt.map(|jkt| Confirmation {
-            jkt: jkt.to_owned(),
-        }),
-        kid: kid.clone(),
+        cnf: confirmation(new.jkt),
+        kid: String::new(),
     };
+    sign(keys, claims).await
+}
+
+/// What goes into an automation's access token (client credentials).
+pub struct NewAutomationToken<'a> {
+    pub issuer: &'a str,
+    pub audience: &'a str,
+    pub automation: AutomationId,
+    pub scope: &'a ScopeSet,
+    /// The automation's credential epoch.
+    pub epoch: i64,
+    pub lifetime: time::Duration,
+    /// The DPoP key thumbprint to bind the token to, if a proof came.
+    pub jkt: Option<&'a str>,
+}
+
+/// `cnf` for a token bound to `jkt`, if any.
+fn confirmation(jkt: Option<&str>) -> Option<Confirmation> {
+    jkt.map(|jkt| Confirmation {
+        jkt: jkt.to_owned(),
+    })
+}
+
+/// Signs an automation's access token: its subject and client are the
+/// automation, and it names no grant.
+pub async fn mint_for_automation(
+    keys: &Keys,
+    new: &NewAutomationToken<'_>,
+    now: OffsetDateTime,
+) -> Result<(String, AccessClaims), KeyError> {
+    let client_id = new.automation.client_id();
+    let claims = AccessClaims {
+        iss: new.issuer.to_owned(),
+        sub: client_id.clone(),
+        aud: new.audience.to_owned(),
+        client_id,
+        scope: new.scope.to_wire(),
+        iat: now.unix_timestamp(),
+        exp: (now + new.lifetime).unix_timestamp(),
+        jti: Uuid::new_v4().to_string(),
+        grant_id: String::new(),
+        epoch: new.epoch,
+        cnf: confirmation(new.jkt),
+        kid: String::new(),
+    };
+    sign(keys, claims).await
+}
+
+/// Signs `claims` with the active key (whose id it records in them).
+async fn sign(keys: &Keys, mut claims: AccessClaims) -> Result<(String, AccessClaims), KeyError> {
+    let (kid, key) = keys.signing_key().await?;
+    claims.kid = kid.clone();
     let mut header = Header::new(Algorithm::ES256);
     header.typ = Some("at+jwt".to_owned());
     header.kid = Some(kid);
@@ -273,6 +356,53 @@ mod tests {
         let json: serde_json::Value =
             serde_json::from_slice(&URL_SAFE_NO_PAD.decode(payload).unwrap()).unwrap();
         assert!(json.get("cnf").is_none());
+    }
+
+    #[tokio::test]
+    async fn an_automations_token_names_it_and_no_person_or_grant() {
+        let (keys, _dir) = keys().await;
+        let now = OffsetDateTime::now_utc();
+        let scope = ScopeSet::from_scopes([Scope::DailyEntriesWrite]);
+        let automation = AutomationId::new();
+        let new = NewAutomationToken {
+            issuer: ISSUER,
+            audience: RESOURCE,
+            automation,
+            scope: &scope,
+            epoch: 4,
+            lifetime: time::Duration::minutes(5),
+            jkt: None,
+        };
+        let (token, _) = mint_for_automation(&keys, &new, now).await.unwrap();
+        let claims = verify(&keys, &token, ISSUER, RESOURCE, now).await.unwrap();
+        assert_eq!(claims.sub, automation.client_id());
+        assert_eq!(claims.client_id, automation.client_id());
+        assert_eq!(claims.subject(), Some(TokenSubject::Automation(automation)));
+        assert_eq!(claims.user_id(), None);
+        assert_eq!(claims.grant_id(), None);
+        let body = token.split('.').nth(1).unwrap();
+        let raw: serde_json::Value =
+            serde_json::from_slice(&URL_SAFE_NO_PAD.decode(body).unwrap()).unwrap();
+        assert!(raw.get("grant_id").is_none(), "{raw}");
+
+        // A person's token is a member's, even if its client were named
+        // like an automation: the subject must be the client itself.
+        let (person, _) = mint(&keys, &new_token(&scope, RESOURCE), now)
+            .await
+            .unwrap();
+        let mut claims = verify(&keys, &person, ISSUER, RESOURCE, now).await.unwrap();
+        assert!(matches!(
+            claims.subject(),
+            Some(TokenSubject::Member { .. })
+        ));
+        claims.client_id = automation.client_id();
+        assert!(matches!(
+            claims.subject(),
+            Some(TokenSubject::Member { .. })
+        ));
+        // An automation's subject with a grant is neither.
+        claims.sub = automation.client_id();
+        assert_eq!(claims.subject(), None);
     }
 
     #[tokio::test]

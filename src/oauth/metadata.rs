@@ -20,9 +20,13 @@ pub struct ServerMetadata {
     pub token_endpoint: String,
     pub registration_endpoint: String,
     pub revocation_endpoint: String,
+    /// RFC 7662, for confidential clients registered for it.
+    pub introspection_endpoint: String,
+    pub introspection_endpoint_auth_methods_supported: [&'static str; 1],
     pub jwks_uri: String,
     pub response_types_supported: [&'static str; 1],
-    pub grant_types_supported: [&'static str; 2],
+    /// `client_credentials` for automations only.
+    pub grant_types_supported: [&'static str; 3],
     pub code_challenge_methods_supported: [&'static str; 1],
     pub token_endpoint_auth_methods_supported: [&'static str; 3],
     /// `offline_access` is deliberately absent: refresh tokens are always
@@ -41,9 +45,11 @@ pub fn document(issuer: &Issuer) -> ServerMetadata {
         token_endpoint: issuer.url("/token"),
         registration_endpoint: issuer.url("/register"),
         revocation_endpoint: issuer.url("/revoke"),
+        introspection_endpoint: issuer.url("/introspect"),
+        introspection_endpoint_auth_methods_supported: ["client_secret_basic"],
         jwks_uri: issuer.url("/jwks.json"),
         response_types_supported: ["code"],
-        grant_types_supported: ["authorization_code", "refresh_token"],
+        grant_types_supported: ["authorization_code", "refresh_token", "client_credentials"],
         code_challenge_methods_supported: ["S256"],
         token_endpoint_auth_methods_supported: [
             "none",
@@ -73,9 +79,17 @@ mod tests {
             serde_json::json!(["farm:read", "daily-entries:write"])
         );
         assert_eq!(
+            json["introspection_endpoint"],
+            "https://coop.example/introspect"
+        );
+        assert_eq!(
+            json["grant_types_supported"],
+            serde_json::json!(["authorization_code", "refresh_token", "client_credentials"])
+        );
+        assert_eq!(
             json["dpop_signing_alg_values_supported"],
             serde_json::json!(["ES256", "EdDSA", "RS256", "PS256"])
         );
-        assert_eq!(json.as_object().unwrap().len(), 14);
+        assert_eq!(json.as_object().unwrap().len(), 16);
     }
 }

@@ -28,10 +28,13 @@
 //!   redirects with `state` and `iss`.
 //! - [`pending`]: requests waiting for the person, answered once.
 //! - [`token`]: the two grants, "check everything, then spend", reuse
-//!   detection that revokes the grant.
+//!   detection that revokes the grant; [`token::client_credentials`] for
+//!   automations.
 //! - [`client_auth`]: `none`, `client_secret_basic`, `client_secret_post`.
 //! - [`registration`]: RFC 7591 and the command line's pre-registration.
-//! - [`revocation`]: RFC 7009.
+//! - [`revocation`]: RFC 7009. [`introspection`]: RFC 7662 (who may ask,
+//!   the answer, refresh tokens; access tokens get `/mcp`'s own check in
+//!   `mcp::introspection`).
 //! - [`clients`], [`client`], [`redirect_uri`]: knowing a client and where
 //!   it may be sent. [`cimd`]: Client ID Metadata Documents.
 //! - [`pkce`], [`resource`], [`scopes`], [`params`]: the small rules.
@@ -51,6 +54,7 @@ pub mod consent;
 pub mod dpop;
 pub mod error;
 pub mod housekeeping;
+pub mod introspection;
 pub mod keys;
 pub mod metadata;
 pub mod params;

@@ -34,7 +34,7 @@ pub enum RedirectUriRefusal {
     #[error("must be https, or http on a loopback host (127.0.0.1, [::1], localhost)")]
     Scheme,
     #[error(
-        "must be written in canonical form (no spaces, line breaks, backslashes or empty host; lower-case scheme and host): {canonical:.200}"
+        "is not in canonical form (no spaces, line breaks, backslashes or empty host; scheme and host in lower case); the URL parser reads it as {canonical:.200}"
     )]
     NotCanonical { canonical: String },
 }

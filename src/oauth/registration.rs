@@ -356,17 +356,28 @@ pub async fn register(
     .await
 }
 
+/// What kind of client the operator pre-registers.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Preregistration {
+    /// Authenticates with a secret (`client_secret_basic` or `_post`).
+    pub confidential: bool,
+    /// May call `/introspect` (a resource server or gateway): always
+    /// confidential, and redirect URIs become optional.
+    pub introspection: bool,
+}
+
 /// `coop admin client add`: a client the operator vouches for. Confidential
 /// clients authenticate with `client_secret_basic` (or `_post`).
 pub async fn register_preregistered(
     store: &Store,
     name: &str,
     redirect_uris: &[String],
-    confidential: bool,
+    kind: Preregistration,
     now: OffsetDateTime,
 ) -> Result<Registered, OAuthError> {
     let name = text(name, "name", MAX_NAME_CHARS)?;
-    if redirect_uris.is_empty() {
+    let confidential = kind.confidential || kind.introspection;
+    if redirect_uris.is_empty() && !kind.introspection {
         return Err(OAuthError::InvalidRedirectUri(
             "at least one --redirect-uri is required".into(),
         ));
@@ -390,6 +401,9 @@ pub async fn register_preregistered(
         "token_endpoint_auth_method".into(),
         Value::from(method.as_str()),
     );
+    if kind.introspection {
+        metadata.insert("introspection".into(), Value::Bool(true));
+    }
     store_client(
         store,
         "registered",
@@ -430,6 +444,11 @@ async fn store_client(
         now,
     )
     .await?;
+    // Only the operator's registration can make an introspecting client:
+    // `/register` keeps no field it does not know.
+    if kind == "registered" && metadata.get("introspection") == Some(&Value::Bool(true)) {
+        clients::allow_introspection(&mut tx, &client_id).await?;
+    }
     tx.commit().await?;
     Ok(Registered {
         client_id,

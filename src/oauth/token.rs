@@ -1,4 +1,5 @@
-//! The token endpoint's grants: `authorization_code` and `refresh_token`.
+//! The token endpoint's grants: `authorization_code` and `refresh_token`
+//! here, `client_credentials` (automations only) in [`client_credentials`].
 //!
 //! Both follow one rule: **check everything, then spend**. A code or
 //! refresh token is read with its grant, every check runs (client binding,
@@ -54,6 +55,8 @@ use crate::storage::grants::{self, GrantStatus};
 use crate::storage::refresh_tokens::{self, NewRefreshToken};
 use crate::storage::{Store, StoreError, Tx, clients, codes};
 
+pub mod client_credentials;
+
 /// How long a refresh token lives; each rotation starts a new period.
 pub const REFRESH_TTL: time::Duration = time::Duration::days(30);
 
@@ -82,6 +85,8 @@ pub enum GrantRequest {
         resource: Vec<String>,
         scope: Option<String>,
     },
+    /// Asked by a client that is not an automation: refused.
+    ClientCredentials,
 }
 
 /// Reads the grant request from the form; the client was authenticated
@@ -112,6 +117,7 @@ pub fn parse(form: &Params) -> Result<GrantRequest, OAuthError> {
             resource,
             scope: one("scope")?,
         }),
+        "client_credentials" => Ok(GrantRequest::ClientCredentials),
         _ => Err(OAuthError::UnsupportedGrantType),
     }
 }
@@ -184,6 +190,9 @@ pub async fn exchange(
             )
             .await
         }
+        GrantRequest::ClientCredentials => Err(OAuthError::UnauthorizedClient(
+            "only an automation may use the client_credentials grant".into(),
+        )),
     }
 }
 
@@ -414,7 +423,7 @@ fn check_resource(issuer: &Issuer, sent: &[String], bound: &str) -> Result<(), O
 /// person enabled and not due to change their password (the one rule of
 /// `/authorize`, the consent form and `/mcp`: nothing is issued until they
 /// have), the farm neither suspended nor with connected apps off.
-fn check_grant_usable(grant: &GrantStatus, epoch: i64) -> Result<(), OAuthError> {
+pub(crate) fn check_grant_usable(grant: &GrantStatus, epoch: i64) -> Result<(), OAuthError> {
     let refusal = if grant.grant_revoked_at.is_some() {
         "the grant was revoked"
     } else if grant.user_epoch != epoch || grant.grant_epoch != epoch {
@@ -555,10 +564,13 @@ mod tests {
                 scope: Some("farm:read".into()),
             }
         );
+        assert_eq!(
+            parse(&form("grant_type=client_credentials")).unwrap(),
+            GrantRequest::ClientCredentials
+        );
         for (body, code) in [
             ("", "invalid_request"),
             ("grant_type=password&username=a", "unsupported_grant_type"),
-            ("grant_type=client_credentials", "unsupported_grant_type"),
             (
                 "grant_type=authorization_code&code_verifier=v",
                 "invalid_request",
@@ -569,6 +581,7 @@ mod tests {
                 "invalid_request",
             ),
             ("grant_type=refresh_token", "invalid_request"),
+            ("grant_type=implicit", "unsupported_grant_type"),
             (
                 "grant_type=refresh_token&grant_type=refresh_token&refresh_token=t",
                 "invalid_request",

@@ -4,7 +4,7 @@ use time::OffsetDateTime;
 use uuid::Uuid;
 
 use super::{Sql, Store, StoreResult, Tx};
-use crate::domain::{FarmId, GrantId, UserId};
+use crate::domain::{AutomationId, FarmId, GrantId, UserId};
 
 /// What happened. The string form is what the log stores and filters on.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -52,6 +52,8 @@ pub struct AuditEvent<'a> {
     pub user: Option<UserId>,
     pub client_id: Option<&'a str>,
     pub grant: Option<GrantId>,
+    /// The automation that acted (its own tool writes), if one did.
+    pub automation: Option<AutomationId>,
     pub detail: serde_json::Value,
 }
 
@@ -63,6 +65,7 @@ impl<'a> AuditEvent<'a> {
             user: None,
             client_id: None,
             grant: None,
+            automation: None,
             detail: serde_json::json!({}),
         }
     }
@@ -72,8 +75,9 @@ impl<'a> AuditEvent<'a> {
 /// describes and its audit row commit together or not at all.
 pub async fn record(tx: &mut Tx, event: &AuditEvent<'_>, now: OffsetDateTime) -> StoreResult<()> {
     Sql::new(
-        "insert into audit_log (id, farm_id, user_id, client_id, grant_id, kind, detail, created_at)
-         values ($1, $2, $3, $4, $5, $6, $7, $8)",
+        "insert into audit_log (id, farm_id, user_id, client_id, grant_id, kind, detail, created_at,
+             automation_id)
+         values ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
     )
     .bind(Uuid::now_v7())
     .bind(event.farm.map(|f| f.0))
@@ -83,6 +87,7 @@ pub async fn record(tx: &mut Tx, event: &AuditEvent<'_>, now: OffsetDateTime) ->
     .bind(event.kind.as_str())
     .bind(event.detail.to_string())
     .bind(now)
+    .bind(event.automation.map(|a| a.0))
     .execute(tx)
     .await?;
     Ok(())

@@ -16,6 +16,8 @@ pub struct AuditEntry {
     pub client_id: Option<String>,
     pub client_name: Option<String>,
     pub grant_id: Option<Uuid>,
+    /// The automation that acted or was acted on, if it still exists.
+    pub automation_name: Option<String>,
     /// A small JSON object.
     pub detail: String,
 }
@@ -28,6 +30,7 @@ crate::from_record!(AuditEntry {
     client_id,
     client_name,
     grant_id,
+    automation_name,
     detail,
 });
 
@@ -53,10 +56,12 @@ pub async fn page(
 ) -> StoreResult<Vec<AuditEntry>> {
     Sql::new(
         "select a.id, a.created_at, a.kind, u.email as user_email, a.client_id,
-             c.client_name, a.grant_id, a.detail
+             coalesce(c.client_name, au.name) as client_name, a.grant_id,
+             au.name as automation_name, a.detail
          from audit_log a
          left join users u on u.id = a.user_id
          left join oauth_clients c on c.client_id = a.client_id
+         left join automations au on au.id = a.automation_id
          where a.farm_id = $1
            and ($2 is null or a.user_id = $2)
            and ($3 is null or a.client_id = $3)

@@ -11,12 +11,14 @@
 //! column. Nothing is cached: the next call after a revocation, a moved
 //! credential epoch, a suspension or the farm's switch turned off sees it,
 //! on every replica (threat 8). Deciding what the answer means is the MCP
-//! layer's job (`mcp::bearer`).
+//! layer's job (`mcp::bearer`). An automation's token has its own look-up
+//! of the same shape ([`load_automation`]): the automation instead of the
+//! grant, user and membership.
 
 use uuid::Uuid;
 
 use super::{Exec, Sql, StoreResult};
-use crate::domain::{FlockId, GrantId};
+use crate::domain::{AutomationId, FlockId, GrantId};
 
 /// What the store says about a token's grant, its user, membership and farm.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -137,6 +139,114 @@ pub async fn load(
         role: first.role,
         flock_restricted: first.flock_restricted,
         flocks,
+        farm_suspended: first.farm_suspended,
+        connected_apps_enabled: first.connected_apps_enabled,
+        token_revoked: first.token_revoked > 0,
+        key_withdrawn: first.key_withdrawn > 0,
+    }))
+}
+
+/// What the store says about an automation's token: the automation, its
+/// flocks and farm, and the token's own revocation and key, in one query
+/// of primary-key joins like [`load`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StoredAutomationContext {
+    pub automation_id: Uuid,
+    pub farm_id: Uuid,
+    pub name: String,
+    pub role: String,
+    pub flock_restricted: bool,
+    /// The automation's flocks when restricted (possibly none); empty otherwise.
+    pub flocks: Vec<FlockId>,
+    /// The scopes it may hold now (its owner may have narrowed them).
+    pub scope: String,
+    pub epoch: i64,
+    pub disabled: bool,
+    pub last_used_at: Option<i64>,
+    pub farm_suspended: bool,
+    pub connected_apps_enabled: bool,
+    pub token_revoked: bool,
+    pub key_withdrawn: bool,
+}
+
+struct AutomationRow {
+    automation_id: Uuid,
+    farm_id: Uuid,
+    name: String,
+    role: String,
+    flock_restricted: bool,
+    scope: String,
+    epoch: i64,
+    disabled: bool,
+    last_used_at: Option<i64>,
+    farm_suspended: bool,
+    connected_apps_enabled: bool,
+    flock_id: Option<Uuid>,
+    token_revoked: i64,
+    key_withdrawn: i64,
+}
+
+crate::from_record!(AutomationRow {
+    automation_id,
+    farm_id,
+    name,
+    role,
+    flock_restricted,
+    scope,
+    epoch,
+    disabled,
+    last_used_at,
+    farm_suspended,
+    connected_apps_enabled,
+    flock_id,
+    token_revoked,
+    key_withdrawn,
+});
+
+const AUTOMATION_SQL: &str = "select a.id as automation_id, a.farm_id as farm_id, a.name as name,
+        a.role as role, a.flock_restricted as flock_restricted, a.scope as scope,
+        a.credential_epoch as epoch, a.disabled as disabled, a.last_used_at as last_used_at,
+        f.suspended as farm_suspended, f.connected_apps_enabled as connected_apps_enabled,
+        af.flock_id as flock_id,
+        (select count(*) from revoked_access_tokens r where r.jti = $2) as token_revoked,
+        (select count(*) from signing_keys k where k.kid = $3 and k.withdrawn_at is not null)
+            as key_withdrawn
+    from automations a
+    join farms f on f.id = a.farm_id
+    left join automation_flocks af on af.automation_id = a.id and a.flock_restricted
+    where a.id = $1";
+
+/// The call context of an automation's token naming `jti`, signed by
+/// `kid`; `None` when the automation (or its farm) is gone.
+pub async fn load_automation(
+    db: &mut impl Exec,
+    automation: AutomationId,
+    jti: &str,
+    kid: &str,
+) -> StoreResult<Option<StoredAutomationContext>> {
+    let rows: Vec<AutomationRow> = Sql::new(AUTOMATION_SQL)
+        .bind(automation.0)
+        .bind(jti)
+        .bind(kid)
+        .fetch_all(db)
+        .await?;
+    let mut rows = rows.into_iter();
+    let Some(first) = rows.next() else {
+        return Ok(None);
+    };
+    let mut flocks: Vec<FlockId> = first.flock_id.map(FlockId).into_iter().collect();
+    flocks.extend(rows.filter_map(|r| r.flock_id.map(FlockId)));
+    Ok(Some(StoredAutomationContext {
+        automation_id: first.automation_id,
+        farm_id: first.farm_id,
+        name: first.name,
+        role: first.role,
+        flock_restricted: first.flock_restricted,
+        flocks,
+        scope: first.scope,
+        epoch: first.epoch,
+        disabled: first.disabled,
+        last_used_at: first.last_used_at,
         farm_suspended: first.farm_suspended,
         connected_apps_enabled: first.connected_apps_enabled,
         token_revoked: first.token_revoked > 0,

@@ -76,6 +76,25 @@ pub async fn find(db: &mut impl Exec, client_id: &str) -> StoreResult<Option<Cli
         .await
 }
 
+/// Lets `client_id` call `/introspect` (set once, at its registration).
+pub async fn allow_introspection(tx: &mut Tx, client_id: &str) -> StoreResult<()> {
+    Sql::new("update oauth_clients set introspection = true where client_id = $1")
+        .bind(client_id)
+        .execute(tx)
+        .await?;
+    Ok(())
+}
+
+/// Whether `client_id` was registered to call `/introspect`.
+pub async fn may_introspect(db: &mut impl Exec, client_id: &str) -> StoreResult<bool> {
+    let allowed: Option<bool> =
+        Sql::new("select introspection from oauth_clients where client_id = $1")
+            .bind(client_id)
+            .fetch_optional_scalar(db)
+            .await?;
+    Ok(allowed == Some(true))
+}
+
 /// Records the first real use (a code redeemed): from then on a
 /// self-registered client no longer expires.
 pub async fn mark_used(tx: &mut Tx, client_id: &str, now: OffsetDateTime) -> StoreResult<()> {

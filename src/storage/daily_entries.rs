@@ -23,7 +23,7 @@ use super::farm_query::FarmQuery;
 use super::flocks::FlockKey;
 use super::{Exec, Sql, Store, StoreError, StoreResult, Tx};
 use crate::domain::FlockScope;
-use crate::domain::{FarmId, FlockId, HouseId, Page, PageSize, Period, UserId};
+use crate::domain::{AutomationId, FarmId, FlockId, HouseId, Page, PageSize, Period, UserId};
 
 /// One day's entry as the tools show it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -36,7 +36,8 @@ pub struct EntryRow {
     pub water_used_ml: i64,
     pub notes: String,
     pub version: i64,
-    /// The email of whoever wrote the current version, if still a user.
+    /// The email of whoever wrote the current version, if still a user,
+    /// or the name of the automation that did.
     pub recorded_by: Option<String>,
 }
 
@@ -53,7 +54,12 @@ crate::from_record!(EntryRow {
 });
 
 const ENTRY_COLUMNS: &str = "e.entry_date, e.eggs_collected, e.eggs_cracked, e.mortality,
-        e.feed_used_g, e.water_used_ml, e.notes, e.version, u.email as recorded_by";
+        e.feed_used_g, e.water_used_ml, e.notes, e.version,
+        coalesce(u.email, ra.name) as recorded_by";
+
+/// Who recorded an entry: a person, or an automation (by its name).
+const RECORDER_JOINS: &str = "left join users u on u.id = e.recorded_by
+    left join automations ra on ra.id = e.recorded_by_automation";
 
 /// One page of a flock's entries in a period, newest first. `after` is the
 /// last day of the previous page.
@@ -71,7 +77,7 @@ pub async fn list_page(
         &format!(
             "select {ENTRY_COLUMNS}
              from daily_entries e
-             left join users u on u.id = e.recorded_by
+             {RECORDER_JOINS}
              where e.farm_id = $1"
         ),
     );
@@ -276,7 +282,9 @@ pub struct EntryWrite<'a> {
     /// `None`: no check. `Some(0)`: only if there is no entry yet.
     /// `Some(n)`: only if the entry is at version `n`.
     pub expected_version: Option<i64>,
-    pub recorded_by: UserId,
+    /// The member who wrote it, or the automation (exactly one is set).
+    pub recorded_by: Option<UserId>,
+    pub recorded_by_automation: Option<AutomationId>,
 }
 
 impl EntryWrite<'_> {
@@ -320,7 +328,7 @@ pub async fn record(
     let select_current = format!(
         "select {ENTRY_COLUMNS}
          from daily_entries e
-         left join users u on u.id = e.recorded_by
+         {RECORDER_JOINS}
          where e.farm_id = $1 and e.flock_id = $2 and e.entry_date = $3"
     );
     let update = format!(
@@ -333,6 +341,7 @@ pub async fn record(
             notes = coalesce($9, notes),
             version = version + 1,
             recorded_by = $10,
+            recorded_by_automation = $12,
             updated_at = $11
          where farm_id = $1 and flock_id = $2 and entry_date = $3
            and not (eggs_collected = $4
@@ -343,7 +352,7 @@ pub async fn record(
                 and notes = coalesce($9, notes)){}
          returning version",
         if write.expected_version.is_some() {
-            " and version = $12"
+            " and version = $13"
         } else {
             ""
         }
@@ -358,8 +367,8 @@ pub async fn record(
             let created: Option<i64> = Sql::new(
                 "insert into daily_entries (id, farm_id, house_id, flock_id, entry_date,
                     eggs_collected, eggs_cracked, mortality, feed_used_g, water_used_ml,
-                    notes, version, recorded_by, created_at, updated_at)
-                 values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, 1, $12, $13, $13)
+                    notes, version, recorded_by, recorded_by_automation, created_at, updated_at)
+                 values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, 1, $12, $14, $13, $13)
                  on conflict (flock_id, entry_date) do nothing
                  returning version",
             )
@@ -374,8 +383,9 @@ pub async fn record(
             .bind(write.feed_used_g.unwrap_or(0))
             .bind(write.water_used_ml.unwrap_or(0))
             .bind(write.notes.unwrap_or(""))
-            .bind(write.recorded_by.0)
+            .bind(write.recorded_by.map(|u| u.0))
             .bind(now)
+            .bind(write.recorded_by_automation.map(|a| a.0))
             .fetch_optional_scalar(&mut tx)
             .await?;
             change = created.map(|v| ("created", v));
@@ -391,8 +401,9 @@ pub async fn record(
                 .bind(write.feed_used_g)
                 .bind(write.water_used_ml)
                 .bind(write.notes)
-                .bind(write.recorded_by.0)
-                .bind(now);
+                .bind(write.recorded_by.map(|u| u.0))
+                .bind(now)
+                .bind(write.recorded_by_automation.map(|a| a.0));
             if let Some(expected) = write.expected_version {
                 query = query.bind(expected);
             }

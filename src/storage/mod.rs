@@ -16,6 +16,7 @@
 
 pub mod audit;
 pub mod audit_query;
+pub mod automations;
 pub mod call_context;
 pub mod clients;
 pub mod codes;

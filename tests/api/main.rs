@@ -10,6 +10,7 @@ mod helpers;
 mod tls_host;
 
 mod allowed_hosts;
+mod automations;
 mod canonical_inputs;
 mod cimd;
 mod cimd_authorize;
@@ -20,6 +21,7 @@ mod database;
 mod dpop;
 mod dpop_support;
 mod health;
+mod introspection;
 mod login;
 mod mcp_auth;
 mod mcp_client;

@@ -396,6 +396,12 @@ async fn the_modern_wire(engine: Engine) {
         json!(["2025-06-18", "2025-11-25", "2026-07-28"])
     );
     assert_eq!(a.body["result"]["resultType"], "complete");
+    // Automations: the client credentials extension is declared.
+    assert_eq!(
+        a.body["result"]["capabilities"]["extensions"]["io.modelcontextprotocol/oauth-client-credentials"],
+        json!({})
+    );
+    assert!(a.body["result"]["capabilities"]["tools"].is_object());
 
     // tools/list: complete, private, not cached.
     let a = send(post(&app, Some(&token), wire, &list)).await;

@@ -13,12 +13,14 @@ on_both_engines!(
     the_jwks_publishes_the_key_that_signs_access_tokens,
 );
 
-const FIELDS: [&str; 14] = [
+const FIELDS: [&str; 16] = [
     "issuer",
     "authorization_endpoint",
     "token_endpoint",
     "registration_endpoint",
     "revocation_endpoint",
+    "introspection_endpoint",
+    "introspection_endpoint_auth_methods_supported",
     "jwks_uri",
     "response_types_supported",
     "grant_types_supported",
@@ -74,7 +76,12 @@ async fn both_metadata_documents_are_the_same_exact_document(engine: Engine) {
     assert_eq!(doc["response_types_supported"], serde_json::json!(["code"]));
     assert_eq!(
         doc["grant_types_supported"],
-        serde_json::json!(["authorization_code", "refresh_token"])
+        serde_json::json!(["authorization_code", "refresh_token", "client_credentials"])
+    );
+    assert_eq!(doc["introspection_endpoint"], format!("{i}/introspect"));
+    assert_eq!(
+        doc["introspection_endpoint_auth_methods_supported"],
+        serde_json::json!(["client_secret_basic"])
     );
     assert_eq!(
         doc["code_challenge_methods_supported"],

@@ -636,8 +636,9 @@ async fn unsupported_and_malformed_token_requests(engine: Engine) {
                 ("grant_type", "client_credentials"),
                 ("client_id", &client_id),
             ],
+            // Automations only (tests/api/automations.rs).
             400,
-            "unsupported_grant_type",
+            "unauthorized_client",
         ),
         (
             vec![("grant_type", "refresh_token"), ("client_id", &client_id)],

@@ -15,6 +15,7 @@ on_both_engines!(
     a_session_found_in_the_database_cannot_be_used_as_a_cookie,
     expired_sessions_are_purged,
     a_signed_out_form_needs_the_token_of_its_own_signed_cookie,
+    behind_an_https_issuer_every_cookie_is_secure_and_host_only,
 );
 
 async fn sessions(app: &TestApp) -> i64 {
@@ -193,4 +194,72 @@ async fn a_signed_out_form_needs_the_token_of_its_own_signed_cookie(engine: Engi
     assert_eq!(sessions(&app).await, 0);
     assert_eq!(post(Some(fresh_cookie), fresh_csrf).await, 303);
     assert_eq!(sessions(&app).await, 1);
+}
+
+/// The form, device and session cookies of an https issuer: `Secure`,
+/// `__Host-` (Path=/, no Domain), so neither a sibling host nor plain http
+/// can set or read them.
+async fn behind_an_https_issuer_every_cookie_is_secure_and_host_only(engine: Engine) {
+    let app = TestApp::spawn_with(engine, |config| {
+        config.issuer = Some(coop::config::Issuer::parse("https://coop.example").unwrap());
+    })
+    .await;
+    let user = app.farm_with_member("owner").await;
+    let client = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap();
+    let page = client.get(app.url("/login")).send().await.unwrap();
+    let attributes = |response: &reqwest::Response, name: &str| -> String {
+        response
+            .headers()
+            .get_all("set-cookie")
+            .iter()
+            .filter_map(|v| v.to_str().ok())
+            .find(|v| v.starts_with(&format!("{name}=")))
+            .unwrap_or_else(|| panic!("no {name} cookie"))
+            .to_owned()
+    };
+    let form = attributes(&page, "__Host-coop_form");
+    let csrf = form_value(&page.text().await.unwrap(), "csrf").unwrap();
+    let signed_in = client
+        .post(app.url("/login"))
+        .header("cookie", form.split(';').next().unwrap())
+        .form(&[
+            ("csrf", csrf.as_str()),
+            ("email", user.email.as_str()),
+            ("password", user.password.as_str()),
+        ])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(signed_in.status(), 303);
+    let device = attributes(&signed_in, "__Host-coop_device");
+    let session = attributes(&signed_in, "__Host-coop_session");
+    for cookie in [&form, &device, &session] {
+        for attribute in ["Secure", "HttpOnly", "Path=/"] {
+            assert!(cookie.contains(attribute), "{attribute}: {cookie}");
+        }
+        assert!(!cookie.contains("Domain"), "{cookie}");
+    }
+    assert!(form.contains("SameSite=Lax"), "{form}");
+    assert!(device.contains("SameSite=Strict"), "{device}");
+    // The plain names are not honoured behind https.
+    let plain = form
+        .split(';')
+        .next()
+        .unwrap()
+        .trim_start_matches("__Host-");
+    let refused = client
+        .post(app.url("/login"))
+        .header("cookie", plain)
+        .form(&[
+            ("csrf", csrf.as_str()),
+            ("email", user.email.as_str()),
+            ("password", user.password.as_str()),
+        ])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(refused.status(), 403);
 }

@@ -14,6 +14,7 @@ use crate::on_both_engines;
 on_both_engines!(
     eight_sign_ins_of_one_person_in_a_minute_all_succeed,
     only_failures_count_and_a_success_clears_the_accounts,
+    a_throttled_attempt_checks_no_password,
     wrong_guesses_are_one_budget_across_two_replicas,
     a_browser_with_a_device_cookie_signs_in_while_a_stranger_is_locked_out,
     a_device_is_judged_by_its_own_failures,
@@ -211,6 +212,27 @@ async fn only_failures_count_and_a_success_clears_the_accounts(engine: Engine) {
     );
 }
 
+/// The throttle is passed before any password is hashed: with the stored
+/// hash made unusable, a checked password is a 500, a throttled one a 429.
+async fn a_throttled_attempt_checks_no_password(engine: Engine) {
+    let app = TestApp::spawn(engine).await;
+    let user = app.farm_with_member("viewer").await;
+    for _ in 0..5 {
+        assert_eq!(
+            status(&app, &fresh_browser(), &user.email, "a wrong guess").await,
+            401
+        );
+    }
+    crate::oauth_client::db_execute(&app, "update users set password_hash = 'not a hash'").await;
+    assert_throttled(sign_in(&app, &fresh_browser(), &user.email, &user.password).await).await;
+    // (What a check of that hash answers, once the budget refills.)
+    app.clock.advance(time::Duration::seconds(60));
+    assert_eq!(
+        status(&app, &fresh_browser(), &user.email, &user.password).await,
+        500
+    );
+}
+
 async fn wrong_guesses_are_one_budget_across_two_replicas(engine: Engine) {
     let a = TestApp::spawn(engine).await;
     let issuer = Issuer::parse(&a.issuer).unwrap();
@@ -257,8 +279,11 @@ async fn a_browser_with_a_device_cookie_signs_in_while_a_stranger_is_locked_out(
     let response = sign_in(&app, &owner, &user.email, &user.password).await;
     assert_eq!(response.status(), 303);
     assert_eq!(owner.get(app.url("/")).send().await.unwrap().status(), 200);
-    // The owner's success handed the stranger nothing back.
+    // The owner's success handed the stranger nothing back: the account is
+    // still locked for strangers, from this network or any other.
     assert_throttled(sign_in(&app, &stranger, &user.email, &user.password).await).await;
+    let elsewhere = browser_from("127.0.0.3");
+    assert_throttled(sign_in(&app, &elsewhere, &user.email, "a guess").await).await;
 }
 
 async fn a_device_is_judged_by_its_own_failures(engine: Engine) {

@@ -97,7 +97,15 @@ export async function signInAndConsent({ authorizationUrl, email, password, scop
         password,
       }),
     });
-    if (signedIn.status !== 303) throw new Error(`sign-in: expected 303, got ${signedIn.status}`);
+    if (signedIn.status !== 303) {
+      const page = await signedIn.text();
+      // The form's notice, or an error page's message.
+      const notice =
+        page.match(/<p class="notice[^"]*"[^>]*>([\s\S]*?)<\/p>/)?.[1] ??
+        page.match(/<\/h1>\s*<p>([\s\S]*?)<\/p>/)?.[1] ??
+        "";
+      throw new Error(`sign-in: expected 303, got ${signedIn.status} ${notice.trim()}`);
+    }
     response = await http(new URL(signedIn.headers.get("location"), url));
   }
   if (response.status !== 200) {

@@ -19,6 +19,7 @@ from __future__ import annotations
 import http.cookiejar
 import json
 import os
+import re
 import sys
 import time
 import urllib.error
@@ -103,7 +104,11 @@ def sign_in_and_consent(authorization_url: str, email: str, password: str, scope
             ],
         )
         if status != 303:
-            raise RuntimeError(f"sign-in: expected 303, got {status}: {body[:300]}")
+            # The form's notice, or an error page's message.
+            notice = re.search(r'<p class="notice[^"]*"[^>]*>(.*?)</p>', body, re.S) or re.search(
+                r"</h1>\s*<p>(.*?)</p>", body, re.S
+            )
+            raise RuntimeError(f"sign-in: expected 303, got {status} {notice.group(1).strip() if notice else ''}")
         status, headers, body = http.request(urljoin(authorization_url, headers["Location"]))
     if status != 200:
         raise RuntimeError(f"consent: expected the consent page, got {status} {headers.get('Location', '')} {body[:300]}")

@@ -1,5 +1,6 @@
-//! `/admin`: every active grant on the farm with Disconnect, and the
-//! farm's connected-apps switch.
+//! `/admin`: every active grant on the farm with Disconnect, the farm's
+//! automations (Disconnect disables one at once), and the farm's
+//! connected-apps switch.
 //!
 //! The switch is read by every token check and every consent: off, each
 //! MCP call and refresh for the farm is refused at once and consent shows
@@ -10,6 +11,7 @@ use axum::extract::{Path, Query, State};
 use axum::response::{IntoResponse, Redirect, Response};
 use serde::Deserialize;
 
+use super::automations::{self, AutomationView};
 use super::{OwnerPost, RequireOwner, audit_action};
 use crate::admin::apps::{self as app_admin, Actor};
 use crate::domain::GrantId;
@@ -29,6 +31,7 @@ struct AdminAppsPage<'a> {
     farm_name: &'a str,
     apps_enabled: bool,
     apps: Vec<AppView>,
+    automations: Vec<AutomationView>,
     notice: Option<&'static str>,
 }
 
@@ -51,6 +54,7 @@ pub async fn show(
         farm_name: &farm.name,
         apps_enabled: farm.connected_apps_enabled,
         apps: apps.iter().map(AppView::from_app).collect(),
+        automations: automations::views(&state, owner.account.farm()).await?,
         notice: notice(query.done.as_deref()),
     }))
 }

@@ -14,7 +14,7 @@ use crate::http::error::{PageError, render};
 use crate::http::pages::view::{Nav, instant};
 use crate::state::AppState;
 use crate::storage::audit_query::{self, AuditEntry, AuditFilter};
-use crate::storage::{connected_apps, members};
+use crate::storage::{automations, connected_apps, members};
 
 const PAGE_SIZE: i64 = 50;
 
@@ -69,6 +69,10 @@ fn action_words(action: &str) -> &str {
         "flock_added" => "added a flock",
         "flock_renamed" => "renamed a flock",
         "flock_depleted" => "marked a flock depleted",
+        "automation_added" => "added an automation",
+        "automation_disabled" => "disabled an automation",
+        "automation_enabled" => "enabled an automation",
+        "automation_deleted" => "deleted an automation",
         other => other,
     }
 }
@@ -87,7 +91,17 @@ impl EntryView {
         Self {
             when: instant(entry.created_at),
             what: kind_words(&entry.kind),
-            member: entry.user_email.clone().unwrap_or_default(),
+            // An automation's own write has no member: it is named instead.
+            member: entry
+                .user_email
+                .clone()
+                .or_else(|| {
+                    entry
+                        .automation_name
+                        .as_ref()
+                        .map(|name| format!("{name} (automation)"))
+                })
+                .unwrap_or_default(),
             app: entry
                 .client_name
                 .clone()
@@ -234,8 +248,14 @@ pub async fn show(
             label: m.email,
         })
         .collect();
-    let clients = connected_apps::clients_of_farm(&mut state.store.read().await?, farm)
-        .await?
+    let mut apps = connected_apps::clients_of_farm(&mut state.store.read().await?, farm).await?;
+    apps.extend(
+        automations::list(&mut state.store.read().await?, farm)
+            .await?
+            .into_iter()
+            .map(|a| (a.client_id(), format!("{} (automation)", a.name))),
+    );
+    let clients = apps
         .into_iter()
         .map(|(id, name)| Choice {
             selected: client.as_deref() == Some(id.as_str()),

@@ -12,6 +12,7 @@ use askama::Template;
 use axum::extract::{Path, Query, State};
 use axum::response::{IntoResponse, Redirect, Response};
 
+use super::automations::AutomationView;
 use super::{OwnerPost, RequireOwner, audit_action};
 use crate::domain::{Access, FarmId, FlockId, Role, UserId};
 use crate::http::error::{PageError, render};
@@ -52,6 +53,8 @@ struct MembersPage {
     tab: &'static str,
     members: Vec<MemberView>,
     roles: [Role; 4],
+    /// The farm's automations: not members, but they act with a role too.
+    automations: Vec<AutomationView>,
     notice: Option<&'static str>,
 }
 
@@ -94,6 +97,7 @@ pub async fn show(
         tab: "members",
         members,
         roles: Role::ALL,
+        automations: super::automations::views(&state, farm).await?,
         notice: notice(query.done.as_deref()),
     }))
 }

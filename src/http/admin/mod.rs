@@ -4,6 +4,7 @@
 //! |---|---|
 //! | `/admin`: every active grant on the farm, Disconnect, the connected-apps switch | [`apps`] |
 //! | `/admin/members`: role, flock restriction, sign out everywhere, require a password change, disable/enable | [`members`] |
+//! | `/admin/automations`: machine clients (client credentials): add, disable/enable, delete | [`automations`] |
 //! | `/admin/farm`: houses and flocks: add, rename, mark a flock depleted | [`records`] |
 //! | `/admin/audit`: the audit log, newest first, paged and filtered | [`audit`] |
 //!
@@ -12,11 +13,12 @@
 //! [`OwnerPost`], which checks the session's CSRF token before a handler
 //! sees a field, behind the same-origin check of every page; each action is
 //! audited with who did it. While the farm is suspended every action is a
-//! 403 page saying why: the owner may look, and change nothing. An id naming something of another farm, or
-//! nothing, is a 404 page.
+//! 403 page saying why: the owner may look, and change nothing. An id
+//! naming something of another farm, or nothing, is a 404 page.
 
 pub mod apps;
 pub mod audit;
+pub mod automations;
 pub mod members;
 pub mod records;
 
@@ -49,6 +51,11 @@ pub fn router() -> Router<AppState> {
         )
         .route("/admin/members", get(members::show))
         .route("/admin/members/{user}", post(members::change))
+        .route(
+            "/admin/automations",
+            get(automations::show).post(automations::add),
+        )
+        .route("/admin/automations/{automation}", post(automations::change))
         .route("/admin/farm", get(records::show))
         .route("/admin/houses", post(records::add_house))
         .route("/admin/houses/{house}", post(records::rename_house))

@@ -13,8 +13,8 @@
 //! 4. the grant's request budget, then its subject's over all its grants
 //!    ([`super::rate_limit`]): 429;
 //! 5. a DPoP proof's `jti` spent in the shared store (a replay: 401), then
-//!    the one store look-up; the grant's `last_used_at` written at most
-//!    once a minute;
+//!    the one store look-up; the grant's (or automation's) `last_used_at`
+//!    written at most once a minute;
 //! 6. for a POST, the body read up to 64 KiB (413 beyond) and checked by
 //!    [`crate::mcp::wire`] (batches, malformed JSON, protocol version
 //!    header, `initialize` on the 2026 wire), then the step-up decision for
@@ -38,9 +38,10 @@ use super::rate_limit::Budget;
 use crate::domain::Issuer;
 use crate::mcp::bearer::{self, AuthError, Scheme};
 use crate::mcp::wire;
-use crate::mcp::{CallContext, HeldReader};
+use crate::mcp::{CallContext, Caller, HeldReader};
+use crate::oauth::access_token::TokenSubject;
 use crate::state::AppState;
-use crate::storage::grants;
+use crate::storage::{automations, grants};
 
 /// The largest `/mcp` request body (threat 24).
 pub const MAX_BODY: usize = 64 * 1024;
@@ -170,14 +171,20 @@ async fn admit(
         now,
     )
     .map_err(|refusal| refuse(&refusal))?;
-    if let Some(grant) = claims.grant_id()
-        && let Err(wait) = guard.per_grant.check(grant.0)
+    // An automation is its own app and its own subject: both budgets.
+    let (app_key, subject_key) = match claims.subject() {
+        Some(TokenSubject::Member { user, grant }) => (Some(grant.0), Some(user.0)),
+        Some(TokenSubject::Automation(id)) => (Some(id.0), Some(id.0)),
+        None => (None, None),
+    };
+    if let Some(key) = app_key
+        && let Err(wait) = guard.per_grant.check(key)
     {
-        tracing::info!(grant = %grant, "MCP rate limit reached");
+        tracing::info!(grant = %key, "MCP rate limit reached");
         return Err(error::rate_limited(wait, "this app"));
     }
-    if let Some(subject) = claims.user_id()
-        && let Err(wait) = guard.per_subject.check(subject.0)
+    if let Some(subject) = subject_key
+        && let Err(wait) = guard.per_subject.check(subject)
     {
         tracing::info!(subject = %subject, "MCP rate limit reached for the subject over all its apps");
         return Err(error::rate_limited(wait, "this account"));
@@ -200,7 +207,7 @@ async fn admit(
         .await
         .map_err(answer)?;
     if authorized.touch_last_used
-        && let Err(err) = touch_last_used(app, authorized.context.grant, now).await
+        && let Err(err) = touch_last_used(app, &authorized.context.caller, now).await
     {
         // Bookkeeping for the connected-apps page; the call itself is fine.
         tracing::warn!(error = %err, "could not record the grant's last use");
@@ -210,11 +217,14 @@ async fn admit(
 
 async fn touch_last_used(
     app: &AppState,
-    grant: crate::domain::GrantId,
+    caller: &Caller,
     now: time::OffsetDateTime,
 ) -> Result<(), crate::storage::StoreError> {
     let mut tx = app.store.write().await?;
-    grants::touch_last_used(&mut tx, grant, now).await?;
+    match caller {
+        Caller::Member { grant, .. } => grants::touch_last_used(&mut tx, *grant, now).await?,
+        Caller::Automation { id, .. } => automations::touch_last_used(&mut tx, *id, now).await?,
+    };
     tx.commit().await
 }
 

@@ -8,8 +8,9 @@
 //! rmcp's `StreamableHttpService` is configured for Coop (see
 //! docs/mcp.md): stateless (`NeverSessionManager`, no legacy sessions), JSON
 //! responses, no SSE keep-alive, `Host` and `Origin` allow-lists from the
-//! issuer (and `--allowed-hosts`), the same 64 KiB body cap. It is built once; rmcp calls the
-//! handler factory per request, which clones two handles.
+//! issuer (and `--allowed-hosts`), the same 64 KiB body cap. It is built
+//! once; rmcp calls the handler factory per request, which clones two
+//! handles.
 
 pub mod error;
 pub mod guard;

@@ -9,11 +9,12 @@
 //! | `GET`, `POST /authorize/consent`, `POST /authorize/confirm` | [`consent`] | [`crate::oauth::consent`] |
 //! | `POST /token` | [`token`] | [`crate::oauth::token`] |
 //! | `POST /revoke` | [`revoke`] | [`crate::oauth::revocation`] |
+//! | `POST /introspect` | [`introspect`] | [`crate::mcp::introspection`], [`crate::oauth::introspection`] |
 //!
 //! Two routers: [`api_router`] for the JSON endpoints that clients call
 //! directly (no cookies, CORS open to any origin since nothing there rests
 //! on ambient credentials, small body caps, per-address rate limits on
-//! `/token` and `/register`), and [`browser_router`] for the pages, which
+//! `/token`, `/register` and `/introspect`), and [`browser_router`] for the pages, which
 //! the caller puts behind the session layer and the same-origin POST check.
 //! [`error`] is the one place an OAuth error becomes a response.
 
@@ -22,6 +23,7 @@ pub mod client_credentials;
 pub mod consent;
 pub mod cors;
 pub mod error;
+pub mod introspect;
 pub mod jwks;
 pub mod metadata;
 pub mod rate_limit;
@@ -48,6 +50,8 @@ const REGISTRATION_LIMIT: usize = 16 * 1024;
 pub fn api_router(config: &Config) -> Router<AppState> {
     let token_limit = AddressLimit::new(config.token_rate_limit, Duration::from_secs(60));
     let register_limit = AddressLimit::new(config.register_rate_limit, Duration::from_secs(3600));
+    let introspection_limit =
+        AddressLimit::new(config.introspection_rate_limit, Duration::from_secs(60));
     Router::new()
         .route(
             "/.well-known/oauth-authorization-server",
@@ -76,6 +80,15 @@ pub fn api_router(config: &Config) -> Router<AppState> {
         .route(
             "/revoke",
             post(revoke::revoke).layer(DefaultBodyLimit::max(FORM_LIMIT)),
+        )
+        .route(
+            "/introspect",
+            post(introspect::introspect)
+                .layer(DefaultBodyLimit::max(FORM_LIMIT))
+                .layer(axum::middleware::from_fn_with_state(
+                    introspection_limit,
+                    rate_limit::limit,
+                )),
         )
         .layer(axum::middleware::from_fn(cors::allow_any_origin))
 }

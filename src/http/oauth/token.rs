@@ -1,4 +1,6 @@
-//! `POST /token`: the `authorization_code` and `refresh_token` grants.
+//! `POST /token`: the `authorization_code` and `refresh_token` grants, and
+//! `client_credentials` for automations (whose `client_id` says they are
+//! one, so they never reach the OAuth clients' authentication).
 //!
 //! Client authentication first (`none`, `client_secret_basic` with the id
 //! possibly only in the header, or `client_secret_post`), then the grant
@@ -25,6 +27,7 @@ use crate::oauth::client_auth;
 use crate::oauth::dpop;
 use crate::oauth::error::OAuthError;
 use crate::oauth::params::Params;
+use crate::oauth::token::client_credentials as automations;
 use crate::oauth::token::{self, TokenContext};
 use crate::state::AppState;
 
@@ -37,25 +40,43 @@ pub async fn token(
     let now = state.clock.now();
     let form = Params::parse(&body);
     let presented = client_auth::presented(client_credentials::basic(&headers), &form)?;
+    let ctx = context(&state);
+    // An automation's client_id is never an OAuth client's: it is
+    // authenticated as the automation, and may only ask for its own grant.
+    if let Some(automation) = automations::names_an_automation(&presented) {
+        let automation = automations::authenticate(&ctx, automation, &presented).await?;
+        let request = automations::parse(&form)?;
+        let proof = proof(&state, &headers, now).await?;
+        let issued = automations::exchange(&ctx, &automation, &request, proof.as_ref(), now).await?;
+        return Ok(answer(&state, issued, now));
+    }
     let cimd = state.cimd.for_peer(peer.ip());
     let client = client_auth::authenticate(&state.store, &cimd, &presented, now).await?;
     let request = token::parse(&form)?;
-    let proof = dpop::at_token_endpoint(
-        &state.store,
-        &state.dpop,
-        &state.issuer,
-        &crate::http::dpop::proofs(&headers),
-        now,
-    )
-    .await?;
-    let ctx = context(&state);
+    let proof = proof(&state, &headers, now).await?;
     let issued = token::exchange(&ctx, &client, request, proof.as_ref(), now).await?;
+    Ok(answer(&state, issued, now))
+}
+
+/// The request's DPoP proof, checked and spent, if it sent one.
+async fn proof(
+    state: &AppState,
+    headers: &HeaderMap,
+    now: time::OffsetDateTime,
+) -> Result<Option<dpop::Proof>, OAuthError> {
+    let proofs = crate::http::dpop::proofs(headers);
+    dpop::at_token_endpoint(&state.store, &state.dpop, &state.issuer, &proofs, now).await
+}
+
+/// The token response, not to be stored, with the current nonce while
+/// nonces are required.
+fn answer(state: &AppState, issued: token::TokenResponse, now: time::OffsetDateTime) -> Response {
     let mut response = Json(issued).into_response();
     no_store(response.headers_mut());
     if state.dpop.requires_nonce() {
         crate::http::dpop::offer_nonce(response.headers_mut(), &state.dpop.fresh_nonce(now));
     }
-    Ok(response)
+    response
 }
 
 /// What the protocol's token functions need from the running server.

@@ -15,6 +15,7 @@ use super::args::{self, invalid};
 use super::flocks::resolve;
 use super::{ToolCall, ToolError, ToolReply, internal};
 use crate::domain::EntryDate;
+use crate::mcp::Caller;
 use crate::storage::audit::{AuditEvent, AuditKind};
 use crate::storage::daily_entries::{self, EntryRow, EntryWrite, WriteOutcome};
 use crate::storage::flocks::FlockRow;
@@ -267,21 +268,29 @@ pub async fn record_daily_entry(
         water_used_ml: c.water_used_ml,
         notes: c.notes.as_deref(),
         expected_version: c.expected_version,
-        recorded_by: ctx.user,
+        recorded_by: ctx.user(),
+        recorded_by_automation: ctx.automation(),
     };
+    let mut detail = json!({
+        "tool": "record_daily_entry",
+        "flock": flock.name,
+        "house": flock.house,
+        "flock_id": flock.id.to_string(),
+        "date": c.date.to_string(),
+    });
+    // An automation's write names it, as the audit log shows it; its name
+    // stays in the row even if the automation is deleted later.
+    if let (Caller::Automation { name, .. }, Some(object)) = (&ctx.caller, detail.as_object_mut()) {
+        object.insert("automation".into(), name.clone().into());
+    }
     let audit = AuditEvent {
         kind: AuditKind::ToolWrite,
         farm: Some(ctx.farm),
-        user: Some(ctx.user),
+        user: ctx.user(),
         client_id: Some(ctx.client_id.as_str()),
-        grant: Some(ctx.grant),
-        detail: json!({
-            "tool": "record_daily_entry",
-            "flock": flock.name,
-            "house": flock.house,
-            "flock_id": flock.id.to_string(),
-            "date": c.date.to_string(),
-        }),
+        grant: ctx.grant(),
+        automation: ctx.automation(),
+        detail,
     };
     let outcome = daily_entries::record(store, &write, &audit, now)
         .await

@@ -18,7 +18,7 @@ use super::{ToolError, ToolReply, call};
 use crate::admin::{self, FlockInput};
 use crate::config::DatabaseUrl;
 use crate::domain::{ClientId, Email, FarmId, FlockId, GrantId, Role, Scope, ScopeSet, UserId};
-use crate::mcp::{CallContext, FlockScope};
+use crate::mcp::{CallContext, Caller, FlockScope};
 use crate::storage::Store;
 use crate::storage::flocks as flock_store;
 use crate::storage::users::{self, NewMember};
@@ -219,11 +219,13 @@ pub fn context(
 ) -> CallContext {
     CallContext {
         farm: farm.id,
-        user,
+        caller: Caller::Member {
+            user,
+            grant: GrantId::new(),
+        },
         role,
         flocks: FlockScope::resolve(flocks.is_some(), flocks.unwrap_or_default().to_vec()),
         scopes: ScopeSet::from_scopes([Scope::FarmRead, Scope::DailyEntriesWrite]),
-        grant: GrantId::new(),
         client_id: ClientId("https://client.example/meta.json".to_owned()),
     }
 }

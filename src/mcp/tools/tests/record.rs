@@ -70,9 +70,9 @@ async fn an_identical_replay_changes_nothing_and_audits_once(engine: Engine) {
     let audit = tool_writes(store, w.farm.id).await;
     assert_eq!(audit.len(), 1, "{audit:?}");
     let (user, client, grant, detail) = &audit[0];
-    assert_eq!(*user, Some(w.owner.user.0));
+    assert_eq!(*user, w.owner.user().map(|u| u.0));
     assert_eq!(client.as_deref(), Some(w.owner.client_id.as_str()));
-    assert_eq!(*grant, Some(w.owner.grant.0));
+    assert_eq!(*grant, w.owner.grant().map(|g| g.0));
     let detail: Value = serde_json::from_str(detail).unwrap();
     assert_eq!(detail["change"], "created");
     assert_eq!(detail["flock"], "Alpha");

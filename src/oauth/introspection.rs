@@ -1,0 +1,122 @@
+//! Token introspection (RFC 7662): who may ask, what an answer says, and
+//! the refresh-token half.
+//!
+//! - Only a confidential client registered for it (`coop admin client add
+//!   --introspection`) may ask; any other caller, however well it
+//!   authenticates, is refused like a stranger (401 `invalid_client`): an
+//!   ordinary client has no business learning about tokens, and a public
+//!   one proves nothing.
+//! - An access token is active only if the per-call check of `/mcp` passes
+//!   for it at that moment; that check is the MCP layer's, so the access
+//!   token half lives in `mcp::introspection`, which uses this module for
+//!   the answer's shape.
+//! - A refresh token is active only for the client it was issued to, and
+//!   only while it could still be used (unspent, unexpired, its grant
+//!   usable); for anyone else it is `active: false`, as is anything
+//!   unknown, so an answer never tells a caller about another's token.
+
+use serde::Serialize;
+use time::OffsetDateTime;
+
+use crate::domain::ScopeSet;
+use crate::oauth::client::Client;
+use crate::oauth::error::OAuthError;
+use crate::oauth::token::check_grant_usable;
+use crate::secrets;
+use crate::storage::{Store, clients, refresh_tokens};
+
+/// An introspection answer. Inactive: `{"active": false}` and nothing else
+/// (RFC 7662 §2.2); active: the token's facts, never a `null`.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct Introspection {
+    pub active: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub scope: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub client_id: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sub: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub aud: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub iss: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub exp: Option<i64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub iat: Option<i64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub jti: Option<String>,
+    /// `Bearer` for an access token; absent for a refresh token.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub token_type: Option<&'static str>,
+}
+
+impl Introspection {
+    pub fn inactive() -> Self {
+        Self::default()
+    }
+}
+
+/// The caller must be a client registered for introspection; anyone else
+/// is `invalid_client`, the same answer as an unknown client.
+pub async fn require_introspector(
+    store: &Store,
+    caller: &Client,
+    basic: bool,
+) -> Result<(), OAuthError> {
+    let allowed = caller.auth_method.is_confidential()
+        && clients::may_introspect(&mut store.read().await?, &caller.client_id).await?;
+    if !allowed {
+        tracing::warn!(client_id = %caller.client_id, "introspection by a client not registered for it");
+        return Err(OAuthError::invalid_client(
+            "the client is not registered for introspection",
+            basic,
+        ));
+    }
+    Ok(())
+}
+
+/// `token` as a refresh token: `None` when no refresh token has that
+/// value; inactive unless `caller` is its client and it could still be used.
+pub async fn refresh_token(
+    store: &Store,
+    caller: &Client,
+    token: &str,
+    now: OffsetDateTime,
+) -> Result<Option<Introspection>, OAuthError> {
+    let found =
+        refresh_tokens::find(&mut store.read().await?, &secrets::hash_secret(token)).await?;
+    let Some(row) = found else {
+        return Ok(None);
+    };
+    let usable = row.grant.grant_client_id == caller.client_id
+        && row.used_at.is_none()
+        && row.expires_at > now.unix_timestamp()
+        && check_grant_usable(&row.grant, row.grant.grant_epoch).is_ok();
+    if !usable {
+        return Ok(Some(Introspection::inactive()));
+    }
+    let scope = ScopeSet::from_stored(&row.scope)
+        .intersection(&ScopeSet::from_stored(&row.grant.grant_scope));
+    Ok(Some(Introspection {
+        active: true,
+        scope: Some(scope.to_wire()),
+        client_id: Some(row.grant.grant_client_id.clone()),
+        sub: Some(row.grant.user().to_string()),
+        exp: Some(row.expires_at),
+        ..Introspection::default()
+    }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_inactive_answer_says_only_that() {
+        assert_eq!(
+            serde_json::to_value(Introspection::inactive()).unwrap(),
+            serde_json::json!({ "active": false })
+        );
+    }
+}

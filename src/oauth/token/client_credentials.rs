@@ -1,0 +1,288 @@
+//! The `client_credentials` grant, for automations only (the MCP extension
+//! `io.modelcontextprotocol/oauth-client-credentials`).
+//!
+//! An automation is a machine client a farm owner made (a barn scale, a
+//! farm-management system). It names itself with its `client_id`
+//! (`automation-<id>`) and proves it with its client secret in the HTTP
+//! Basic header (`client_secret_basic`). What it gets is one short-lived
+//! access token: its subject is the automation (never a person), its
+//! audience the one resource, its scopes at most those the owner allowed;
+//! no refresh token (it can always ask again). The token is checked on
+//! every `/mcp` call against the automation's row like a person's against
+//! their grant, so disabling the automation stops it on its next call.
+//!
+//! Order: the automation is authenticated first (an unknown one, a wrong
+//! or missing secret, a disabled one: `invalid_client`), then the request
+//! (`resource` as for every grant: absent means `<issuer>/mcp`, anything
+//! else is `invalid_target`; `scope` must be a subset of what it may hold,
+//! else `invalid_scope`), then the farm (suspended, or connected apps off:
+//! `unauthorized_client`).
+//!
+//! With a DPoP proof (checked by the caller) the token is bound to the
+//! proof's key (`cnf.jkt`, `token_type: DPoP`), as for every grant.
+
+use time::OffsetDateTime;
+
+use super::{TokenContext, TokenResponse, token_type};
+use crate::oauth::dpop::Proof;
+use crate::domain::{AutomationId, Scope, ScopeSet};
+use crate::oauth::access_token::{self, NewAutomationToken};
+use crate::oauth::client_auth::Presented;
+use crate::oauth::error::OAuthError;
+use crate::oauth::params::Params;
+use crate::oauth::resource;
+use crate::oauth::scopes::OFFLINE_ACCESS;
+use crate::secrets;
+use crate::storage::automations::{self, AutomationCredential};
+
+/// The longest an automation's access token lives, whatever the
+/// configured lifetime of a person's: a leaked one is worth little, and an
+/// automation can always ask again.
+pub const AUTOMATION_TOKEN_TTL: time::Duration = time::Duration::minutes(5);
+
+/// A client credentials request's parameters (after authentication).
+#[derive(Debug, PartialEq, Eq)]
+pub struct Request {
+    pub scope: Option<String>,
+    pub resource: Vec<String>,
+}
+
+/// Reads an automation's token request: `grant_type` must be
+/// `client_credentials` (an automation has no other grant:
+/// `unauthorized_client`), `scope` at most once, `resource` as sent.
+pub fn parse(form: &Params) -> Result<Request, OAuthError> {
+    let one = |name: &'static str| {
+        form.single(name)
+            .map_err(|n| OAuthError::invalid_request(format!("{n} is repeated")))
+    };
+    match one("grant_type")? {
+        None => return Err(OAuthError::invalid_request("grant_type is required")),
+        Some("client_credentials") => {}
+        Some(_) => {
+            return Err(OAuthError::UnauthorizedClient(
+                "an automation may only use the client_credentials grant".into(),
+            ));
+        }
+    }
+    let scope = one("scope")?.map(str::to_owned);
+    let resource = form
+        .all("resource")
+        .into_iter()
+        .map(str::to_owned)
+        .collect();
+    Ok(Request { scope, resource })
+}
+
+/// An automation that proved who it is.
+#[derive(Debug)]
+pub struct Authenticated(AutomationCredential);
+
+impl Authenticated {
+    pub fn automation(&self) -> AutomationId {
+        self.0.automation()
+    }
+
+    pub fn name(&self) -> &str {
+        &self.0.name
+    }
+}
+
+/// Whether the presented `client_id` names an automation: then only an
+/// automation may be authenticated with it.
+pub fn names_an_automation(presented: &Presented) -> Option<AutomationId> {
+    AutomationId::from_client_id(&presented.client_id)
+}
+
+/// Authenticates the automation `presented` names. Every refusal is
+/// `invalid_client` (with the Basic challenge when Basic was tried): an
+/// unknown automation, a secret that is wrong, missing or not in the
+/// header, a credential of another kind, a disabled automation.
+pub async fn authenticate(
+    ctx: &TokenContext<'_>,
+    automation: AutomationId,
+    presented: &Presented,
+) -> Result<Authenticated, OAuthError> {
+    let refuse = |why: &str| OAuthError::invalid_client(why, presented.basic);
+    let found = automations::find_credential(&mut ctx.store.read().await?, automation).await?;
+    let Some(credential) = found else {
+        return Err(refuse("unknown automation"));
+    };
+    match (credential.auth_method.as_str(), &credential.secret_hash) {
+        ("client_secret_basic", Some(expected)) => {
+            let Some(secret) = presented.secret.as_deref().filter(|_| presented.basic) else {
+                return Err(refuse("an automation sends its secret in the Basic header"));
+            };
+            if !secrets::constant_time_eq(expected, &secrets::hash_secret(secret)) {
+                tracing::warn!(automation = %automation, "wrong automation secret");
+                return Err(refuse("wrong automation secret"));
+            }
+        }
+        _ => return Err(refuse("this automation authenticates with private_key_jwt")),
+    }
+    if credential.disabled {
+        return Err(refuse("the automation is disabled"));
+    }
+    Ok(Authenticated(credential))
+}
+
+/// Issues the access token for an authenticated automation, bound to the
+/// key of `proof` when the request carried one.
+pub async fn exchange(
+    ctx: &TokenContext<'_>,
+    automation: &Authenticated,
+    request: &Request,
+    proof: Option<&Proof>,
+    now: OffsetDateTime,
+) -> Result<TokenResponse, OAuthError> {
+    let jkt = proof.map(|p| p.jkt.as_str());
+    let credential = &automation.0;
+    let sent: Vec<&str> = request.resource.iter().map(String::as_str).collect();
+    let audience = resource::resolve(ctx.issuer, &sent)
+        .map_err(|why| OAuthError::InvalidTarget(why.to_string()))?;
+    let allowed = ScopeSet::from_stored(&credential.scope);
+    let scope = asked_scope(&allowed, request.scope.as_deref())?;
+    if credential.farm_suspended {
+        return Err(OAuthError::UnauthorizedClient(
+            "the automation's farm is suspended".into(),
+        ));
+    }
+    if !credential.farm_apps_enabled {
+        return Err(OAuthError::UnauthorizedClient(
+            "connected apps are off for the automation's farm".into(),
+        ));
+    }
+    let lifetime = ctx.access_ttl.min(AUTOMATION_TOKEN_TTL);
+    let (access_token, _) = access_token::mint_for_automation(
+        ctx.keys,
+        &NewAutomationToken {
+            issuer: ctx.issuer.as_str(),
+            audience: audience.as_str(),
+            automation: credential.automation(),
+            scope: &scope,
+            epoch: credential.credential_epoch,
+            lifetime,
+            jkt,
+        },
+        now,
+    )
+    .await?;
+    tracing::info!(automation = %credential.automation(), scope = %scope, "automation token issued");
+    Ok(TokenResponse {
+        access_token,
+        token_type: token_type(jkt),
+        expires_in: lifetime.whole_seconds(),
+        refresh_token: None,
+        scope: scope.to_wire(),
+    })
+}
+
+/// The scopes asked for: every allowed one when `scope` is absent (or
+/// empty), else a subset of them; an unknown scope, one it may not hold,
+/// or nothing left is `invalid_scope`.
+fn asked_scope(allowed: &ScopeSet, asked: Option<&str>) -> Result<ScopeSet, OAuthError> {
+    let mut scopes = Vec::new();
+    for word in asked
+        .unwrap_or_default()
+        .split(' ')
+        .filter(|w| !w.is_empty() && *w != OFFLINE_ACCESS)
+    {
+        scopes.push(
+            Scope::parse(word)
+                .ok_or_else(|| OAuthError::InvalidScope(format!("unknown scope {word:?}")))?,
+        );
+    }
+    let asked = ScopeSet::from_scopes(scopes);
+    let scope = if asked.is_empty() {
+        allowed.clone()
+    } else if asked.is_subset(allowed) {
+        asked
+    } else {
+        return Err(OAuthError::InvalidScope(
+            "the automation may not hold that scope".into(),
+        ));
+    };
+    if scope.is_empty() {
+        return Err(OAuthError::InvalidScope(
+            "the automation may hold no scope".into(),
+        ));
+    }
+    Ok(scope)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_automation_gets_at_most_its_allowed_scopes() {
+        let write = ScopeSet::from_stored("daily-entries:write");
+        let both = ScopeSet::from_stored("farm:read daily-entries:write");
+        assert_eq!(asked_scope(&write, None).unwrap(), write);
+        assert_eq!(asked_scope(&both, Some("")).unwrap(), both);
+        assert_eq!(
+            asked_scope(&both, Some("daily-entries:write offline_access")).unwrap(),
+            write
+        );
+        for (allowed, asked) in [
+            (&write, "farm:read"),
+            (&write, "farm:read daily-entries:write"),
+            (&both, "admin"),
+            (&ScopeSet::empty(), ""),
+        ] {
+            assert_eq!(
+                asked_scope(allowed, Some(asked)).unwrap_err().code(),
+                "invalid_scope",
+                "{asked}"
+            );
+        }
+    }
+
+    #[test]
+    fn an_automation_asks_only_for_client_credentials() {
+        let form = |body: &str| Params::parse(body.as_bytes());
+        assert_eq!(
+            parse(&form(
+                "grant_type=client_credentials&scope=farm%3Aread&resource=r"
+            ))
+            .unwrap(),
+            Request {
+                scope: Some("farm:read".into()),
+                resource: vec!["r".into()],
+            }
+        );
+        for (body, code) in [
+            ("", "invalid_request"),
+            (
+                "grant_type=refresh_token&refresh_token=x",
+                "unauthorized_client",
+            ),
+            (
+                "grant_type=client_credentials&grant_type=client_credentials",
+                "invalid_request",
+            ),
+            (
+                "grant_type=client_credentials&scope=a&scope=b",
+                "invalid_request",
+            ),
+        ] {
+            assert_eq!(parse(&form(body)).unwrap_err().code(), code, "{body}");
+        }
+    }
+
+    #[test]
+    fn only_an_automation_client_id_names_one() {
+        let id = AutomationId::new();
+        let presented = |client_id: String| Presented {
+            client_id,
+            secret: None,
+            basic: true,
+        };
+        assert_eq!(names_an_automation(&presented(id.client_id())), Some(id));
+        assert_eq!(names_an_automation(&presented(id.to_string())), None);
+        assert_eq!(
+            names_an_automation(&presented(format!("automation-{}", id.0.simple()))),
+            None
+        );
+        assert_eq!(names_an_automation(&presented("registered-1".into())), None);
+    }
+}

@@ -1,0 +1,599 @@
+//! Automations (issue 12): machine clients a farm owner controls, getting
+//! tokens with the client credentials grant and calling `/mcp` with their
+//! own role and flocks, checked against the store on every call.
+
+use serde_json::{Value, json};
+
+use crate::helpers::{Engine, TestApp, TestUser};
+use crate::mcp_support::{
+    Wire, admin, assert_invalid_token, call_tool, farm_with_flocks, tool_names, tool_ok,
+    tool_refused,
+};
+use crate::oauth_client::{self, assert_oauth_error, claims, db_count, db_text};
+use crate::on_both_engines;
+
+on_both_engines!(
+    an_automation_gets_a_short_token_and_acts_with_its_role_and_flocks,
+    a_disabled_automation_is_refused_on_its_next_call,
+    a_scope_outside_its_allowance_is_invalid_scope,
+    a_wrong_or_empty_resource_is_invalid_target,
+    a_wrong_or_missing_secret_is_invalid_client,
+    an_automation_is_never_an_owner,
+    a_suspended_farm_or_apps_off_stops_an_automation,
+    the_owner_manages_automations_on_the_admin_pages,
+);
+
+/// A new automation made with the CLI; returns (client_id, secret).
+pub async fn add_automation(
+    app: &TestApp,
+    farm: &str,
+    name: &str,
+    role: &str,
+    scope: &str,
+    flocks: Option<&str>,
+) -> (String, String) {
+    let mut args = vec![
+        "admin",
+        "automation",
+        "add",
+        "--farm",
+        farm,
+        "--name",
+        name,
+        "--role",
+        role,
+        "--scope",
+        scope,
+        "--secret",
+    ];
+    if let Some(flocks) = flocks {
+        args.extend(["--flocks", flocks]);
+    }
+    let (code, out, err) = app.cli(&args).await;
+    assert_eq!(code, 0, "automation add failed: {err}");
+    let field = |name: &str| {
+        out.lines()
+            .find_map(|l| l.strip_prefix(&format!("{name}: ")))
+            .unwrap()
+            .trim()
+            .to_owned()
+    };
+    (field("client_id"), field("client_secret"))
+}
+
+/// A client credentials request with the secret in the Basic header.
+pub async fn request_token(
+    app: &TestApp,
+    client_id: &str,
+    secret: &str,
+    form: &[(&str, &str)],
+) -> reqwest::Response {
+    let mut body = vec![("grant_type", "client_credentials")];
+    body.extend_from_slice(form);
+    reqwest::Client::new()
+        .post(app.url("/token"))
+        .basic_auth(client_id, Some(secret))
+        .form(&body)
+        .send()
+        .await
+        .unwrap()
+}
+
+/// An access token for the automation (asserting success).
+pub async fn automation_token(app: &TestApp, client_id: &str, secret: &str) -> String {
+    let response = request_token(app, client_id, secret, &[]).await;
+    assert_eq!(response.status(), 200);
+    let body: Value = response.json().await.unwrap();
+    body["access_token"].as_str().unwrap().to_owned()
+}
+
+fn entry(flock: &str) -> Value {
+    json!({"flock": flock, "date": "2025-03-01", "eggs_collected": 900})
+}
+
+async fn an_automation_gets_a_short_token_and_acts_with_its_role_and_flocks(engine: Engine) {
+    let app = TestApp::spawn(engine).await;
+    let owner = farm_with_flocks(&app, "owner").await;
+    let (client_id, secret) = add_automation(
+        &app,
+        &owner.farm,
+        "Barn scale",
+        "worker",
+        "farm:read,daily-entries:write",
+        Some("Hens A"),
+    )
+    .await;
+    assert!(client_id.starts_with("automation-"), "{client_id}");
+
+    let response = request_token(
+        &app,
+        &client_id,
+        &secret,
+        &[("scope", "farm:read daily-entries:write")],
+    )
+    .await;
+    assert_eq!(response.status(), 200);
+    assert_eq!(response.headers()["cache-control"], "no-store");
+    let body: Value = response.json().await.unwrap();
+    assert_eq!(body["token_type"], "Bearer");
+    assert_eq!(body["expires_in"], 300);
+    assert_eq!(body["scope"], "farm:read daily-entries:write");
+    assert!(body.get("refresh_token").is_none(), "{body}");
+    let token = body["access_token"].as_str().unwrap();
+    let c = claims(token);
+    // The subject is the automation, never a person; no grant.
+    assert_eq!(c["sub"], client_id.as_str());
+    assert_eq!(c["client_id"], client_id.as_str());
+    assert_eq!(c["aud"], format!("{}/mcp", app.issuer));
+    assert!(c.get("grant_id").is_none(), "{c}");
+
+    // A worker's tools, on every wire; its flocks only.
+    for wire in Wire::ALL {
+        let names = tool_names(&app, token, wire).await;
+        assert!(
+            names.contains(&"record_daily_entry".to_owned()),
+            "{names:?}"
+        );
+        assert!(!names.contains(&"stock_levels".to_owned()), "{names:?}");
+    }
+    let flocks = tool_ok(&app, token, "list_flocks", json!({})).await;
+    let names: Vec<&str> = flocks["flocks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["Hens A"]);
+    let written = tool_ok(&app, token, "record_daily_entry", entry("Hens A")).await;
+    assert_eq!(written["entry"]["recorded_by"], "Barn scale");
+    let text = tool_refused(&app, token, "record_daily_entry", entry("Hens B")).await;
+    assert!(text.contains("no flock named"), "{text}");
+    // A manager's tool is hidden from a worker: unknown.
+    let (status, body) = call_tool(&app, token, "stock_levels", json!({})).await;
+    assert_eq!(
+        (status, body["error"]["code"].as_i64()),
+        (200, Some(-32602)),
+        "{body}"
+    );
+
+    // The write is audited naming the automation, not a person.
+    let id = client_id.trim_start_matches("automation-");
+    let audited = db_count(
+        &app,
+        &format!(
+            "select count(*) from audit_log where kind = 'tool_write' and user_id is null
+               and grant_id is null and client_id = '{client_id}'
+               and detail like '%\"automation\":\"Barn scale\"%'"
+        ),
+    )
+    .await;
+    assert_eq!(audited, 1);
+    assert!(!id.is_empty());
+    // Its last use is recorded.
+    let used = db_count(
+        &app,
+        "select count(*) from automations where last_used_at is not null",
+    )
+    .await;
+    assert_eq!(used, 1);
+}
+
+async fn a_disabled_automation_is_refused_on_its_next_call(engine: Engine) {
+    let app = TestApp::spawn(engine).await;
+    let owner = farm_with_flocks(&app, "owner").await;
+    let (client_id, secret) = add_automation(
+        &app,
+        &owner.farm,
+        "Feed system",
+        "manager",
+        "farm:read",
+        None,
+    )
+    .await;
+    let token = automation_token(&app, &client_id, &secret).await;
+    tool_ok(&app, &token, "stock_levels", json!({})).await;
+
+    admin(&app, &["automation", "disable", &client_id]).await;
+    assert_invalid_token(&app, &token, "disabled automation").await;
+    let response = request_token(&app, &client_id, &secret, &[]).await;
+    assert_oauth_error(response, 401, "invalid_client").await;
+
+    // Enabled again, the old token stays dead; a new one works.
+    admin(&app, &["automation", "enable", &client_id]).await;
+    assert_invalid_token(&app, &token, "token from before the disable").await;
+    let fresh = automation_token(&app, &client_id, &secret).await;
+    tool_ok(&app, &fresh, "stock_levels", json!({})).await;
+
+    // Deleted: refused at once.
+    admin(&app, &["automation", "delete", &client_id]).await;
+    assert_invalid_token(&app, &fresh, "deleted automation").await;
+    let response = request_token(&app, &client_id, &secret, &[]).await;
+    assert_oauth_error(response, 401, "invalid_client").await;
+}
+
+async fn a_scope_outside_its_allowance_is_invalid_scope(engine: Engine) {
+    let app = TestApp::spawn(engine).await;
+    let owner = farm_with_flocks(&app, "owner").await;
+    let (client_id, secret) =
+        add_automation(&app, &owner.farm, "Reader", "viewer", "farm:read", None).await;
+    for scope in [
+        "daily-entries:write",
+        "farm:read daily-entries:write",
+        "admin",
+    ] {
+        let response = request_token(&app, &client_id, &secret, &[("scope", scope)]).await;
+        assert_oauth_error(response, 400, "invalid_scope").await;
+    }
+    // Without a scope: everything it may hold, and nothing more.
+    let response = request_token(&app, &client_id, &secret, &[]).await;
+    assert_eq!(response.status(), 200);
+    let body: Value = response.json().await.unwrap();
+    assert_eq!(body["scope"], "farm:read");
+    // A viewer with only farm:read sees no write tool.
+    let names = tool_names(
+        &app,
+        body["access_token"].as_str().unwrap(),
+        Wire::V2026_07_28,
+    )
+    .await;
+    assert!(
+        !names.contains(&"record_daily_entry".to_owned()),
+        "{names:?}"
+    );
+}
+
+async fn a_wrong_or_empty_resource_is_invalid_target(engine: Engine) {
+    let app = TestApp::spawn(engine).await;
+    let owner = farm_with_flocks(&app, "owner").await;
+    let (client_id, secret) = add_automation(
+        &app,
+        &owner.farm,
+        "Scale",
+        "worker",
+        "daily-entries:write",
+        None,
+    )
+    .await;
+    let mcp = format!("{}/mcp", app.issuer);
+    for resource in [
+        vec!["https://other.example/mcp"],
+        vec![""],
+        vec![&format!("{}/other", app.issuer)],
+        vec![mcp.as_str(), mcp.as_str()],
+    ] {
+        let form: Vec<(&str, &str)> = resource.iter().map(|r| ("resource", *r)).collect();
+        let response = request_token(&app, &client_id, &secret, &form).await;
+        assert_oauth_error(response, 400, "invalid_target").await;
+    }
+    let response = request_token(&app, &client_id, &secret, &[("resource", &mcp)]).await;
+    assert_eq!(response.status(), 200);
+    let body: Value = response.json().await.unwrap();
+    assert_eq!(claims(body["access_token"].as_str().unwrap())["aud"], mcp);
+}
+
+async fn a_wrong_or_missing_secret_is_invalid_client(engine: Engine) {
+    let app = TestApp::spawn(engine).await;
+    let owner = farm_with_flocks(&app, "owner").await;
+    let (client_id, secret) = add_automation(
+        &app,
+        &owner.farm,
+        "Scale",
+        "worker",
+        "daily-entries:write",
+        None,
+    )
+    .await;
+    let response = request_token(&app, &client_id, "wrong", &[]).await;
+    assert_eq!(
+        response.headers()["www-authenticate"],
+        "Basic realm=\"coop\""
+    );
+    assert_oauth_error(response, 401, "invalid_client").await;
+    // The secret in the body, or none at all: refused too.
+    for form in [
+        vec![
+            ("grant_type", "client_credentials"),
+            ("client_id", client_id.as_str()),
+            ("client_secret", secret.as_str()),
+        ],
+        vec![
+            ("grant_type", "client_credentials"),
+            ("client_id", client_id.as_str()),
+        ],
+    ] {
+        let response = oauth_client::token_request(&app, &form).await;
+        assert_oauth_error(response, 401, "invalid_client").await;
+    }
+    // An automation that does not exist.
+    let unknown = format!("automation-{}", uuid::Uuid::now_v7());
+    let response = request_token(&app, &unknown, &secret, &[]).await;
+    assert_oauth_error(response, 401, "invalid_client").await;
+    // An automation has no other grant.
+    let response = reqwest::Client::new()
+        .post(app.url("/token"))
+        .basic_auth(&client_id, Some(&secret))
+        .form(&[("grant_type", "refresh_token"), ("refresh_token", "x")])
+        .send()
+        .await
+        .unwrap();
+    assert_oauth_error(response, 400, "unauthorized_client").await;
+    // And an OAuth client has no client credentials grant.
+    let public = oauth_client::register_public_client(&app).await;
+    let response = oauth_client::token_request(
+        &app,
+        &[("grant_type", "client_credentials"), ("client_id", &public)],
+    )
+    .await;
+    assert_oauth_error(response, 400, "unauthorized_client").await;
+    // The right secret still works: nothing was spent.
+    automation_token(&app, &client_id, &secret).await;
+}
+
+async fn an_automation_is_never_an_owner(engine: Engine) {
+    let app = TestApp::spawn(engine).await;
+    let owner = farm_with_flocks(&app, "owner").await;
+    let (code, _, err) = app
+        .cli(&[
+            "admin",
+            "automation",
+            "add",
+            "--farm",
+            &owner.farm,
+            "--name",
+            "Boss",
+            "--role",
+            "owner",
+            "--scope",
+            "farm:read",
+            "--secret",
+        ])
+        .await;
+    assert_eq!(code, 1);
+    assert!(err.contains("cannot be an owner"), "{err}");
+    // Through the owner's page: the same refusal.
+    let browser = oauth_client::sign_in_browser(&app, &owner).await;
+    let response = post_add(
+        &app,
+        &browser,
+        &[
+            ("name", "Boss"),
+            ("role", "owner"),
+            ("flocks", "all"),
+            ("scope", "farm:read"),
+            ("credential", "secret"),
+        ],
+    )
+    .await;
+    assert_eq!(response.status(), 400);
+    assert!(
+        response
+            .text()
+            .await
+            .unwrap()
+            .contains("cannot be an owner")
+    );
+    // Nor a name that reorders or hides text.
+    let (code, _, err) = app
+        .cli(&[
+            "admin",
+            "automation",
+            "add",
+            "--farm",
+            &owner.farm,
+            "--name",
+            "Scale\u{202E}",
+            "--role",
+            "worker",
+            "--scope",
+            "farm:read",
+            "--secret",
+        ])
+        .await;
+    assert_eq!(code, 1);
+    assert!(err.contains("reordering"), "{err}");
+    assert_eq!(db_count(&app, "select count(*) from automations").await, 0);
+}
+
+async fn a_suspended_farm_or_apps_off_stops_an_automation(engine: Engine) {
+    let app = TestApp::spawn(engine).await;
+    let owner = farm_with_flocks(&app, "owner").await;
+    let (client_id, secret) =
+        add_automation(&app, &owner.farm, "Scale", "manager", "farm:read", None).await;
+    for (stop, start) in [
+        (
+            vec!["farm", "suspend", owner.farm.as_str()],
+            vec!["farm", "resume", owner.farm.as_str()],
+        ),
+        (
+            vec!["farm", "connected-apps", owner.farm.as_str(), "off"],
+            vec!["farm", "connected-apps", owner.farm.as_str(), "on"],
+        ),
+    ] {
+        let token = automation_token(&app, &client_id, &secret).await;
+        admin(&app, &stop).await;
+        assert_invalid_token(&app, &token, &format!("{stop:?}")).await;
+        let response = request_token(&app, &client_id, &secret, &[]).await;
+        assert_oauth_error(response, 400, "unauthorized_client").await;
+        admin(&app, &start).await;
+        tool_ok(&app, &token, "list_flocks", json!({})).await;
+    }
+}
+
+async fn post_add(
+    app: &TestApp,
+    browser: &reqwest::Client,
+    fields: &[(&str, &str)],
+) -> reqwest::Response {
+    let page = browser
+        .get(app.url("/admin/automations"))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    let csrf = crate::helpers::form_value(&page, "csrf").unwrap();
+    let mut form = vec![("csrf", csrf.as_str())];
+    form.extend_from_slice(fields);
+    browser
+        .post(app.url("/admin/automations"))
+        .form(&form)
+        .send()
+        .await
+        .unwrap()
+}
+
+async fn the_owner_manages_automations_on_the_admin_pages(engine: Engine) {
+    let app = TestApp::spawn(engine).await;
+    let owner = farm_with_flocks(&app, "owner").await;
+    let browser = oauth_client::sign_in_browser(&app, &owner).await;
+    let response = post_add(
+        &app,
+        &browser,
+        &[
+            ("name", "Barn scale"),
+            ("role", "worker"),
+            ("flocks", "all"),
+            ("scope", "daily-entries:write"),
+            ("scope", "farm:read"),
+            ("credential", "secret"),
+        ],
+    )
+    .await;
+    assert_eq!(response.status(), 200);
+    assert_eq!(response.headers()["cache-control"], "no-store");
+    let page = response.text().await.unwrap();
+    let document = scraper::Html::parse_document(&page);
+    let text = |id: &str| {
+        let selector = scraper::Selector::parse(&format!("#{id}")).unwrap();
+        document
+            .select(&selector)
+            .next()
+            .unwrap()
+            .text()
+            .collect::<String>()
+    };
+    let client_id = text("created-client-id");
+    let secret = text("created-secret");
+    assert!(client_id.starts_with("automation-"));
+    // The secret is on that page only.
+    let again = browser
+        .get(app.url("/admin/automations"))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(again.contains("Barn scale") && again.contains(&client_id));
+    assert!(!again.contains(&secret));
+    // A manager cannot see the tab.
+    let manager =
+        crate::mcp_support::add_member(&app, &owner.farm, "m@hillside.example", "manager", None)
+            .await;
+    let manager_browser = oauth_client::sign_in_browser(&app, &manager).await;
+    let response = manager_browser
+        .get(app.url("/admin/automations"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 403);
+
+    let token = automation_token(&app, &client_id, &secret).await;
+    tool_ok(&app, &token, "record_daily_entry", entry("Hens A")).await;
+
+    // The connected-apps page shows it as an automation, used; the members
+    // page and the audit log name it.
+    let apps = browser
+        .get(app.url("/admin"))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        apps.contains("Barn scale") && apps.contains(">automation<"),
+        "{apps}"
+    );
+    assert!(!apps.contains("Not used yet"), "last use shown");
+    let members = browser
+        .get(app.url("/admin/members"))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(members.contains("Barn scale"), "{members}");
+    let audit = browser
+        .get(app.url("/admin/audit"))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(audit.contains("Barn scale (automation)"), "{audit}");
+
+    // Disconnect on the connected-apps page disables it at once.
+    let id = client_id.trim_start_matches("automation-").to_owned();
+    let csrf = crate::helpers::form_value(&apps, "csrf").unwrap();
+    let response = browser
+        .post(app.url(&format!("/admin/automations/{id}")))
+        .form(&[
+            ("csrf", csrf.as_str()),
+            ("action", "disconnect"),
+            ("back", "apps"),
+        ])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 303);
+    assert_eq!(
+        crate::helpers::location(&response),
+        "/admin?done=disconnected"
+    );
+    assert_invalid_token(&app, &token, "disconnected automation").await;
+    let state = db_text(
+        &app,
+        "select case when disabled then 'off' else 'on' end from automations",
+    )
+    .await;
+    assert_eq!(state, "off");
+    // Another farm's owner cannot touch it.
+    let other_farm = app.add_farm("Other Farm").await;
+    app.add_user(
+        &other_farm,
+        "o@other.example",
+        "owner",
+        "correct horse battery staple",
+    )
+    .await;
+    let other = TestUser {
+        farm: other_farm,
+        email: "o@other.example".into(),
+        password: "correct horse battery staple".into(),
+    };
+    let other_browser = oauth_client::sign_in_browser(&app, &other).await;
+    let page = other_browser
+        .get(app.url("/admin/automations"))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        !page.contains(&client_id),
+        "another farm sees the automation"
+    );
+    let csrf = crate::helpers::form_value(&page, "csrf").unwrap();
+    let response = other_browser
+        .post(app.url(&format!("/admin/automations/{id}")))
+        .form(&[("csrf", csrf.as_str()), ("action", "enable")])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 404);
+}
