@@ -47,7 +47,8 @@ pub async fn token(
         let automation = automations::authenticate(&ctx, automation, &presented).await?;
         let request = automations::parse(&form)?;
         let proof = proof(&state, &headers, now).await?;
-        let issued = automations::exchange(&ctx, &automation, &request, proof.as_ref(), now).await?;
+        let issued =
+            automations::exchange(&ctx, &automation, &request, proof.as_ref(), now).await?;
         return Ok(answer(&state, issued, now));
     }
     let cimd = state.cimd.for_peer(peer.ip());

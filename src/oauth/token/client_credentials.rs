@@ -24,10 +24,10 @@
 use time::OffsetDateTime;
 
 use super::{TokenContext, TokenResponse, token_type};
-use crate::oauth::dpop::Proof;
 use crate::domain::{AutomationId, Scope, ScopeSet};
 use crate::oauth::access_token::{self, NewAutomationToken};
 use crate::oauth::client_auth::Presented;
+use crate::oauth::dpop::Proof;
 use crate::oauth::error::OAuthError;
 use crate::oauth::params::Params;
 use crate::oauth::resource;
