@@ -30,6 +30,8 @@ on_both_engines!(
     both_metadata_documents_advertise_dpop,
     seen_proofs_are_forgotten_once_too_old,
     a_browser_client_may_send_a_proof_and_read_the_nonce,
+    an_automations_token_is_bound_for_a_proof,
+    introspection_describes_a_bound_token_with_its_key,
 );
 
 async fn a_code_exchanged_with_a_proof_gives_a_token_bound_to_its_key(engine: Engine) {
@@ -715,4 +717,91 @@ async fn a_browser_client_may_send_a_proof_and_read_the_nonce(engine: Engine) {
         response.headers()["access-control-expose-headers"],
         "dpop-nonce"
     );
+}
+
+async fn an_automations_token_is_bound_for_a_proof(engine: Engine) {
+    let app = TestApp::spawn(engine).await;
+    let owner = mcp_support::farm_with_flocks(&app, "owner").await;
+    let (client_id, secret) =
+        crate::automations::add_automation(&app, &owner.farm, "Scale", "viewer", "farm:read", None)
+            .await;
+    let key = ProofKey::es256();
+    let send = |proofs: Vec<String>| {
+        let mut request = reqwest::Client::new()
+            .post(app.url("/token"))
+            .basic_auth(&client_id, Some(&secret))
+            .form(&[("grant_type", "client_credentials")]);
+        for proof in proofs {
+            request = request.header("dpop", proof);
+        }
+        request.send()
+    };
+    let response = send(vec![key.proof("POST", &token_url(&app), None)])
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    let body: Value = response.json().await.unwrap();
+    assert_eq!(body["token_type"], "DPoP");
+    let token = body["access_token"].as_str().unwrap();
+    assert_eq!(claims(token)["cnf"]["jkt"], key.thumbprint());
+    assert_eq!(list_with_key(&app, token, &key).await.status(), 200);
+    let response = list_as(&app, "Bearer", token, &[]).await;
+    assert_eq!(response.status(), 401);
+    assert_eq!(challenge(&response), invalid_token_challenge(&app));
+    // A bad proof is refused before any token is made.
+    let response = send(vec![key.proof("GET", &token_url(&app), None)])
+        .await
+        .unwrap();
+    assert_oauth_error(response, 400, "invalid_dpop_proof").await;
+}
+
+async fn introspection_describes_a_bound_token_with_its_key(engine: Engine) {
+    let app = TestApp::spawn(engine).await;
+    let user = app.farm_with_member("viewer").await;
+    let (code, out, err) = app
+        .cli(&[
+            "admin",
+            "client",
+            "add",
+            "--name",
+            "Gateway",
+            "--introspection",
+        ])
+        .await;
+    assert_eq!(code, 0, "{err}");
+    let field = |name: &str| {
+        out.lines()
+            .find_map(|l| l.strip_prefix(&format!("{name}: ")))
+            .unwrap()
+            .trim()
+            .to_owned()
+    };
+    let (gateway, secret) = (field("client_id"), field("client_secret"));
+    let introspect = |token: String| {
+        reqwest::Client::new()
+            .post(app.url("/introspect"))
+            .basic_auth(&gateway, Some(&secret))
+            .form(&[("token", token)])
+            .send()
+    };
+    let key = ProofKey::es256();
+    let bound = connect_bound(&app, &user, "farm:read", &key).await;
+    let body: Value = introspect(bound.access_token.clone())
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(body["active"], true, "{body}");
+    assert_eq!(body["token_type"], "DPoP");
+    assert_eq!(body["cnf"], json!({"jkt": key.thumbprint()}));
+    let bearer = mcp_support::connect(&app, &user, "farm:read").await;
+    let body: Value = introspect(bearer.access_token)
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(body["token_type"], "Bearer");
+    assert!(body.get("cnf").is_none(), "{body}");
 }
