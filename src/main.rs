@@ -419,12 +419,18 @@ enum ClientCommand {
         #[arg(long = "redirect-uri", required_unless_present = "introspection")]
         redirect_uris: Vec<String>,
         /// A confidential client, authenticating with client_secret_basic or client_secret_post.
-        #[arg(long)]
+        #[arg(long, conflicts_with_all = ["jwks_uri", "jwks_file"])]
         confidential: bool,
         /// A resource server or gateway that may call /introspect (confidential;
         /// redirect URIs are then optional).
         #[arg(long)]
         introspection: bool,
+        /// A private_key_jwt client whose public keys are published at this https URL.
+        #[arg(long, value_name = "URL", conflicts_with = "jwks_file")]
+        jwks_uri: Option<String>,
+        /// A private_key_jwt client whose public keys (a JWK Set) are in this file.
+        #[arg(long, value_name = "FILE")]
+        jwks_file: Option<std::path::PathBuf>,
     },
 }
 
@@ -842,6 +848,16 @@ fn read_password_from_stdin() -> Result<String, AdminError> {
     Ok(input.trim_end_matches(['\n', '\r']).to_owned())
 }
 
+/// The key set of `--jwks-file`, as JSON (checked as a key set later).
+fn read_jwks_file(path: &std::path::Path) -> Result<serde_json::Value, AdminError> {
+    let text = std::fs::read_to_string(path).map_err(|e| {
+        AdminError::Refused(format!("--jwks-file: cannot read {}: {e}", path.display()))
+    })?;
+    serde_json::from_str(&text).map_err(|e| {
+        AdminError::Refused(format!("--jwks-file: {} is not JSON: {e}", path.display()))
+    })
+}
+
 async fn run_admin(store: &Store, command: AdminCommand) -> Result<(), AdminError> {
     let now = Clock::system().now();
     match command {
@@ -950,13 +966,22 @@ async fn run_admin(store: &Store, command: AdminCommand) -> Result<(), AdminErro
             redirect_uris,
             confidential,
             introspection,
+            jwks_uri,
+            jwks_file,
         }) => {
+            use coop::oauth::registration::PreregisteredAuth;
+            let auth = match (confidential, jwks_uri, jwks_file) {
+                (_, Some(uri), _) => PreregisteredAuth::KeySetUri(uri),
+                (_, None, Some(path)) => PreregisteredAuth::KeySet(read_jwks_file(&path)?),
+                (true, None, None) => PreregisteredAuth::Secret,
+                (false, None, None) => PreregisteredAuth::Public,
+            };
             let registered = coop::oauth::registration::register_preregistered(
                 store,
                 &name,
                 &redirect_uris,
-                coop::oauth::registration::Preregistration {
-                    confidential: confidential || introspection,
+                &coop::oauth::registration::Preregistration {
+                    auth,
                     introspection,
                 },
                 now,

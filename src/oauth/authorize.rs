@@ -320,6 +320,7 @@ mod tests {
             redirect_uris: uris.iter().map(|u| (*u).to_owned()).collect(),
             auth_method: AuthMethod::None,
             secret_hash: None,
+            assertion_keys: None,
             may_refresh: true,
             native: false,
         }

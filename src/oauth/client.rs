@@ -1,5 +1,12 @@
 //! An OAuth client as the protocol sees it: how it came to be known, how it
-//! authenticates at `/token`, and where it may be redirected.
+//! authenticates at `/token` (and with which keys, for `private_key_jwt`),
+//! and where it may be redirected. [`negotiate`] picks the method from what
+//! a client offers (OpenID Connect "RP Metadata Choices").
+
+use std::sync::Arc;
+
+use jsonwebtoken::Algorithm;
+use jsonwebtoken::jwk::JwkSet;
 
 use crate::oauth::redirect_uri;
 
@@ -33,29 +40,111 @@ pub enum AuthMethod {
     None,
     ClientSecretBasic,
     ClientSecretPost,
+    /// A JWT signed with the client's private key (RFC 7523 §2.2),
+    /// verified with its public keys ([`AssertionKeys`]).
+    PrivateKeyJwt,
 }
 
 impl AuthMethod {
+    /// Every method, in the order Coop lists them.
+    pub const ALL: [Self; 4] = [
+        Self::None,
+        Self::ClientSecretBasic,
+        Self::ClientSecretPost,
+        Self::PrivateKeyJwt,
+    ];
+
     pub fn as_str(self) -> &'static str {
         match self {
             Self::None => "none",
             Self::ClientSecretBasic => "client_secret_basic",
             Self::ClientSecretPost => "client_secret_post",
+            Self::PrivateKeyJwt => "private_key_jwt",
         }
     }
 
     pub fn parse(raw: &str) -> Option<Self> {
-        match raw {
-            "none" => Some(Self::None),
-            "client_secret_basic" => Some(Self::ClientSecretBasic),
-            "client_secret_post" => Some(Self::ClientSecretPost),
-            _ => None,
-        }
+        Self::ALL.into_iter().find(|method| method.as_str() == raw)
     }
 
     pub fn is_confidential(self) -> bool {
         !matches!(self, Self::None)
     }
+
+    /// Whether the client authenticates with a secret Coop issues.
+    pub fn uses_secret(self) -> bool {
+        matches!(self, Self::ClientSecretBasic | Self::ClientSecretPost)
+    }
+}
+
+/// Where a `private_key_jwt` client's public keys are.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ClientKeys {
+    /// Given with the client (`jwks`, or `--jwks-file`).
+    Inline(Arc<JwkSet>),
+    /// Published at a URL (`jwks_uri`), fetched through the SSRF-guarded
+    /// fetcher and cached ([`crate::oauth::cimd`]).
+    Uri(String),
+}
+
+/// What verifies a `private_key_jwt` client's assertions.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AssertionKeys {
+    pub keys: ClientKeys,
+    /// Its `token_endpoint_auth_signing_alg`: when given, the only
+    /// algorithm accepted from it.
+    pub algorithm: Option<Algorithm>,
+}
+
+/// Why no method could be agreed: the client's lists and Coop's, for a
+/// refusal that names them.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "no client authentication method in common: the client prefers {preferred}, supports {supported}; Coop offers {offered}"
+)]
+pub struct NoCommonMethod {
+    pub preferred: String,
+    pub supported: String,
+    pub offered: String,
+}
+
+/// The method a client will use: its preferred one (`preferred`,
+/// `token_endpoint_auth_method`) if `offered` holds it, else the first of
+/// `supported` (`token_endpoint_auth_methods_supported`, its alternatives
+/// in its order) that `offered` holds; `default` when it names neither.
+pub fn negotiate(
+    preferred: Option<&str>,
+    supported: Option<&[String]>,
+    offered: &[AuthMethod],
+    default: AuthMethod,
+) -> Result<AuthMethod, NoCommonMethod> {
+    if preferred.is_none() && supported.is_none() {
+        return Ok(default);
+    }
+    let offers = |name: &str| AuthMethod::parse(name).filter(|method| offered.contains(method));
+    if let Some(method) = preferred.and_then(offers) {
+        return Ok(method);
+    }
+    if let Some(method) = supported
+        .into_iter()
+        .flatten()
+        .find_map(|name| offers(name))
+    {
+        return Ok(method);
+    }
+    let names = |list: &mut dyn Iterator<Item = &str>| {
+        let quoted: Vec<String> = list.map(|name| format!("{name:?}")).collect();
+        if quoted.is_empty() {
+            "nothing".to_owned()
+        } else {
+            quoted.join(", ")
+        }
+    };
+    Err(NoCommonMethod {
+        preferred: names(&mut preferred.into_iter()),
+        supported: names(&mut supported.into_iter().flatten().map(String::as_str)),
+        offered: names(&mut offered.iter().map(|method| method.as_str())),
+    })
 }
 
 /// Characters that could make a client's name render as something it is
@@ -86,8 +175,10 @@ pub struct Client {
     pub name: String,
     pub redirect_uris: Vec<String>,
     pub auth_method: AuthMethod,
-    /// SHA-256 of the secret, for confidential clients.
+    /// SHA-256 of the secret, for `client_secret_*` clients.
     pub secret_hash: Option<String>,
+    /// The keys of a `private_key_jwt` client.
+    pub assertion_keys: Option<AssertionKeys>,
     /// Whether the client may use the `refresh_token` grant: every client
     /// may, unless it registered `grant_types` without it.
     pub may_refresh: bool,
@@ -148,9 +239,69 @@ mod tests {
             redirect_uris: vec![],
             auth_method,
             secret_hash: None,
+            assertion_keys: None,
             may_refresh: true,
             native,
         }
+    }
+
+    #[test]
+    fn the_preferred_method_wins_then_the_first_supported_one() {
+        use AuthMethod::{ClientSecretBasic, PrivateKeyJwt};
+        const PUBLIC: AuthMethod = AuthMethod::None;
+        let list = |names: &[&str]| names.iter().map(|n| n.to_string()).collect::<Vec<_>>();
+        let chatgpt = list(&["none", "private_key_jwt"]);
+        let both = [PUBLIC, PrivateKeyJwt];
+        assert_eq!(
+            negotiate(Some("private_key_jwt"), Some(&chatgpt), &both, PUBLIC),
+            Ok(PrivateKeyJwt)
+        );
+        // Coop cannot do private_key_jwt for this client: its first other.
+        assert_eq!(
+            negotiate(Some("private_key_jwt"), Some(&chatgpt), &[PUBLIC], PUBLIC),
+            Ok(PUBLIC)
+        );
+        let odd = list(&["unknown", "private_key_jwt", "none"]);
+        assert_eq!(
+            negotiate(Some("tls_client_auth"), Some(&odd), &both, PUBLIC),
+            Ok(PrivateKeyJwt)
+        );
+        assert_eq!(
+            negotiate(None, Some(&chatgpt), &both, ClientSecretBasic),
+            Ok(PUBLIC)
+        );
+        assert_eq!(
+            negotiate(None, None, &both, PrivateKeyJwt),
+            Ok(PrivateKeyJwt)
+        );
+        assert_eq!(
+            negotiate(Some("none"), None, &both, PrivateKeyJwt),
+            Ok(PUBLIC)
+        );
+        let refused = negotiate(
+            Some("private_key_jwt"),
+            Some(&list(&["private_key_jwt", "tls_client_auth"])),
+            &[PUBLIC],
+            PUBLIC,
+        )
+        .unwrap_err();
+        assert_eq!(
+            refused.to_string(),
+            "no client authentication method in common: the client prefers \"private_key_jwt\", \
+             supports \"private_key_jwt\", \"tls_client_auth\"; Coop offers \"none\""
+        );
+        let refused = negotiate(Some("client_secret_jwt"), None, &both, PUBLIC).unwrap_err();
+        assert_eq!(refused.supported, "nothing");
+        assert_eq!(refused.offered, "\"none\", \"private_key_jwt\"");
+    }
+
+    #[test]
+    fn method_names_round_trip() {
+        for method in AuthMethod::ALL {
+            assert_eq!(AuthMethod::parse(method.as_str()), Some(method));
+        }
+        assert_eq!(AuthMethod::parse("client_secret_jwt"), Option::None);
+        assert!(AuthMethod::PrivateKeyJwt.is_confidential());
     }
 
     #[test]

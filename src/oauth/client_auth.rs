@@ -8,17 +8,31 @@
 //! body `client_id` that disagrees with the header, is refused. The method
 //! presented must be the one the client registered ([`check_method`]): a
 //! `client_secret_basic` client sending its secret in the body, a
-//! `client_secret_post` client using the header, or a public client
-//! sending a secret, is refused like a wrong secret (threat 29: a secret
+//! `client_secret_post` client using the header, a public client sending a
+//! secret, or any client but a `private_key_jwt` one sending an assertion
+//! (and the reverse), is refused like a wrong secret (threat 29: a secret
 //! leaked through the channel the client never uses is still no use).
-//! Secrets are compared as SHA-256 hashes in constant time. A metadata
-//! document client (its `client_id` an https URL) is always public: its
+//! Secrets are compared as SHA-256 hashes in constant time.
+//!
+//! A `private_key_jwt` client sends `client_assertion_type` (exactly
+//! [`ASSERTION_TYPE`]) and `client_assertion`, a JWT it signed, with or
+//! without `client_id` (RFC 7523 §3: the assertion's `sub` names it); the
+//! assertion is checked by [`client_assertion::verify`] against the
+//! client's keys, with Coop's issuer and token endpoint as audiences and
+//! the store remembering its `jti`.
+//!
+//! A metadata document client (its `client_id` an https URL) uses the
+//! method negotiated from its document (`none` or `private_key_jwt`): its
 //! document is fetched, or taken from the cache, at each request.
 
 use time::OffsetDateTime;
 
+use crate::domain::Issuer;
 use crate::oauth::cimd::CimdRequest;
 use crate::oauth::client::{AuthMethod, Client};
+use crate::oauth::client_assertion::{
+    self, ASSERTION_TYPE, AssertionError, ClientKeySource, Expected, KeySetError,
+};
 use crate::oauth::clients::{self, ClientLookupError};
 use crate::oauth::error::OAuthError;
 use crate::oauth::params::Params;
@@ -32,11 +46,16 @@ pub struct Presented {
     pub secret: Option<String>,
     /// Whether the credentials came in the Basic header.
     pub basic: bool,
+    /// A client assertion (`client_assertion`, of the JWT type).
+    pub assertion: Option<String>,
 }
 
 impl Presented {
     /// The `token_endpoint_auth_method` these credentials amount to.
     pub fn method(&self) -> AuthMethod {
+        if self.assertion.is_some() {
+            return AuthMethod::PrivateKeyJwt;
+        }
         match (self.basic, &self.secret) {
             (true, _) => AuthMethod::ClientSecretBasic,
             (false, Some(_)) => AuthMethod::ClientSecretPost,
@@ -54,6 +73,12 @@ pub fn presented(
     let repeated = |name| OAuthError::invalid_request(format!("{name} is repeated"));
     let form_id = form.single("client_id").map_err(repeated)?;
     let form_secret = form.single("client_secret").map_err(repeated)?;
+    let assertion = presented_assertion(form)?;
+    if assertion.is_some() && (basic.is_some() || form_secret.is_some()) {
+        return Err(OAuthError::invalid_request(
+            "use one client authentication method, not two",
+        ));
+    }
     match basic {
         Some(Err(())) => Err(OAuthError::invalid_client(
             "malformed Basic authorization header",
@@ -74,18 +99,51 @@ pub fn presented(
                 client_id: id,
                 secret: Some(secret),
                 basic: true,
+                assertion: None,
             })
         }
         None => {
-            let id = form_id.ok_or_else(|| {
-                OAuthError::invalid_client("no client_id and no client authentication", false)
-            })?;
+            // Without `client_id`, the assertion's own claim names the
+            // client to look up; verifying it checks that claim.
+            let id = form_id
+                .map(str::to_owned)
+                .or_else(|| {
+                    assertion
+                        .as_deref()
+                        .and_then(client_assertion::claimed_client_id)
+                })
+                .ok_or_else(|| {
+                    OAuthError::invalid_client("no client_id and no client authentication", false)
+                })?;
             Ok(Presented {
-                client_id: id.to_owned(),
+                client_id: id,
                 secret: form_secret.map(str::to_owned),
                 basic: false,
+                assertion,
             })
         }
+    }
+}
+
+/// `client_assertion`, when the body carries one: both parameters or
+/// neither, and the type exactly the JWT one (RFC 7521 §4.2).
+fn presented_assertion(form: &Params) -> Result<Option<String>, OAuthError> {
+    let repeated = |name| OAuthError::invalid_request(format!("{name} is repeated"));
+    let kind = form.single("client_assertion_type").map_err(repeated)?;
+    let assertion = form.single("client_assertion").map_err(repeated)?;
+    match (kind, assertion) {
+        (None, None) => Ok(None),
+        (Some(kind), Some(assertion)) if kind == ASSERTION_TYPE => Ok(Some(assertion.to_owned())),
+        (Some(_), Some(_)) => Err(OAuthError::invalid_client(
+            "client_assertion_type is not the JWT bearer type",
+            false,
+        )),
+        (Some(_), None) => Err(OAuthError::invalid_request(
+            "client_assertion_type without client_assertion",
+        )),
+        (None, Some(_)) => Err(OAuthError::invalid_request(
+            "client_assertion without client_assertion_type",
+        )),
     }
 }
 
@@ -95,6 +153,7 @@ pub fn presented(
 pub async fn authenticate(
     store: &Store,
     cimd: &CimdRequest<'_>,
+    issuer: &Issuer,
     presented: &Presented,
     now: OffsetDateTime,
 ) -> Result<Client, OAuthError> {
@@ -107,6 +166,9 @@ pub async fn authenticate(
         Err(ClientLookupError::Store(err)) => return Err(err.into()),
     };
     check_method(&client, presented)?;
+    if client.auth_method == AuthMethod::PrivateKeyJwt {
+        return authenticate_assertion(store, cimd, issuer, client, presented, now).await;
+    }
     match (&client.secret_hash, &presented.secret) {
         (Some(expected), Some(secret))
             if client.auth_method.is_confidential()
@@ -117,6 +179,42 @@ pub async fn authenticate(
         (Some(_), _) => Err(refuse("wrong or missing client secret")),
         (None, None) if !client.auth_method.is_confidential() => Ok(client),
         (None, _) => Err(refuse("a public client has no secret to send")),
+    }
+}
+
+/// `private_key_jwt` (the method already checked): the assertion must pass
+/// [`client_assertion::verify`] against the client's keys.
+async fn authenticate_assertion(
+    store: &Store,
+    cimd: &CimdRequest<'_>,
+    issuer: &Issuer,
+    client: Client,
+    presented: &Presented,
+    now: OffsetDateTime,
+) -> Result<Client, OAuthError> {
+    let refuse = |why: &str| OAuthError::invalid_client(why, false);
+    let (Some(assertion), Some(keys)) = (&presented.assertion, &client.assertion_keys) else {
+        return Err(refuse("no client assertion, or no keys to check it with"));
+    };
+    let token_endpoint = issuer.url("/token");
+    let audiences = [issuer.as_str(), token_endpoint.as_str()];
+    let expected = Expected {
+        client_id: &client.client_id,
+        audiences: &audiences,
+        algorithm: keys.algorithm,
+    };
+    let source = ClientKeySource {
+        keys: &keys.keys,
+        cimd,
+    };
+    match client_assertion::verify(assertion, &expected, &source, now, store).await {
+        Ok(_) => Ok(client),
+        Err(AssertionError::KeySet(KeySetError::Throttled(throttle))) => Err(throttle.into()),
+        Err(AssertionError::Store(err)) => Err(err.into()),
+        Err(err) => Err(refuse(&format!(
+            "client assertion of {} refused: {err}",
+            client.client_id
+        ))),
     }
 }
 
@@ -155,6 +253,7 @@ mod tests {
             redirect_uris: vec![],
             auth_method,
             secret_hash: None,
+            assertion_keys: None,
             may_refresh: true,
             native: false,
         }
@@ -195,6 +294,52 @@ mod tests {
     }
 
     #[test]
+    fn an_assertion_comes_with_its_exact_type_alone_and_may_name_the_client() {
+        use base64::Engine;
+        use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+        let claims = URL_SAFE_NO_PAD.encode(r#"{"sub":"https://app.example/c.json"}"#);
+        let jwt = format!("e30.{claims}.c2ln");
+        let kind = "urn%3Aietf%3Aparams%3Aoauth%3Aclient-assertion-type%3Ajwt-bearer";
+        let body = format!("client_assertion_type={kind}&client_assertion={jwt}");
+        let found = presented(None, &form(&body)).unwrap();
+        assert_eq!(found.client_id, "https://app.example/c.json");
+        assert_eq!(found.assertion.as_deref(), Some(jwt.as_str()));
+        assert_eq!(found.method(), AuthMethod::PrivateKeyJwt);
+        let named = presented(None, &form(&format!("client_id=other&{body}"))).unwrap();
+        assert_eq!(
+            named.client_id, "other",
+            "the verifier then refuses the mismatch"
+        );
+        let code = |basic, body: &str| presented(basic, &form(body)).unwrap_err().code();
+        let basic = Some(Ok(("id".to_owned(), "s".to_owned())));
+        assert_eq!(code(basic, &body), "invalid_request");
+        assert_eq!(
+            code(None, &format!("{body}&client_secret=s")),
+            "invalid_request"
+        );
+        assert_eq!(
+            code(None, &format!("client_assertion={jwt}")),
+            "invalid_request"
+        );
+        assert_eq!(
+            code(None, &format!("client_assertion_type={kind}")),
+            "invalid_request"
+        );
+        assert_eq!(
+            code(None, &format!("{body}&client_assertion=x")),
+            "invalid_request"
+        );
+        let saml = "urn%3Aietf%3Aparams%3Aoauth%3Aclient-assertion-type%3Asaml2-bearer";
+        assert_eq!(
+            code(
+                None,
+                &format!("client_assertion_type={saml}&client_assertion={jwt}")
+            ),
+            "invalid_client"
+        );
+    }
+
+    #[test]
     fn credentials_come_from_the_header_or_the_body_never_both() {
         let basic = Some(Ok(("id".to_owned(), "s3cret".to_owned())));
         assert_eq!(
@@ -202,7 +347,8 @@ mod tests {
             Presented {
                 client_id: "id".into(),
                 secret: Some("s3cret".into()),
-                basic: true
+                basic: true,
+                assertion: None,
             }
         );
         assert!(presented(basic.clone(), &form("client_id=id")).is_ok());

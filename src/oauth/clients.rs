@@ -4,8 +4,10 @@
 //!   it is resolved through the fetcher ([`crate::oauth::cimd`], with its
 //!   SSRF guard and cache) on every use, never from the store, so a
 //!   withdrawn or changed document takes effect once the cached copy is
-//!   stale. The client is public (no secret), named and redirected as the
-//!   document says, and shown with the host that served the document.
+//!   stale. The client has no secret; it authenticates with the method
+//!   negotiated from its document (`none`, or `private_key_jwt` with the
+//!   document's keys), is named and redirected as the document says, and
+//!   is shown with the host that served the document.
 //!   [`record_document`] keeps a copy in the store once a person is about
 //!   to consent: grants reference it, and the consent and connected-apps
 //!   pages name the client from it.
@@ -17,8 +19,10 @@
 
 use time::OffsetDateTime;
 
+use crate::oauth::cimd::key_set;
 use crate::oauth::cimd::{CimdError, CimdRequest, ClientMetadataDocument, Throttle};
-use crate::oauth::client::{AuthMethod, Client, ClientKind};
+use crate::oauth::client::{AssertionKeys, AuthMethod, Client, ClientKeys, ClientKind};
+use crate::oauth::client_assertion;
 use crate::storage::clients::{self as stored, ClientRow, DocumentClient};
 use crate::storage::{Store, StoreError};
 
@@ -74,7 +78,7 @@ pub async fn resolve(
         CimdError::Throttled(throttle) => ClientLookupError::Throttled(throttle),
         err => {
             tracing::info!(client_id, error = %err, "client metadata document refused");
-            ClientLookupError::Document(plain_reason(&err).to_owned())
+            ClientLookupError::Document(plain_reason(&err))
         }
     })?;
     Ok(Some(Resolved {
@@ -83,7 +87,8 @@ pub async fn resolve(
     }))
 }
 
-/// A metadata document as a client: public, refreshing like any other.
+/// A metadata document as a client, authenticating with the negotiated
+/// method and refreshing like any other.
 pub fn document_client(document: &ClientMetadataDocument) -> Client {
     Client {
         client_id: document.client_id.clone(),
@@ -92,8 +97,9 @@ pub fn document_client(document: &ClientMetadataDocument) -> Client {
         },
         name: document.client_name.clone(),
         redirect_uris: document.redirect_uris.clone(),
-        auth_method: AuthMethod::None,
+        auth_method: document.auth_method,
         secret_hash: None,
+        assertion_keys: document.assertion_keys.clone(),
         may_refresh: true,
         native: false,
     }
@@ -113,6 +119,7 @@ pub async fn record_document(
             client_id: &document.client_id,
             client_name: &document.client_name,
             redirect_uris: &document.redirect_uris,
+            auth_method: document.auth_method.as_str(),
             document_host: &document.document_host,
             fresh_until: document.fresh_until,
         },
@@ -125,15 +132,21 @@ pub async fn record_document(
 /// What the person is told about an unusable document. Deliberately
 /// coarse: the exact failure (an address refused by the SSRF guard, a name
 /// that does not resolve, a TLS error) would tell whoever chose the URL
-/// about Coop's network, so it is logged and not shown.
-fn plain_reason(err: &CimdError) -> &'static str {
-    match err {
+/// about Coop's network, so it is logged and not shown. A refused method
+/// negotiation is shown in full: it names only what the document itself
+/// says and what Coop advertises, and tells the client's author the fix.
+fn plain_reason(err: &CimdError) -> String {
+    if let CimdError::NoCommonAuthMethod(refusal) = err {
+        return refusal.to_string();
+    }
+    let reason = match err {
         CimdError::NotHttpsUrl => "its client_id is not an https address Coop accepts",
         CimdError::ClientIdMismatch => "the document names another client_id than its own address",
         CimdError::SharedSecretAuth | CimdError::Invalid(_) | CimdError::InvalidKeySet(_) => {
             "the document is not a valid client description"
         }
         CimdError::Throttled(_) => "Coop cannot fetch the document right now",
+        CimdError::NoCommonAuthMethod(_) => "it offers no client authentication method Coop has",
         CimdError::ForbiddenAddress(_)
         | CimdError::Resolve(_)
         | CimdError::Fetch(_)
@@ -142,7 +155,8 @@ fn plain_reason(err: &CimdError) -> &'static str {
         | CimdError::TooLarge
         | CimdError::Timeout
         | CimdError::Settings(_) => "the document could not be fetched from its address",
-    }
+    };
+    reason.to_owned()
 }
 
 /// The stored client `client_id`, unless unknown or expired.
@@ -196,6 +210,18 @@ fn from_row(row: ClientRow) -> Option<Client> {
         None => true,
     };
     let native = metadata.get("application_type").and_then(|t| t.as_str()) == Some("native");
+    // A document client's stored copy only names it (its keys are read
+    // from the document at each use), so it keeps none.
+    let is_document = matches!(kind, ClientKind::MetadataDocument { .. });
+    let assertion_keys = if auth_method == AuthMethod::PrivateKeyJwt && !is_document {
+        let Some(keys) = stored_assertion_keys(&metadata) else {
+            tracing::error!(client_id = %row.client_id, "stored private_key_jwt client has unusable keys");
+            return None;
+        };
+        Some(keys)
+    } else {
+        None
+    };
     Some(Client {
         client_id: row.client_id,
         kind,
@@ -203,9 +229,27 @@ fn from_row(row: ClientRow) -> Option<Client> {
         redirect_uris,
         auth_method,
         secret_hash: row.secret_hash,
+        assertion_keys,
         may_refresh,
         native,
     })
+}
+
+/// The keys a `private_key_jwt` client registered (`jwks` or `jwks_uri`)
+/// and its `token_endpoint_auth_signing_alg`, as kept in its metadata.
+fn stored_assertion_keys(metadata: &serde_json::Value) -> Option<AssertionKeys> {
+    let keys = match (metadata.get("jwks"), metadata.get("jwks_uri")) {
+        (Some(set), None) => {
+            ClientKeys::Inline(std::sync::Arc::new(key_set::from_value(set).ok()?))
+        }
+        (None, Some(uri)) => ClientKeys::Uri(uri.as_str()?.to_owned()),
+        _ => return None,
+    };
+    let algorithm = match metadata.get("token_endpoint_auth_signing_alg") {
+        None => None,
+        Some(name) => Some(client_assertion::algorithm(name.as_str()?)?),
+    };
+    Some(AssertionKeys { keys, algorithm })
 }
 
 #[cfg(test)]

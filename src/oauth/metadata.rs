@@ -12,6 +12,7 @@ use serde::Serialize;
 
 use crate::domain::Issuer;
 use crate::domain::Scope;
+use crate::oauth::client_assertion;
 
 #[derive(Debug, Serialize)]
 pub struct ServerMetadata {
@@ -28,7 +29,9 @@ pub struct ServerMetadata {
     /// `client_credentials` for automations only.
     pub grant_types_supported: [&'static str; 3],
     pub code_challenge_methods_supported: [&'static str; 1],
-    pub token_endpoint_auth_methods_supported: [&'static str; 3],
+    pub token_endpoint_auth_methods_supported: [&'static str; 4],
+    /// The algorithms a `private_key_jwt` assertion may be signed with.
+    pub token_endpoint_auth_signing_alg_values_supported: [&'static str; 4],
     /// `offline_access` is deliberately absent: refresh tokens are always
     /// issued, and MCP asks servers not to advertise it.
     pub scopes_supported: Vec<&'static str>,
@@ -55,7 +58,9 @@ pub fn document(issuer: &Issuer) -> ServerMetadata {
             "none",
             "client_secret_basic",
             "client_secret_post",
+            "private_key_jwt",
         ],
+        token_endpoint_auth_signing_alg_values_supported: client_assertion::SIGNING_ALGORITHM_NAMES,
         scopes_supported: Scope::ALL.iter().map(|s| s.as_str()).collect(),
         client_id_metadata_document_supported: true,
         authorization_response_iss_parameter_supported: true,
@@ -87,9 +92,22 @@ mod tests {
             serde_json::json!(["authorization_code", "refresh_token", "client_credentials"])
         );
         assert_eq!(
+            json["token_endpoint_auth_methods_supported"],
+            serde_json::json!([
+                "none",
+                "client_secret_basic",
+                "client_secret_post",
+                "private_key_jwt"
+            ])
+        );
+        assert_eq!(
+            json["token_endpoint_auth_signing_alg_values_supported"],
+            serde_json::json!(["ES256", "RS256", "PS256", "EdDSA"])
+        );
+        assert_eq!(
             json["dpop_signing_alg_values_supported"],
             serde_json::json!(["ES256", "EdDSA", "RS256", "PS256"])
         );
-        assert_eq!(json.as_object().unwrap().len(), 16);
+        assert_eq!(json.as_object().unwrap().len(), 17);
     }
 }

@@ -30,7 +30,9 @@
 //! - [`token`]: the two grants, "check everything, then spend", reuse
 //!   detection that revokes the grant; [`token::client_credentials`] for
 //!   automations.
-//! - [`client_auth`]: `none`, `client_secret_basic`, `client_secret_post`.
+//! - [`client_auth`]: `none`, `client_secret_basic`, `client_secret_post`,
+//!   `private_key_jwt`; [`client_assertion`]: the one verifier of client
+//!   assertions (RFC 7523), with its `jti` replay store.
 //! - [`registration`]: RFC 7591 and the command line's pre-registration.
 //! - [`revocation`]: RFC 7009. [`introspection`]: RFC 7662 (who may ask,
 //!   the answer, refresh tokens; access tokens get `/mcp`'s own check in
@@ -48,6 +50,7 @@ pub mod approval;
 pub mod authorize;
 pub mod cimd;
 pub mod client;
+pub mod client_assertion;
 pub mod client_auth;
 pub mod clients;
 pub mod consent;

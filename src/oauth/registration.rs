@@ -7,7 +7,14 @@
 //!   canonical form the URL parser gives it (stored as such);
 //! - `token_endpoint_auth_method`: `none` (the default: a client gets a
 //!   secret only when it asks for one), `client_secret_basic` or
-//!   `client_secret_post`; the secret is shown once and stored hashed;
+//!   `client_secret_post` (the secret is shown once and stored hashed), or
+//!   `private_key_jwt` with its public keys as `jwks` (a key set) or
+//!   `jwks_uri` (an https URL Coop fetches through the SSRF guard), and
+//!   optionally `token_endpoint_auth_signing_alg` from
+//!   [`client_assertion::SIGNING_ALGORITHM_NAMES`]; with
+//!   `token_endpoint_auth_methods_supported` (OpenID Connect "RP Metadata
+//!   Choices") the method is negotiated ([`negotiate`]) and the response
+//!   says which;
 //! - `grant_types` ⊆ {`authorization_code`, `refresh_token`} and including
 //!   the first (default: both); `response_types` = [`code`];
 //! - `client_name` (at most [`MAX_NAME_CHARS`] printable characters, none
@@ -23,7 +30,9 @@
 use serde_json::{Map, Value};
 use time::OffsetDateTime;
 
-use crate::oauth::client::{AuthMethod, disguises_text};
+use crate::oauth::cimd::{fetch_url, key_set};
+use crate::oauth::client::{AuthMethod, disguises_text, negotiate};
+use crate::oauth::client_assertion;
 use crate::oauth::error::OAuthError;
 use crate::oauth::redirect_uri;
 use crate::secrets;
@@ -181,15 +190,8 @@ pub fn validate(body: &Value) -> Result<Registration, OAuthError> {
         }
     }
 
-    let auth_method = match fields.get("token_endpoint_auth_method") {
-        None => AuthMethod::None,
-        Some(Value::String(raw)) => AuthMethod::parse(raw).ok_or_else(|| {
-            metadata_error(
-                "token_endpoint_auth_method must be none, client_secret_basic or client_secret_post",
-            )
-        })?,
-        Some(_) => return Err(metadata_error("token_endpoint_auth_method must be a string")),
-    };
+    let mut extra = Map::new();
+    let auth_method = auth_method(fields, &mut extra)?;
 
     let grant_types = match fields.get("grant_types") {
         None => vec!["authorization_code", "refresh_token"],
@@ -233,7 +235,6 @@ pub fn validate(body: &Value) -> Result<Registration, OAuthError> {
         Some(_) => return Err(metadata_error("client_name must be a string")),
     };
 
-    let mut extra = Map::new();
     for key in ["software_id", "software_version"] {
         match fields.get(key) {
             None => {}
@@ -261,6 +262,92 @@ pub fn validate(body: &Value) -> Result<Registration, OAuthError> {
         grant_types,
         extra,
     })
+}
+
+/// The method negotiated from what the client offers, and, for
+/// `private_key_jwt`, its keys and algorithm added to `extra` (stored and
+/// echoed). Keys sent with another method are not kept.
+fn auth_method(
+    fields: &Map<String, Value>,
+    extra: &mut Map<String, Value>,
+) -> Result<AuthMethod, OAuthError> {
+    let preferred = match fields.get("token_endpoint_auth_method") {
+        None => None,
+        Some(Value::String(raw)) => Some(raw.as_str()),
+        Some(_) => {
+            return Err(metadata_error(
+                "token_endpoint_auth_method must be a string",
+            ));
+        }
+    };
+    let supported = match fields.get("token_endpoint_auth_methods_supported") {
+        None => None,
+        Some(value) => Some(
+            string_list(value, "token_endpoint_auth_methods_supported", 16)?
+                .into_iter()
+                .map(str::to_owned)
+                .collect::<Vec<_>>(),
+        ),
+    };
+    let mut keys = Map::new();
+    match (fields.get("jwks"), fields.get("jwks_uri")) {
+        (Some(_), Some(_)) => {
+            return Err(metadata_error("send jwks or jwks_uri, not both"));
+        }
+        (Some(set), None) => {
+            key_set::from_value(set).map_err(|e| metadata_error(format!("jwks: {e}")))?;
+            keys.insert("jwks".into(), set.clone());
+        }
+        (None, Some(Value::String(uri))) => {
+            fetch_url::parse_key_set_url(uri).map_err(|_| {
+                metadata_error("jwks_uri must be a canonical https URL Coop can fetch")
+            })?;
+            keys.insert("jwks_uri".into(), Value::String(uri.clone()));
+        }
+        (None, Some(_)) => return Err(metadata_error("jwks_uri must be a string")),
+        (None, None) => {}
+    }
+    match fields.get("token_endpoint_auth_signing_alg") {
+        None => {}
+        Some(Value::String(alg)) if client_assertion::algorithm(alg).is_some() => {
+            keys.insert(
+                "token_endpoint_auth_signing_alg".into(),
+                Value::String(alg.clone()),
+            );
+        }
+        Some(_) => {
+            return Err(metadata_error(format!(
+                "token_endpoint_auth_signing_alg must be one of {}",
+                client_assertion::SIGNING_ALGORITHM_NAMES.join(", ")
+            )));
+        }
+    }
+    // private_key_jwt is offered to a client that sent its keys.
+    let with_keys = [
+        AuthMethod::None,
+        AuthMethod::ClientSecretBasic,
+        AuthMethod::ClientSecretPost,
+        AuthMethod::PrivateKeyJwt,
+    ];
+    let offered = if keys.contains_key("jwks") || keys.contains_key("jwks_uri") {
+        &with_keys[..]
+    } else {
+        &with_keys[..3]
+    };
+    let method = negotiate(preferred, supported.as_deref(), offered, AuthMethod::None).map_err(
+        |refusal| {
+            let hint = if offered.contains(&AuthMethod::PrivateKeyJwt) {
+                ""
+            } else {
+                " (private_key_jwt needs jwks or jwks_uri)"
+            };
+            metadata_error(format!("{refusal}{hint}"))
+        },
+    )?;
+    if method == AuthMethod::PrivateKeyJwt {
+        extra.extend(keys);
+    }
+    Ok(method)
 }
 
 fn string_list<'a>(value: &'a Value, field: &str, max: usize) -> Result<Vec<&'a str>, OAuthError> {
@@ -356,27 +443,39 @@ pub async fn register(
     .await
 }
 
-/// What kind of client the operator pre-registers.
-#[derive(Clone, Copy, Debug, Default)]
+/// How a pre-registered client authenticates.
+#[derive(Clone, Debug, PartialEq)]
+pub enum PreregisteredAuth {
+    /// `none`: PKCE only.
+    Public,
+    /// `client_secret_basic` (or `_post`): a secret, shown once.
+    Secret,
+    /// `private_key_jwt`, with the key set given (`--jwks-file`).
+    KeySet(Value),
+    /// `private_key_jwt`, with the keys published at a URL (`--jwks-uri`).
+    KeySetUri(String),
+}
+
+/// What the operator pre-registers: how the client authenticates, and
+/// whether it may call `/introspect` (a resource server or gateway: then
+/// never public, and redirect URIs become optional).
+#[derive(Clone, Debug, PartialEq)]
 pub struct Preregistration {
-    /// Authenticates with a secret (`client_secret_basic` or `_post`).
-    pub confidential: bool,
-    /// May call `/introspect` (a resource server or gateway): always
-    /// confidential, and redirect URIs become optional.
+    pub auth: PreregisteredAuth,
     pub introspection: bool,
 }
 
-/// `coop admin client add`: a client the operator vouches for. Confidential
-/// clients authenticate with `client_secret_basic` (or `_post`).
+/// `coop admin client add`: a client the operator vouches for.
+/// Confidential clients authenticate with `client_secret_basic` (or
+/// `_post`), or with `private_key_jwt` and the keys given.
 pub async fn register_preregistered(
     store: &Store,
     name: &str,
     redirect_uris: &[String],
-    kind: Preregistration,
+    kind: &Preregistration,
     now: OffsetDateTime,
 ) -> Result<Registered, OAuthError> {
     let name = text(name, "name", MAX_NAME_CHARS)?;
-    let confidential = kind.confidential || kind.introspection;
     if redirect_uris.is_empty() && !kind.introspection {
         return Err(OAuthError::InvalidRedirectUri(
             "at least one --redirect-uri is required".into(),
@@ -389,12 +488,25 @@ pub async fn register_preregistered(
                 .map_err(|why| OAuthError::InvalidRedirectUri(format!("{uri:?}: {why}")))
         })
         .collect::<Result<Vec<_>, _>>()?;
-    let method = if confidential {
-        AuthMethod::ClientSecretBasic
-    } else {
-        AuthMethod::None
-    };
     let mut metadata = Map::new();
+    let method = match &kind.auth {
+        // An introspecting client always proves who it is.
+        PreregisteredAuth::Public if kind.introspection => AuthMethod::ClientSecretBasic,
+        PreregisteredAuth::Public => AuthMethod::None,
+        PreregisteredAuth::Secret => AuthMethod::ClientSecretBasic,
+        PreregisteredAuth::KeySet(set) => {
+            key_set::from_value(set).map_err(|e| metadata_error(format!("--jwks-file: {e}")))?;
+            metadata.insert("jwks".into(), set.clone());
+            AuthMethod::PrivateKeyJwt
+        }
+        PreregisteredAuth::KeySetUri(uri) => {
+            fetch_url::parse_key_set_url(uri).map_err(|_| {
+                metadata_error("--jwks-uri must be a canonical https URL Coop can fetch")
+            })?;
+            metadata.insert("jwks_uri".into(), Value::String(uri.clone()));
+            AuthMethod::PrivateKeyJwt
+        }
+    };
     metadata.insert("client_name".into(), Value::String(name.clone()));
     metadata.insert("redirect_uris".into(), Value::from(redirect_uris.clone()));
     metadata.insert(
@@ -426,7 +538,7 @@ async fn store_client(
     now: OffsetDateTime,
 ) -> Result<Registered, OAuthError> {
     let client_id = secrets::random_token(16);
-    let secret = method.is_confidential().then(|| secrets::random_token(32));
+    let secret = method.uses_secret().then(|| secrets::random_token(32));
     let secret_hash = secret.as_deref().map(secrets::hash_secret);
     let stored = Value::Object(metadata.clone());
     let mut tx = store.write().await?;

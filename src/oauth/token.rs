@@ -611,6 +611,7 @@ mod tests {
             secret_hash: None,
             may_refresh: true,
             native: false,
+            assertion_keys: None,
         };
         assert_eq!(refresh_binding(&client, Some("k1")), Some("k1"));
         client.auth_method = crate::oauth::client::AuthMethod::ClientSecretBasic;

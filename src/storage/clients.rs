@@ -116,6 +116,8 @@ pub struct DocumentClient<'a> {
     pub client_id: &'a str,
     pub client_name: &'a str,
     pub redirect_uris: &'a [String],
+    /// The method negotiated with the document.
+    pub auth_method: &'a str,
     pub document_host: &'a str,
     pub fresh_until: OffsetDateTime,
 }
@@ -130,10 +132,11 @@ pub async fn upsert_metadata_document(
     Sql::new(
         "insert into oauth_clients (client_id, kind, client_name, redirect_uris,
              token_endpoint_auth_method, metadata, created_at, cache_expires_at)
-         values ($1, 'metadata_document', $2, $3, 'none', $4, $5, $6)
+         values ($1, 'metadata_document', $2, $3, $7, $4, $5, $6)
          on conflict (client_id) do update set
              client_name = excluded.client_name,
              redirect_uris = excluded.redirect_uris,
+             token_endpoint_auth_method = excluded.token_endpoint_auth_method,
              metadata = excluded.metadata,
              cache_expires_at = excluded.cache_expires_at
          where oauth_clients.kind = 'metadata_document'",
@@ -144,6 +147,7 @@ pub async fn upsert_metadata_document(
     .bind(metadata)
     .bind(now)
     .bind(doc.fresh_until)
+    .bind(doc.auth_method)
     .execute(tx)
     .await?;
     Ok(())

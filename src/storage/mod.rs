@@ -18,6 +18,7 @@ pub mod audit;
 pub mod audit_query;
 pub mod automations;
 pub mod call_context;
+pub mod client_assertions;
 pub mod clients;
 pub mod codes;
 pub mod connected_apps;

@@ -45,6 +45,7 @@ mod oauth_revoke;
 mod oauth_token;
 mod page_states;
 mod password_change_rule;
+mod private_key_jwt;
 mod real_clients;
 mod refresh_window;
 mod serve;

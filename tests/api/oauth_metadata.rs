@@ -13,7 +13,7 @@ on_both_engines!(
     the_jwks_publishes_the_key_that_signs_access_tokens,
 );
 
-const FIELDS: [&str; 16] = [
+const FIELDS: [&str; 17] = [
     "issuer",
     "authorization_endpoint",
     "token_endpoint",
@@ -26,6 +26,7 @@ const FIELDS: [&str; 16] = [
     "grant_types_supported",
     "code_challenge_methods_supported",
     "token_endpoint_auth_methods_supported",
+    "token_endpoint_auth_signing_alg_values_supported",
     "scopes_supported",
     "client_id_metadata_document_supported",
     "authorization_response_iss_parameter_supported",
@@ -89,7 +90,16 @@ async fn both_metadata_documents_are_the_same_exact_document(engine: Engine) {
     );
     assert_eq!(
         doc["token_endpoint_auth_methods_supported"],
-        serde_json::json!(["none", "client_secret_basic", "client_secret_post"])
+        serde_json::json!([
+            "none",
+            "client_secret_basic",
+            "client_secret_post",
+            "private_key_jwt"
+        ])
+    );
+    assert_eq!(
+        doc["token_endpoint_auth_signing_alg_values_supported"],
+        serde_json::json!(["ES256", "RS256", "PS256", "EdDSA"])
     );
     assert_eq!(
         doc["scopes_supported"],

@@ -34,7 +34,8 @@ pub async fn introspect(
     let form = Params::parse(&body);
     let presented = client_auth::presented(client_credentials::basic(&headers), &form)?;
     let cimd = state.cimd.for_peer(peer.ip());
-    let caller = client_auth::authenticate(&state.store, &cimd, &presented, now).await?;
+    let caller =
+        client_auth::authenticate(&state.store, &cimd, &state.issuer, &presented, now).await?;
     require_introspector(&state.store, &caller, presented.basic).await?;
     let repeated = |name| OAuthError::invalid_request(format!("{name} is repeated"));
     let token = form

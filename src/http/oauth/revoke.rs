@@ -31,7 +31,8 @@ pub async fn revoke(
     let form = Params::parse(&body);
     let presented = client_auth::presented(client_credentials::basic(&headers), &form)?;
     let cimd = state.cimd.for_peer(peer.ip());
-    let client = client_auth::authenticate(&state.store, &cimd, &presented, now).await?;
+    let client =
+        client_auth::authenticate(&state.store, &cimd, &state.issuer, &presented, now).await?;
     let repeated = |name| OAuthError::invalid_request(format!("{name} is repeated"));
     let token = form
         .single("token")

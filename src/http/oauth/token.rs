@@ -52,7 +52,8 @@ pub async fn token(
         return Ok(answer(&state, issued, now));
     }
     let cimd = state.cimd.for_peer(peer.ip());
-    let client = client_auth::authenticate(&state.store, &cimd, &presented, now).await?;
+    let client =
+        client_auth::authenticate(&state.store, &cimd, &state.issuer, &presented, now).await?;
     let request = token::parse(&form)?;
     let proof = proof(&state, &headers, now).await?;
     let issued = token::exchange(&ctx, &client, request, proof.as_ref(), now).await?;

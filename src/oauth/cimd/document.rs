@@ -12,18 +12,20 @@
 //!
 //! A document client has no way to receive a shared secret, so a document
 //! that asks for a secret-based `token_endpoint_auth_method` or carries a
-//! `client_secret` is refused. Coop authenticates document clients as public
-//! clients only, so any method other than `none` is refused too rather than
-//! silently downgraded. Unknown members are ignored.
+//! `client_secret` is refused. Unknown members are ignored.
 //!
 //! The members that describe how a client authenticates at the token
-//! endpoint are parsed and kept ([`AuthMetadata`]) for the negotiation of
-//! `private_key_jwt`: `token_endpoint_auth_method`,
-//! `token_endpoint_auth_methods_supported` (OpenID Connect "RP Metadata
-//! Choices"), `token_endpoint_auth_signing_alg`, and the client's keys as a
-//! `jwks_uri` (a URL the fetcher accepts) or an inline `jwks` (a key set,
-//! [`super::key_set`]), never both (RFC 7591 §2). A malformed one refuses
-//! the document.
+//! endpoint are parsed and kept ([`AuthMetadata`]):
+//! `token_endpoint_auth_method`, `token_endpoint_auth_methods_supported`
+//! (OpenID Connect "RP Metadata Choices"), `token_endpoint_auth_signing_alg`,
+//! and the client's keys as a `jwks_uri` (a URL the fetcher accepts) or an
+//! inline `jwks` (a key set, [`super::key_set`]), never both (RFC 7591 §2).
+//! A malformed one refuses the document. From them the method is
+//! negotiated ([`crate::oauth::client::negotiate`]): Coop offers a document
+//! client `none` and, when the document gives keys and names no algorithm
+//! outside [`crate::oauth::client_assertion::SIGNING_ALGORITHMS`],
+//! `private_key_jwt`. A document that offers only methods Coop lacks is
+//! refused here, before anything is stored, with both lists in the log.
 
 use jsonwebtoken::jwk::JwkSet;
 use serde_json::{Map, Value};
@@ -31,6 +33,8 @@ use url::Url;
 
 use super::{CimdError, fetch_url, key_set};
 use crate::oauth::client::disguises_text;
+use crate::oauth::client::{AssertionKeys, AuthMethod, ClientKeys, negotiate};
+use crate::oauth::client_assertion;
 
 /// The longest `client_name` accepted, in characters.
 pub const MAX_CLIENT_NAME_CHARS: usize = 200;
@@ -56,14 +60,18 @@ pub struct ValidDocument {
     pub client_name: String,
     pub redirect_uris: Vec<String>,
     pub auth: AuthMetadata,
+    /// The method negotiated from `auth`.
+    pub auth_method: AuthMethod,
+    /// With `private_key_jwt`, the keys its assertions are checked with.
+    pub assertion_keys: Option<AssertionKeys>,
 }
 
 /// How the document says its client authenticates at the token endpoint,
 /// each member as the document gave it (absent: `None`).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct AuthMetadata {
-    /// The client's preferred method; today only ever `none` (any other
-    /// refuses the document).
+    /// The client's preferred method (never a shared-secret one: those
+    /// refuse the document).
     pub token_endpoint_auth_method: Option<String>,
     /// Every method the client can use, in its order of preference.
     pub token_endpoint_auth_methods_supported: Option<Vec<String>>,
@@ -85,11 +93,60 @@ pub fn validate(body: &[u8], url: &str) -> Result<ValidDocument, CimdError> {
     };
     check_client_id(&members, url)?;
     check_no_shared_secret(&members)?;
+    let client_name = client_name(&members)?;
+    let redirect_uris = redirect_uris(&members)?;
+    let auth = auth_metadata(&members)?;
+    let (auth_method, assertion_keys) = negotiated(&auth)?;
     Ok(ValidDocument {
-        client_name: client_name(&members)?,
-        redirect_uris: redirect_uris(&members)?,
-        auth: auth_metadata(&members)?,
+        client_name,
+        redirect_uris,
+        auth,
+        auth_method,
+        assertion_keys,
     })
+}
+
+/// The method Coop and the document agree on, and for `private_key_jwt`
+/// the keys. Coop offers `private_key_jwt` only to a document that gives
+/// keys and, if it names its signing algorithm, one Coop verifies.
+fn negotiated(auth: &AuthMetadata) -> Result<(AuthMethod, Option<AssertionKeys>), CimdError> {
+    let keys = match (&auth.jwks, &auth.jwks_uri) {
+        (Some(set), _) => Some(ClientKeys::Inline(std::sync::Arc::new(set.clone()))),
+        (None, Some(uri)) => Some(ClientKeys::Uri(uri.clone())),
+        (None, None) => None,
+    };
+    let algorithm = auth
+        .token_endpoint_auth_signing_alg
+        .as_deref()
+        .map(client_assertion::algorithm);
+    let assertion_keys = match (keys, algorithm) {
+        (Some(keys), None) => Some(AssertionKeys {
+            keys,
+            algorithm: None,
+        }),
+        (Some(keys), Some(Some(algorithm))) => Some(AssertionKeys {
+            keys,
+            algorithm: Some(algorithm),
+        }),
+        // No keys, or an algorithm Coop does not verify.
+        _ => None,
+    };
+    let offered: &[AuthMethod] = if assertion_keys.is_some() {
+        &[AuthMethod::None, AuthMethod::PrivateKeyJwt]
+    } else {
+        &[AuthMethod::None]
+    };
+    let method = negotiate(
+        auth.token_endpoint_auth_method.as_deref(),
+        auth.token_endpoint_auth_methods_supported.as_deref(),
+        offered,
+        AuthMethod::None,
+    )
+    .map_err(CimdError::NoCommonAuthMethod)?;
+    let keys = (method == AuthMethod::PrivateKeyJwt)
+        .then_some(assertion_keys)
+        .flatten();
+    Ok((method, keys))
 }
 
 fn auth_metadata(members: &Map<String, Value>) -> Result<AuthMetadata, CimdError> {
@@ -186,17 +243,11 @@ fn check_no_shared_secret(members: &Map<String, Value>) -> Result<(), CimdError>
         return Err(CimdError::SharedSecretAuth);
     }
     match members.get("token_endpoint_auth_method") {
-        None => Ok(()),
-        Some(Value::String(method)) if method == "none" => Ok(()),
         Some(Value::String(method)) if SHARED_SECRET_METHODS.contains(&method.as_str()) => {
             Err(CimdError::SharedSecretAuth)
         }
-        Some(Value::String(method)) => Err(CimdError::Invalid(format!(
-            "token_endpoint_auth_method {method:?} is not supported; only \"none\""
-        ))),
-        Some(_) => Err(CimdError::Invalid(
-            "token_endpoint_auth_method is not a string".to_owned(),
-        )),
+        // Any other name is negotiated (and a malformed one refused) later.
+        _ => Ok(()),
     }
 }
 
@@ -336,11 +387,12 @@ mod tests {
                 ..AuthMetadata::default()
             }
         );
+        assert_eq!(doc.auth_method, AuthMethod::None);
+        assert_eq!(doc.assertion_keys, None);
     }
 
     /// The members of ChatGPT's published document that describe its
-    /// authentication, with `none` preferred (the policy of today refuses a
-    /// preferred `private_key_jwt`).
+    /// authentication, with `none` preferred.
     fn choices(doc: &mut Value) {
         doc["token_endpoint_auth_methods_supported"] = json!(["none", "private_key_jwt"]);
         doc["token_endpoint_auth_signing_alg"] = json!("RS256");
@@ -439,12 +491,82 @@ mod tests {
         invalid_because(&with(member, json!("ES256\n")), "plain ASCII");
     }
 
-    #[test]
-    fn a_preferred_method_other_than_none_is_still_refused_whatever_else_is_offered() {
+    /// ChatGPT's published document: `private_key_jwt` preferred, `none`
+    /// offered, RS256, a `jwks_uri`.
+    fn chatgpt() -> Value {
         let mut doc = good();
         choices(&mut doc);
         doc["token_endpoint_auth_method"] = json!("private_key_jwt");
-        invalid_because(&doc, "not supported");
+        doc
+    }
+
+    fn no_common_method(doc: &Value) -> crate::oauth::client::NoCommonMethod {
+        match check(doc) {
+            Err(CimdError::NoCommonAuthMethod(refusal)) => refusal,
+            other => panic!("expected NoCommonAuthMethod, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn chatgpts_document_gets_private_key_jwt_with_its_keys() {
+        let doc = check(&chatgpt()).unwrap();
+        assert_eq!(doc.auth_method, AuthMethod::PrivateKeyJwt);
+        assert_eq!(
+            doc.assertion_keys,
+            Some(AssertionKeys {
+                keys: ClientKeys::Uri("https://app.example/.well-known/jwks.json".into()),
+                algorithm: Some(jsonwebtoken::Algorithm::RS256),
+            })
+        );
+        // Inline keys serve as well.
+        let mut inline = chatgpt();
+        inline.as_object_mut().unwrap().remove("jwks_uri");
+        inline["jwks"] = crate::oauth::cimd::key_set::tests::public_keys(&["k1"]);
+        let doc = check(&inline).unwrap();
+        assert!(matches!(
+            doc.assertion_keys.unwrap().keys,
+            ClientKeys::Inline(set) if set.find("k1").is_some()
+        ));
+    }
+
+    #[test]
+    fn without_usable_keys_the_next_method_the_document_offers_is_used() {
+        // An algorithm Coop does not verify: private_key_jwt is not offered.
+        let mut doc = chatgpt();
+        doc["token_endpoint_auth_signing_alg"] = json!("ES512");
+        let valid = check(&doc).unwrap();
+        assert_eq!(valid.auth_method, AuthMethod::None);
+        assert_eq!(valid.assertion_keys, None);
+        // No keys at all.
+        let mut doc = chatgpt();
+        doc.as_object_mut().unwrap().remove("jwks_uri");
+        assert_eq!(check(&doc).unwrap().auth_method, AuthMethod::None);
+        // The client prefers none although it could sign.
+        let mut doc = chatgpt();
+        doc["token_endpoint_auth_method"] = json!("none");
+        let valid = check(&doc).unwrap();
+        assert_eq!(valid.auth_method, AuthMethod::None);
+        assert_eq!(valid.assertion_keys, None);
+    }
+
+    #[test]
+    fn a_document_offering_only_methods_coop_lacks_is_refused_naming_both_lists() {
+        let mut doc = chatgpt();
+        doc["token_endpoint_auth_methods_supported"] =
+            json!(["private_key_jwt", "tls_client_auth"]);
+        doc.as_object_mut().unwrap().remove("jwks_uri");
+        let refusal = no_common_method(&doc);
+        assert_eq!(refusal.preferred, "\"private_key_jwt\"");
+        assert_eq!(
+            refusal.supported,
+            "\"private_key_jwt\", \"tls_client_auth\""
+        );
+        assert_eq!(refusal.offered, "\"none\"");
+        let refusal = no_common_method(&with(
+            "token_endpoint_auth_method",
+            json!("tls_client_auth"),
+        ));
+        assert_eq!(refusal.supported, "nothing");
     }
 
     #[test]
@@ -566,10 +688,11 @@ mod tests {
 
     #[test]
     fn other_auth_methods_are_refused_not_downgraded() {
-        invalid_because(
-            &with("token_endpoint_auth_method", json!("private_key_jwt")),
-            "not supported",
-        );
+        // Preferred alone, with nothing to verify it by: no fallback to none.
+        no_common_method(&with(
+            "token_endpoint_auth_method",
+            json!("private_key_jwt"),
+        ));
         invalid_because(
             &with("token_endpoint_auth_method", json!(1)),
             "not a string",

@@ -73,6 +73,7 @@ use time::OffsetDateTime;
 use url::{Host, Url};
 
 use crate::config::CimdTestSettings;
+use crate::oauth::client::{AssertionKeys, AuthMethod, NoCommonMethod};
 use cache::Cache;
 pub use document::AuthMetadata;
 pub use key_set::MAX_KEY_SET_BYTES;
@@ -111,8 +112,12 @@ pub struct ClientMetadataDocument {
     /// names one), shown on the consent page.
     pub document_host: String,
     /// How the client authenticates at the token endpoint, as the document
-    /// says (parsed and kept; today only `none` is accepted).
+    /// says.
     pub auth: AuthMetadata,
+    /// The method negotiated from `auth` ([`document`]).
+    pub auth_method: AuthMethod,
+    /// With `private_key_jwt`, where its keys are and its algorithm.
+    pub assertion_keys: Option<AssertionKeys>,
     /// Until when the cached copy may be used without fetching again.
     pub fresh_until: OffsetDateTime,
 }
@@ -143,6 +148,9 @@ pub enum CimdError {
     ClientIdMismatch,
     #[error("the document asks for shared-secret client authentication")]
     SharedSecretAuth,
+    /// The document offers only methods Coop lacks.
+    #[error("{0}")]
+    NoCommonAuthMethod(NoCommonMethod),
     #[error("the document is not valid: {0}")]
     Invalid(String),
     #[error("the key set is not valid: {0}")]
@@ -262,6 +270,8 @@ impl Resource for ClientMetadataDocument {
             redirect_uris: valid.redirect_uris,
             document_host: fetch_url::document_host(url),
             auth: valid.auth,
+            auth_method: valid.auth_method,
+            assertion_keys: valid.assertion_keys,
             fresh_until,
         })
     }

@@ -276,6 +276,7 @@ mod tests {
             client_id,
             secret: None,
             basic: true,
+            assertion: None,
         };
         assert_eq!(names_an_automation(&presented(id.client_id())), Some(id));
         assert_eq!(names_an_automation(&presented(id.to_string())), None);

@@ -134,12 +134,15 @@ impl Store {
 }
 
 /// Migrates with sqlx (its `_sqlx_migrations` table is what every existing
-/// database carries), then opens Coop's own connections.
+/// database carries), then opens Coop's own connections (foreign keys on).
+/// The migrating connection has foreign keys off: SQLite changes a
+/// constraint only by rebuilding the table, and dropping the old copy of a
+/// table others reference would otherwise cascade to their rows.
 async fn connect_sqlite(raw: &str) -> StoreResult<sqlite::Engine> {
     let options = sqlx::sqlite::SqliteConnectOptions::from_str(raw)?
         .create_if_missing(true)
         .journal_mode(sqlx::sqlite::SqliteJournalMode::Wal)
-        .foreign_keys(true)
+        .foreign_keys(false)
         .busy_timeout(std::time::Duration::from_secs(5));
     let path = options.get_filename().to_owned();
     if path.as_os_str().is_empty() || path.to_string_lossy().contains(":memory:") {

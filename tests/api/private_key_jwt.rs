@@ -1,0 +1,826 @@
+//! `private_key_jwt` client authentication (RFC 7523 §2.2) and the
+//! negotiation of methods: for a Client ID Metadata Document in ChatGPT's
+//! published shape (served by `tls_host`, its keys behind a `jwks_uri` on the
+//! same host), for self-registered clients (`jwks` in the registration) and
+//! for pre-registered ones (`coop admin client add --jwks-file/--jwks-uri`).
+//!
+//! Every refusal of an assertion is 401 `invalid_client` with no
+//! `WWW-Authenticate: Basic` (the client did not try Basic), and leaves the
+//! code it came with unspent.
+
+use std::sync::OnceLock;
+
+use aws_lc_rs::encoding::AsDer;
+use aws_lc_rs::rand::SystemRandom;
+use aws_lc_rs::signature::{ECDSA_P256_SHA256_FIXED_SIGNING, EcdsaKeyPair, Ed25519KeyPair};
+use base64::Engine as _;
+use base64::engine::general_purpose::{STANDARD, URL_SAFE_NO_PAD};
+use jsonwebtoken::jwk::Jwk;
+use jsonwebtoken::{Algorithm, EncodingKey, Header};
+use serde_json::{Value, json};
+
+use crate::helpers::{Engine, TestApp, location};
+use crate::mcp_support::{BOTH_SCOPES, Wire, tool_names};
+use crate::oauth_client::{
+    Pkce, answer_consent, assert_oauth_error, authorize_path, db_count, open_consent, register,
+    sign_in_browser, token_request,
+};
+use crate::on_both_engines;
+use crate::tls_host::{Reply, TlsHost};
+
+on_both_engines!(
+    chatgpts_document_connects_with_a_private_key_jwt_assertion,
+    chatgpts_document_connects_with_none_when_coop_cannot_verify_its_algorithm,
+    every_bad_assertion_is_invalid_client_and_spends_nothing,
+    an_assertion_is_accepted_once_even_by_two_replicas,
+    an_unknown_kid_fetches_the_key_set_again_once,
+    a_document_offering_only_methods_coop_lacks_is_refused_before_anything_is_stored,
+    a_self_registered_client_with_jwks_authenticates_with_assertions_only,
+    registration_negotiates_from_the_methods_a_client_supports,
+    preregistered_clients_authenticate_with_a_jwks_file_or_uri,
+);
+
+pub const ASSERTION_TYPE: &str = "urn:ietf:params:oauth:client-assertion-type:jwt-bearer";
+const DOCUMENT: &str = "/oauth/chatgpt/client.json";
+const JWKS: &str = "/oauth/jwks.json";
+const REDIRECT: &str = "https://chatgpt.example/connector/oauth/abc";
+
+/// A client's signing key; its public half as a JWK.
+pub struct ClientKey {
+    alg: Algorithm,
+    encoding: EncodingKey,
+    pub public: Jwk,
+}
+
+impl ClientKey {
+    pub fn es256(kid: &str) -> Self {
+        let pkcs8 =
+            EcdsaKeyPair::generate_pkcs8(&ECDSA_P256_SHA256_FIXED_SIGNING, &SystemRandom::new())
+                .unwrap();
+        Self::new(
+            EncodingKey::from_ec_der(pkcs8.as_ref()),
+            Algorithm::ES256,
+            kid,
+        )
+    }
+
+    pub fn ed25519(kid: &str) -> Self {
+        let pkcs8 = Ed25519KeyPair::generate_pkcs8v1(&SystemRandom::new()).unwrap();
+        Self::new(
+            EncodingKey::from_ed_der(pkcs8.as_ref()),
+            Algorithm::EdDSA,
+            kid,
+        )
+    }
+
+    /// RS256 with one of two 2048-bit keys (`which` 0 or 1; each made once
+    /// per test process, as making one is slow).
+    pub fn rs256(kid: &str, which: usize) -> Self {
+        static PEMS: [OnceLock<String>; 2] = [OnceLock::new(), OnceLock::new()];
+        let pem = PEMS[which].get_or_init(|| {
+            let pair = aws_lc_rs::rsa::KeyPair::generate(aws_lc_rs::rsa::KeySize::Rsa2048).unwrap();
+            let body = STANDARD.encode(pair.as_der().unwrap().as_ref());
+            let lines: Vec<&str> = body
+                .as_bytes()
+                .chunks(64)
+                .map(|c| std::str::from_utf8(c).unwrap())
+                .collect();
+            format!(
+                "-----BEGIN PRIVATE KEY-----\n{}\n-----END PRIVATE KEY-----\n",
+                lines.join("\n")
+            )
+        });
+        Self::new(
+            EncodingKey::from_rsa_pem(pem.as_bytes()).unwrap(),
+            Algorithm::RS256,
+            kid,
+        )
+    }
+
+    fn new(encoding: EncodingKey, alg: Algorithm, kid: &str) -> Self {
+        let mut public = Jwk::from_encoding_key(&encoding, alg).unwrap();
+        public.common.key_id = Some(kid.to_owned());
+        Self {
+            alg,
+            encoding,
+            public,
+        }
+    }
+
+    /// `claims` signed, naming this key's `kid`.
+    pub fn sign(&self, claims: &Value) -> String {
+        let mut header = Header::new(self.alg);
+        header.kid = self.public.common.key_id.clone();
+        jsonwebtoken::encode(&header, claims, &self.encoding).unwrap()
+    }
+}
+
+/// The public keys as a JWK Set.
+pub fn key_set(keys: &[&ClientKey]) -> Value {
+    json!({"keys": keys.iter().map(|k| serde_json::to_value(&k.public).unwrap()).collect::<Vec<_>>()})
+}
+
+/// Good assertion claims for `client_id` at `app`: `aud` the token
+/// endpoint, a fresh `jti`, expiring in a minute of the app's clock.
+pub fn claims(app: &TestApp, client_id: &str) -> Value {
+    let now = app.clock.now().unix_timestamp();
+    json!({
+        "iss": client_id,
+        "sub": client_id,
+        "aud": format!("{}/token", app.issuer),
+        "iat": now,
+        "exp": now + 60,
+        "jti": uuid::Uuid::new_v4().to_string(),
+    })
+}
+
+/// ChatGPT's published document for `client_id`: `private_key_jwt`
+/// preferred, `none` offered, RS256, keys at [`JWKS`], an https redirect.
+fn chatgpt_document(host: &TlsHost, client_id: &str, alg: &str) -> Value {
+    json!({
+        "client_id": client_id,
+        "client_name": "ChatGPT",
+        "client_uri": "https://chatgpt.example",
+        "logo_uri": "https://chatgpt.example/logo.png",
+        "redirect_uris": [REDIRECT],
+        "token_endpoint_auth_method": "private_key_jwt",
+        "token_endpoint_auth_methods_supported": ["none", "private_key_jwt"],
+        "token_endpoint_auth_signing_alg": alg,
+        "grant_types": ["authorization_code", "refresh_token"],
+        "response_types": ["code"],
+        "jwks_uri": host.url(JWKS),
+    })
+}
+
+/// A host serving ChatGPT's document (signing with `alg`) and `key`'s set,
+/// and Coop trusting it.
+async fn chatgpt(engine: Engine, key: &ClientKey, alg: &str) -> (TlsHost, TestApp, String) {
+    let host = TlsHost::start().await;
+    let client_id = host.url(DOCUMENT);
+    host.serve(
+        DOCUMENT,
+        Reply::json(&chatgpt_document(&host, &client_id, alg)),
+    );
+    host.serve(JWKS, Reply::json(&key_set(&[key])));
+    let settings = host.cimd_settings(true);
+    let app = TestApp::spawn_with(engine, |c| c.cimd_test = settings).await;
+    (host, app, client_id)
+}
+
+/// Signs a member in and approves both scopes for `client_id` (redirected
+/// to `redirect`); returns the code and its PKCE.
+async fn approve(app: &TestApp, client_id: &str, redirect: &str) -> (String, Pkce) {
+    let user = app.farm_with_member("manager").await;
+    let browser = sign_in_browser(app, &user).await;
+    let pkce = Pkce::new();
+    let path = authorize_path(
+        app,
+        client_id,
+        &pkce,
+        BOTH_SCOPES,
+        &[("redirect_uri", Some(redirect))],
+    );
+    let html = open_consent(app, &browser, &path).await;
+    let ticked: Vec<&str> = BOTH_SCOPES.split_whitespace().collect();
+    let response = answer_consent(app, &browser, &html, "approve", &ticked).await;
+    assert_eq!(response.status(), 303);
+    let target = url::Url::parse(&location(&response)).unwrap();
+    assert!(target.as_str().starts_with(redirect), "{target}");
+    let code = target
+        .query_pairs()
+        .find(|(k, _)| k == "code")
+        .map(|(_, v)| v.into_owned())
+        .unwrap();
+    (code, pkce)
+}
+
+/// The code exchange's form, with `auth` as the client's authentication.
+async fn exchange(
+    app: &TestApp,
+    code: &str,
+    pkce: &Pkce,
+    redirect: &str,
+    auth: &[(&str, &str)],
+) -> reqwest::Response {
+    let resource = format!("{}/mcp", app.issuer);
+    let mut form = vec![
+        ("grant_type", "authorization_code"),
+        ("code", code),
+        ("code_verifier", pkce.verifier.as_str()),
+        ("redirect_uri", redirect),
+        ("resource", resource.as_str()),
+    ];
+    form.extend_from_slice(auth);
+    token_request(app, &form).await
+}
+
+fn with_assertion(assertion: &str) -> [(&'static str, &str); 2] {
+    [
+        ("client_assertion_type", ASSERTION_TYPE),
+        ("client_assertion", assertion),
+    ]
+}
+
+/// A 401 `invalid_client` with no Basic challenge.
+async fn assert_refused(response: reqwest::Response, what: &str) {
+    assert_eq!(response.status(), 401, "{what}");
+    assert!(
+        response.headers().get("www-authenticate").is_none(),
+        "{what}: no Basic challenge for an assertion"
+    );
+    assert_oauth_error(response, 401, "invalid_client").await;
+}
+
+/// `POST /revoke` of a token nobody issued, with `auth`: 200 when the
+/// client authenticates (RFC 7009 §2.2), 401 when it does not.
+async fn revoke_nothing(app: &TestApp, auth: &[(&str, &str)]) -> reqwest::Response {
+    let mut form = vec![("token", "not-a-token")];
+    form.extend_from_slice(auth);
+    reqwest::Client::new()
+        .post(app.url("/revoke"))
+        .form(&form)
+        .send()
+        .await
+        .unwrap()
+}
+
+async fn chatgpts_document_connects_with_a_private_key_jwt_assertion(engine: Engine) {
+    let key = ClientKey::rs256("chatgpt-1", 0);
+    let (host, app, client_id) = chatgpt(engine, &key, "RS256").await;
+    let (code, pkce) = approve(&app, &client_id, REDIRECT).await;
+
+    // Without the assertion the negotiated method is not used: refused.
+    let public = [("client_id", client_id.as_str())];
+    assert_refused(
+        exchange(&app, &code, &pkce, REDIRECT, &public).await,
+        "no assertion",
+    )
+    .await;
+
+    // With it (and, as RFC 7523 §3 allows, no client_id), the code.
+    let assertion = key.sign(&claims(&app, &client_id));
+    let response = exchange(&app, &code, &pkce, REDIRECT, &with_assertion(&assertion)).await;
+    assert_eq!(response.status(), 200);
+    let body: Value = response.json().await.unwrap();
+    let access = body["access_token"].as_str().unwrap();
+    assert_eq!(
+        crate::oauth_client::claims(access)["client_id"],
+        client_id.as_str()
+    );
+    assert_eq!(host.hits(JWKS), 1, "the key set was fetched once");
+
+    // The token works at /mcp.
+    let tools = tool_names(&app, access, Wire::V2025_11_25).await;
+    assert!(!tools.is_empty());
+
+    // Refresh with a new assertion addressed to the issuer, client_id given.
+    let refresh_token = body["refresh_token"].as_str().unwrap();
+    let mut to_issuer = claims(&app, &client_id);
+    to_issuer["aud"] = json!(app.issuer);
+    let assertion = key.sign(&to_issuer);
+    let mut form = vec![
+        ("grant_type", "refresh_token"),
+        ("client_id", client_id.as_str()),
+        ("refresh_token", refresh_token),
+    ];
+    form.extend_from_slice(&with_assertion(&assertion));
+    let response = token_request(&app, &form).await;
+    assert_eq!(response.status(), 200);
+    let body: Value = response.json().await.unwrap();
+    assert_eq!(host.hits(JWKS), 1, "the cached key set served again");
+
+    // Revocation authenticates the same way, and ends the grant.
+    let refresh_token = body["refresh_token"].as_str().unwrap();
+    let assertion = key.sign(&claims(&app, &client_id));
+    let mut form = vec![("token", refresh_token)];
+    form.extend_from_slice(&with_assertion(&assertion));
+    let response = reqwest::Client::new()
+        .post(app.url("/revoke"))
+        .form(&form)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    let grants = db_count(&app, "select count(*) from grants where revoked_at is null").await;
+    assert_eq!(grants, 0);
+}
+
+async fn chatgpts_document_connects_with_none_when_coop_cannot_verify_its_algorithm(
+    engine: Engine,
+) {
+    // The same document, signing with an algorithm Coop does not verify:
+    // Coop cannot offer private_key_jwt, so the next method the document
+    // offers, none, is negotiated.
+    let key = ClientKey::rs256("chatgpt-1", 0);
+    let (host, app, client_id) = chatgpt(engine, &key, "ES512").await;
+    let (code, pkce) = approve(&app, &client_id, REDIRECT).await;
+
+    // An assertion is not what this client was agreed to use.
+    let assertion = key.sign(&claims(&app, &client_id));
+    assert_refused(
+        exchange(&app, &code, &pkce, REDIRECT, &with_assertion(&assertion)).await,
+        "an assertion from a client negotiated to none",
+    )
+    .await;
+
+    let public = [("client_id", client_id.as_str())];
+    let response = exchange(&app, &code, &pkce, REDIRECT, &public).await;
+    assert_eq!(response.status(), 200);
+    let body: Value = response.json().await.unwrap();
+    let access = body["access_token"].as_str().unwrap();
+    assert!(!tool_names(&app, access, Wire::V2025_11_25).await.is_empty());
+    assert_eq!(host.hits(JWKS), 0, "no key set is needed for none");
+}
+
+async fn every_bad_assertion_is_invalid_client_and_spends_nothing(engine: Engine) {
+    let key = ClientKey::rs256("chatgpt-1", 0);
+    let (_host, app, client_id) = chatgpt(engine, &key, "RS256").await;
+    let (code, pkce) = approve(&app, &client_id, REDIRECT).await;
+    let good = || claims(&app, &client_id);
+    let now = app.clock.now().unix_timestamp();
+    let changed = |name: &str, value: Value| {
+        let mut claims = good();
+        claims[name] = value;
+        key.sign(&claims)
+    };
+
+    // This client's key under a kid it never published; another client's
+    // key under its own kid, and under this client's.
+    let stranger = ClientKey::rs256("someone-else", 0);
+    let other_client = ClientKey::rs256("other-client", 1);
+    let impostor = ClientKey::rs256("chatgpt-1", 1);
+    let unsigned = format!(
+        "{}.{}.",
+        URL_SAFE_NO_PAD.encode(r#"{"alg":"none","kid":"chatgpt-1"}"#),
+        URL_SAFE_NO_PAD.encode(good().to_string())
+    );
+    // HS256 keyed with the RSA modulus everyone can read.
+    let jsonwebtoken::jwk::AlgorithmParameters::RSA(rsa) = &key.public.algorithm else {
+        unreachable!()
+    };
+    let mut hs_header = Header::new(Algorithm::HS256);
+    hs_header.kid = Some("chatgpt-1".into());
+    let hmac = jsonwebtoken::encode(
+        &hs_header,
+        &good(),
+        &EncodingKey::from_secret(rsa.n.as_bytes()).unwrap(),
+    )
+    .unwrap();
+    let cases: Vec<(&str, String)> = vec![
+        (
+            "aud another server",
+            changed("aud", json!("https://elsewhere.example/token")),
+        ),
+        (
+            "aud the MCP resource",
+            changed("aud", json!(format!("{}/mcp", app.issuer))),
+        ),
+        ("aud missing", {
+            let mut claims = good();
+            claims.as_object_mut().unwrap().remove("aud");
+            key.sign(&claims)
+        }),
+        ("expired", changed("exp", json!(now - 120))),
+        ("exp missing", {
+            let mut claims = good();
+            claims.as_object_mut().unwrap().remove("exp");
+            key.sign(&claims)
+        }),
+        ("exp an hour ahead", changed("exp", json!(now + 3600))),
+        ("jti missing", {
+            let mut claims = good();
+            claims.as_object_mut().unwrap().remove("jti");
+            key.sign(&claims)
+        }),
+        (
+            "iss another client",
+            changed("iss", json!("https://other.example/c.json")),
+        ),
+        ("unknown kid", stranger.sign(&good())),
+        ("another client's key", other_client.sign(&good())),
+        (
+            "another client's key under this kid",
+            impostor.sign(&good()),
+        ),
+        (
+            "an algorithm other than the registered one",
+            ClientKey::es256("chatgpt-1").sign(&good()),
+        ),
+        ("alg none", unsigned),
+        ("alg HS256", hmac),
+        ("not a JWT", "not-a-jwt".to_owned()),
+    ];
+    // Every case is sent before any is judged, so that a check removed
+    // shows as its own case (client authentication comes before the code,
+    // so a case let through cannot hide another).
+    let mut not_refused = Vec::new();
+    for (what, assertion) in &cases {
+        let response = exchange(&app, &code, &pkce, REDIRECT, &with_assertion(assertion)).await;
+        let status = response.status();
+        let basic = response.headers().contains_key("www-authenticate");
+        let body: Value = response.json().await.unwrap();
+        if status != 401 || basic || body["error"] != "invalid_client" {
+            not_refused.push(format!("{what}: {status} {body}"));
+        }
+    }
+    assert!(not_refused.is_empty(), "not refused: {not_refused:#?}");
+    // The assertion type is compared exactly.
+    let assertion = key.sign(&good());
+    let wrong_type = [
+        (
+            "client_assertion_type",
+            "urn:ietf:params:oauth:client-assertion-type:saml2-bearer",
+        ),
+        ("client_assertion", assertion.as_str()),
+    ];
+    assert_refused(
+        exchange(&app, &code, &pkce, REDIRECT, &wrong_type).await,
+        "wrong client_assertion_type",
+    )
+    .await;
+    // An assertion beside a secret is two methods at once.
+    let mut two = with_assertion(&assertion).to_vec();
+    two.push(("client_secret", "s"));
+    assert_oauth_error(
+        exchange(&app, &code, &pkce, REDIRECT, &two).await,
+        400,
+        "invalid_request",
+    )
+    .await;
+
+    // None of that spent the code, nor any jti: the good assertion works.
+    let response = exchange(&app, &code, &pkce, REDIRECT, &with_assertion(&assertion)).await;
+    assert_eq!(response.status(), 200);
+    assert_eq!(
+        db_count(&app, "select count(*) from client_assertion_jtis").await,
+        1
+    );
+}
+
+async fn an_assertion_is_accepted_once_even_by_two_replicas(engine: Engine) {
+    let key = ClientKey::rs256("chatgpt-1", 0);
+    let (host, app, client_id) = chatgpt(engine, &key, "RS256").await;
+    let settings = host.cimd_settings(true);
+    let second = TestApp::spawn_on(app.db.clone(), |c| c.cimd_test = settings).await;
+    let (code, pkce) = approve(&app, &client_id, REDIRECT).await;
+
+    let assertion = key.sign(&claims(&app, &client_id));
+    let response = exchange(&app, &code, &pkce, REDIRECT, &with_assertion(&assertion)).await;
+    assert_eq!(response.status(), 200);
+    let body: Value = response.json().await.unwrap();
+    let refresh_token = body["refresh_token"].as_str().unwrap();
+
+    // The same assertion again, at the same replica and at another one.
+    for replica in [&app, &second] {
+        let mut form = vec![
+            ("grant_type", "refresh_token"),
+            ("refresh_token", refresh_token),
+        ];
+        form.extend_from_slice(&with_assertion(&assertion));
+        assert_refused(token_request(replica, &form).await, "replayed jti").await;
+    }
+    // The refresh token was not spent by the refused requests.
+    let fresh = key.sign(&claims(&second, &client_id));
+    let mut form = vec![
+        ("grant_type", "refresh_token"),
+        ("refresh_token", refresh_token),
+    ];
+    form.extend_from_slice(&with_assertion(&fresh));
+    assert_eq!(token_request(&second, &form).await.status(), 200);
+}
+
+async fn an_unknown_kid_fetches_the_key_set_again_once(engine: Engine) {
+    // Sets that may be cached for an hour: only an unknown kid explains a
+    // second fetch.
+    let cached = |set: &Value| Reply::json(set).header("cache-control", "max-age=3600");
+    let first = ClientKey::es256("k1");
+    let host = TlsHost::start().await;
+    host.serve(JWKS, cached(&key_set(&[&first])));
+    let settings = host.cimd_settings(true);
+    let app = TestApp::spawn_with(engine, |c| c.cimd_test = settings).await;
+    let (status, stdout, stderr) = app
+        .cli(&[
+            "admin",
+            "client",
+            "add",
+            "--name",
+            "Barn Sync",
+            "--redirect-uri",
+            "https://barn.example/cb",
+            "--jwks-uri",
+            &host.url(JWKS),
+        ])
+        .await;
+    assert_eq!(status, 0, "{stderr}");
+    assert!(!stdout.contains("client_secret"), "{stdout}");
+    assert_eq!(host.hits(JWKS), 0, "registering fetches nothing");
+    let client_id = stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("client_id: "))
+        .unwrap()
+        .to_owned();
+    let with = |key: &ClientKey| {
+        let assertion = key.sign(&claims(&app, &client_id));
+        [
+            ("client_id".to_owned(), client_id.clone()),
+            (
+                "client_assertion_type".to_owned(),
+                ASSERTION_TYPE.to_owned(),
+            ),
+            ("client_assertion".to_owned(), assertion),
+        ]
+    };
+    let send = |form: [(String, String); 3]| {
+        let app = &app;
+        async move {
+            let form: Vec<(&str, &str)> =
+                form.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+            revoke_nothing(app, &form).await
+        }
+    };
+    assert_eq!(send(with(&first)).await.status(), 200);
+    assert_eq!(host.hits(JWKS), 1);
+
+    // The client rotates to k2. Its first assertion names a kid the cached
+    // set lacks: the set is fetched again, once a minute at most.
+    let second = ClientKey::es256("k2");
+    host.serve(JWKS, cached(&key_set(&[&second])));
+    app.clock.advance(time::Duration::seconds(61));
+    assert_eq!(send(with(&second)).await.status(), 200);
+    assert_eq!(host.hits(JWKS), 2);
+    // A kid in no set: refused, and no third fetch so soon.
+    let unknown = ClientKey::es256("k3");
+    assert_refused(send(with(&unknown)).await, "a kid in no set").await;
+    assert_refused(send(with(&unknown)).await, "a kid in no set, again").await;
+    assert_eq!(
+        host.hits(JWKS),
+        2,
+        "unknown kids do not make Coop fetch on every request"
+    );
+    // The retired key no longer verifies.
+    assert_refused(send(with(&first)).await, "a retired key").await;
+}
+
+async fn a_document_offering_only_methods_coop_lacks_is_refused_before_anything_is_stored(
+    engine: Engine,
+) {
+    let host = TlsHost::start().await;
+    let client_id = host.url(DOCUMENT);
+    let mut document = chatgpt_document(&host, &client_id, "RS256");
+    document["token_endpoint_auth_method"] = json!("tls_client_auth");
+    document["token_endpoint_auth_methods_supported"] =
+        json!(["tls_client_auth", "self_signed_tls_client_auth"]);
+    host.serve(DOCUMENT, Reply::json(&document));
+    let settings = host.cimd_settings(true);
+    let app = TestApp::spawn_with(engine, |c| c.cimd_test = settings).await;
+    let user = app.farm_with_member("manager").await;
+    let browser = sign_in_browser(&app, &user).await;
+    let path = authorize_path(
+        &app,
+        &client_id,
+        &Pkce::new(),
+        "farm:read",
+        &[("redirect_uri", Some(REDIRECT))],
+    );
+    let response = browser.get(app.url(&path)).send().await.unwrap();
+    assert_eq!(response.status(), 400);
+    assert!(response.headers().get("location").is_none());
+    let page = response.text().await.unwrap();
+    for named in [
+        "tls_client_auth",
+        "self_signed_tls_client_auth",
+        "private_key_jwt",
+        "none",
+    ] {
+        assert!(page.contains(named), "the refusal names {named}: {page}");
+    }
+    assert_eq!(
+        db_count(&app, "select count(*) from oauth_clients").await,
+        0
+    );
+    assert_eq!(
+        db_count(&app, "select count(*) from authorization_codes").await,
+        0
+    );
+    // And at the token endpoint it is no client.
+    let response = token_request(
+        &app,
+        &[
+            ("grant_type", "authorization_code"),
+            ("client_id", &client_id),
+            ("code", "x"),
+            ("code_verifier", &Pkce::new().verifier),
+        ],
+    )
+    .await;
+    assert_oauth_error(response, 401, "invalid_client").await;
+}
+
+const WEB: &str = "https://web.example/cb";
+
+async fn a_self_registered_client_with_jwks_authenticates_with_assertions_only(engine: Engine) {
+    let app = TestApp::spawn(engine).await;
+    let key = ClientKey::ed25519("reg-1");
+    let response = register(
+        &app,
+        &json!({
+            "client_name": "Signed App",
+            "redirect_uris": [WEB],
+            "token_endpoint_auth_method": "private_key_jwt",
+            "token_endpoint_auth_signing_alg": "EdDSA",
+            "jwks": key_set(&[&key]),
+        }),
+    )
+    .await;
+    assert_eq!(response.status(), 201);
+    let registered: Value = response.json().await.unwrap();
+    assert_eq!(registered["token_endpoint_auth_method"], "private_key_jwt");
+    assert_eq!(registered["token_endpoint_auth_signing_alg"], "EdDSA");
+    assert!(registered["jwks"]["keys"].is_array());
+    assert!(registered.get("client_secret").is_none(), "{registered}");
+    let client_id = registered["client_id"].as_str().unwrap().to_owned();
+
+    let (code, pkce) = approve(&app, &client_id, WEB).await;
+    let public = [("client_id", client_id.as_str())];
+    assert_refused(
+        exchange(&app, &code, &pkce, WEB, &public).await,
+        "no assertion",
+    )
+    .await;
+    let secret = [
+        ("client_id", client_id.as_str()),
+        ("client_secret", "guess"),
+    ];
+    assert_refused(exchange(&app, &code, &pkce, WEB, &secret).await, "a secret").await;
+    // Signed with another registered algorithm's key.
+    let es = ClientKey::es256("reg-1");
+    let assertion = es.sign(&claims(&app, &client_id));
+    assert_refused(
+        exchange(&app, &code, &pkce, WEB, &with_assertion(&assertion)).await,
+        "not the registered algorithm",
+    )
+    .await;
+    let assertion = key.sign(&claims(&app, &client_id));
+    let response = exchange(&app, &code, &pkce, WEB, &with_assertion(&assertion)).await;
+    assert_eq!(response.status(), 200);
+}
+
+async fn registration_negotiates_from_the_methods_a_client_supports(engine: Engine) {
+    let app = TestApp::spawn(engine).await;
+    // Preferred unknown; the first supported one Coop offers is chosen.
+    let response = register(
+        &app,
+        &json!({
+            "redirect_uris": [WEB],
+            "token_endpoint_auth_method": "tls_client_auth",
+            "token_endpoint_auth_methods_supported": ["tls_client_auth", "client_secret_post", "none"],
+        }),
+    )
+    .await;
+    assert_eq!(response.status(), 201);
+    let body: Value = response.json().await.unwrap();
+    assert_eq!(body["token_endpoint_auth_method"], "client_secret_post");
+    assert!(body["client_secret"].is_string());
+
+    // private_key_jwt preferred without keys: the next one, none.
+    let key = ClientKey::es256("k");
+    let response = register(
+        &app,
+        &json!({
+            "redirect_uris": [WEB],
+            "token_endpoint_auth_method": "private_key_jwt",
+            "token_endpoint_auth_methods_supported": ["none", "private_key_jwt"],
+        }),
+    )
+    .await;
+    assert_eq!(response.status(), 201);
+    let body: Value = response.json().await.unwrap();
+    assert_eq!(body["token_endpoint_auth_method"], "none");
+    assert!(body.get("client_secret").is_none());
+
+    // Nothing in common: refused, naming both lists.
+    let before = db_count(&app, "select count(*) from oauth_clients").await;
+    for (request, named) in [
+        (
+            json!({"redirect_uris": [WEB], "token_endpoint_auth_method": "tls_client_auth",
+                   "token_endpoint_auth_methods_supported": ["self_signed_tls_client_auth"]}),
+            "self_signed_tls_client_auth",
+        ),
+        (
+            json!({"redirect_uris": [WEB], "token_endpoint_auth_method": "private_key_jwt"}),
+            "private_key_jwt needs jwks or jwks_uri",
+        ),
+        (
+            json!({"redirect_uris": [WEB], "token_endpoint_auth_method": "private_key_jwt",
+                   "jwks": key_set(&[&key]), "token_endpoint_auth_signing_alg": "HS256"}),
+            "token_endpoint_auth_signing_alg",
+        ),
+        (
+            json!({"redirect_uris": [WEB], "token_endpoint_auth_method": "private_key_jwt",
+                   "jwks": {"keys": [{"kty": "oct", "k": "c2VjcmV0"}]}}),
+            "symmetric",
+        ),
+        (
+            json!({"redirect_uris": [WEB], "token_endpoint_auth_method": "private_key_jwt",
+                   "jwks_uri": "http://keys.example/jwks.json"}),
+            "jwks_uri",
+        ),
+    ] {
+        let body = assert_oauth_error(
+            register(&app, &request).await,
+            400,
+            "invalid_client_metadata",
+        )
+        .await;
+        let description = body["error_description"].as_str().unwrap();
+        assert!(description.contains(named), "{description} / {named}");
+    }
+    assert_eq!(
+        db_count(&app, "select count(*) from oauth_clients").await,
+        before
+    );
+}
+
+async fn preregistered_clients_authenticate_with_a_jwks_file_or_uri(engine: Engine) {
+    let app = TestApp::spawn(engine).await;
+    let key = ClientKey::es256("file-1");
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("jwks.json");
+    std::fs::write(&file, key_set(&[&key]).to_string()).unwrap();
+    let add = |extra: Vec<String>| {
+        let app = &app;
+        async move {
+            let mut args: Vec<String> = [
+                "admin",
+                "client",
+                "add",
+                "--name",
+                "Barn Sync",
+                "--redirect-uri",
+                WEB,
+            ]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+            args.extend(extra);
+            let args: Vec<&str> = args.iter().map(String::as_str).collect();
+            app.cli(&args).await
+        }
+    };
+    let (status, stdout, stderr) =
+        add(vec!["--jwks-file".into(), file.display().to_string()]).await;
+    assert_eq!(status, 0, "{stderr}");
+    assert!(!stdout.contains("client_secret"), "{stdout}");
+    let client_id = stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("client_id: "))
+        .unwrap()
+        .to_owned();
+
+    let assertion = key.sign(&claims(&app, &client_id));
+    let auth = with_assertion(&assertion);
+    assert_eq!(revoke_nothing(&app, &auth).await.status(), 200);
+    // Replayed at /revoke too.
+    assert_refused(revoke_nothing(&app, &auth).await, "replayed at /revoke").await;
+    // No assertion: refused.
+    assert_refused(
+        revoke_nothing(&app, &[("client_id", client_id.as_str())]).await,
+        "no assertion at /revoke",
+    )
+    .await;
+
+    // One-line refusals.
+    for (extra, words) in [
+        (
+            vec![
+                "--jwks-uri".to_owned(),
+                "http://keys.example/j.json".to_owned(),
+            ],
+            "--jwks-uri",
+        ),
+        (
+            vec![
+                "--jwks-file".to_owned(),
+                "/nonexistent/jwks.json".to_owned(),
+            ],
+            "--jwks-file",
+        ),
+        (
+            vec![
+                "--jwks-uri".to_owned(),
+                "https://keys.example/j.json".to_owned(),
+                "--confidential".to_owned(),
+            ],
+            "cannot be used with",
+        ),
+    ] {
+        let (status, _, stderr) = add(extra).await;
+        assert_eq!(status, 1, "{stderr}");
+        assert!(stderr.contains(words), "{stderr} / {words}");
+        assert_eq!(stderr.trim().lines().count(), 1, "{stderr}");
+    }
+    std::fs::write(&file, r#"{"keys": [{"kty": "oct", "k": "c2VjcmV0"}]}"#).unwrap();
+    let (status, _, stderr) = add(vec!["--jwks-file".into(), file.display().to_string()]).await;
+    assert_eq!(status, 1);
+    assert!(stderr.contains("symmetric"), "{stderr}");
+}
