@@ -156,6 +156,9 @@ pub struct Config {
     /// How long a just-rotated refresh token may be presented again and
     /// get the same successor (a retry, a race); zero turns it off.
     pub refresh_reuse_window: Duration,
+    /// Whether a DPoP proof must carry a server nonce (`use_dpop_nonce`
+    /// otherwise), at `/token` and `/mcp`.
+    pub dpop_require_nonce: bool,
     /// How long a connection may take over each part of a request, how many
     /// may be open, and how long a shutdown waits for them.
     pub connections: ConnectionLimits,
@@ -188,6 +191,7 @@ impl Config {
             signin: SignInLimits::default(),
             refresh_reuse_window: Duration::from_secs(30),
             allowed_hosts: Vec::new(),
+            dpop_require_nonce: false,
         }
     }
 }

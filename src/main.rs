@@ -113,6 +113,10 @@ struct ServeArgs {
         allow_negative_numbers = true
     )]
     refresh_reuse_window: String,
+    /// Require DPoP proofs to carry a server nonce (use_dpop_nonce and a
+    /// DPoP-Nonce header otherwise), at /token and /mcp.
+    #[arg(long, env = "COOP_DPOP_REQUIRE_NONCE")]
+    dpop_require_nonce: bool,
     /// Introspection requests per minute per client address; 0 turns the limit off.
     #[arg(
         long,
@@ -553,6 +557,7 @@ fn serve_config(database: &DatabaseArgs, args: &ServeArgs) -> Result<Config, con
         &args.refresh_reuse_window,
         0..=300,
     )?;
+    config.dpop_require_nonce = args.dpop_require_nonce;
     config.introspection_rate_limit = parse_count(
         "--introspection-rate-limit / COOP_INTROSPECTION_RATE_LIMIT",
         &args.introspection_rate_limit,

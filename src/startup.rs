@@ -109,6 +109,13 @@ impl Application {
             MacKey::derive(cookie_master.as_bytes(), "device cookie"),
         );
         let form_key = MacKey::derive(cookie_master.as_bytes(), "signed-out form csrf");
+        let dpop = crate::oauth::dpop::Policy::new(
+            crate::oauth::dpop::NonceKey::new(MacKey::derive(
+                cookie_master.as_bytes(),
+                "dpop nonce",
+            )),
+            config.dpop_require_nonce,
+        );
 
         let state = AppState {
             config: Arc::new(config),
@@ -121,6 +128,7 @@ impl Application {
             form_key,
             metrics: Metrics::new().map_err(|e| StartupError::Other(format!("metrics: {e}")))?,
             cimd,
+            dpop,
         };
         Ok(Self {
             listener,

@@ -33,4 +33,6 @@ pub struct AppState {
     pub metrics: Metrics,
     /// Client ID Metadata Documents, fetched with the SSRF guard and cached.
     pub cimd: CimdFetcher,
+    /// How DPoP proofs are taken: the shared nonce key, nonces required or not.
+    pub dpop: crate::oauth::dpop::Policy,
 }

@@ -7,6 +7,7 @@
 //! response.
 
 pub mod admin;
+pub mod dpop;
 pub mod error;
 pub mod form;
 pub mod health;

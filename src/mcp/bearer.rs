@@ -1,10 +1,18 @@
 //! The bearer check of `/mcp`: one complete check per request, in a fixed
 //! order, ending in a [`CallContext`] or a typed [`Refusal`].
 //!
-//! 1. a bearer token in the `Authorization` header (none: [`Refusal::NoToken`]);
+//! 1. a token in the `Authorization` header, scheme `Bearer` or `DPoP`
+//!    (none: [`Refusal::NoToken`]);
 //! 2. no token in the query string as well ([`Refusal::TokenInQuery`]);
 //! 3. signature, `kid`, `iss`, `exp`, `aud` = the resource
 //!    ([`crate::oauth::access_token::verify`]);
+//!    Then the token's binding ([`check_proof`]): a DPoP-bound token
+//!    (`cnf.jkt`) only with the `DPoP` scheme and one proof for
+//!    `POST <issuer>/mcp` with this token's `ath`, by the key the token is
+//!    bound to, a nonce when they are required; an unbound token only as
+//!    `Bearer`. The proof's `jti` is then spent in the shared store
+//!    ([`spend_proof`]), after the rate limits and before the store
+//!    look-up;
 //! 4. one look-up in the shared store ([`crate::storage::call_context`]):
 //!    grant active and the token's own, token not revoked, its signing key
 //!    not withdrawn, credential epoch unchanged, user enabled and not
@@ -16,7 +24,9 @@
 //!
 //! Failures of 3 and 4 are all [`Refusal::InvalidToken`]: the client learns
 //! only "this token is no good" (401 `invalid_token`); the reason is for the
-//! log. The store failing at 3 (reloading keys) or 4 is [`AuthError::Store`],
+//! log. A proof that fails is [`Refusal::InvalidDpopProof`] (401
+//! `invalid_dpop_proof`), one without a good nonce [`Refusal::UseDpopNonce`].
+//! The store failing at 3 (reloading keys) or 4 is [`AuthError::Store`],
 //! never a refusal: a client told its token is invalid throws it away. No
 //! HTTP types here; `http::mcp` turns a refusal into a response.
 
@@ -26,10 +36,11 @@ use super::{CallContext, Caller, FlockScope};
 use crate::domain::Issuer;
 use crate::domain::{AutomationId, ClientId, FarmId, GrantId, Role, Scope, ScopeSet, UserId};
 use crate::oauth::access_token::{self, AccessClaims, TokenRejection, TokenSubject, VerifyError};
+use crate::oauth::dpop::{self, Expected, Proof, ProofError};
 use crate::oauth::keys::{KeyError, Keys};
 use crate::storage::call_context::{self, StoredAutomationContext, StoredCallContext};
 use crate::storage::grants::LAST_USED_RESOLUTION;
-use crate::storage::{Exec, StoreError};
+use crate::storage::{Exec, Store, StoreError};
 
 /// Why a request is not let through.
 #[derive(Debug, PartialEq, Eq, thiserror::Error)]
@@ -47,6 +58,12 @@ pub enum Refusal {
     /// 403 `insufficient_scope` naming these scopes.
     #[error("insufficient scope")]
     InsufficientScope(ScopeSet),
+    /// 401 `invalid_dpop_proof`.
+    #[error("invalid DPoP proof: {0}")]
+    InvalidDpopProof(ProofError),
+    /// 401 `use_dpop_nonce`, with this nonce to use.
+    #[error("a DPoP nonce is required")]
+    UseDpopNonce(String),
 }
 
 /// The reason behind a 401 `invalid_token`, for the log only.
@@ -80,6 +97,10 @@ pub enum InvalidToken {
     UnknownAutomation,
     #[error("the automation is disabled")]
     AutomationDisabled,
+    #[error("a DPoP-bound token was presented as a bearer token")]
+    BoundTokenAsBearer,
+    #[error("a bearer token was presented with the DPoP scheme")]
+    NotBound,
 }
 
 /// A refusal, or the store failing: never a refusal, a 503 when the
@@ -101,16 +122,50 @@ impl From<KeyError> for AuthError {
     }
 }
 
-/// The token from an `Authorization` header value: `Bearer <token>`, the
-/// scheme matched without regard to case (RFC 9110 §11.1).
-pub fn bearer_token(header: Option<&str>) -> Result<&str, Refusal> {
+/// How the token was presented (RFC 6750 or RFC 9449 §7.1).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Scheme {
+    Bearer,
+    Dpop,
+}
+
+/// A token and the scheme it came with.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Presented<'a> {
+    pub scheme: Scheme,
+    pub token: &'a str,
+}
+
+/// The token from an `Authorization` header value: `Bearer <token>` or
+/// `DPoP <token>`, the scheme matched without regard to case (RFC 9110
+/// §11.1).
+pub fn credentials(header: Option<&str>) -> Result<Presented<'_>, Refusal> {
     let value = header.ok_or(Refusal::NoToken)?;
     let (scheme, token) = value.trim().split_once(' ').ok_or(Refusal::NoToken)?;
     let token = token.trim();
-    if !scheme.eq_ignore_ascii_case("bearer") || token.is_empty() {
+    let scheme = if scheme.eq_ignore_ascii_case("bearer") {
+        Scheme::Bearer
+    } else if scheme.eq_ignore_ascii_case("dpop") {
+        Scheme::Dpop
+    } else {
+        return Err(Refusal::NoToken);
+    };
+    if token.is_empty() {
         return Err(Refusal::NoToken);
     }
-    Ok(token)
+    Ok(Presented { scheme, token })
+}
+
+/// The token from an `Authorization` header value with the `Bearer`
+/// scheme only.
+pub fn bearer_token(header: Option<&str>) -> Result<&str, Refusal> {
+    match credentials(header)? {
+        Presented {
+            scheme: Scheme::Bearer,
+            token,
+        } => Ok(token),
+        _ => Err(Refusal::NoToken),
+    }
 }
 
 /// Whether a query string carries an `access_token` parameter.
@@ -124,12 +179,64 @@ pub fn query_carries_token(query: Option<&str>) -> bool {
 pub fn presented_token<'a>(
     authorization: Option<&'a str>,
     query: Option<&str>,
-) -> Result<&'a str, Refusal> {
-    let token = bearer_token(authorization)?;
+) -> Result<Presented<'a>, Refusal> {
+    let presented = credentials(authorization)?;
     if query_carries_token(query) {
         return Err(Refusal::TokenInQuery);
     }
-    Ok(token)
+    Ok(presented)
+}
+
+/// Step 3b: the token's binding and the request's proof (`proofs`: the
+/// values of its `DPoP` headers; `method`: its method). The proof, when
+/// one was needed and is good, is returned for its `jti` to be spent.
+/// Always checked afresh: the proof is per request, so nothing about it is
+/// cached with the token's claims.
+pub fn check_proof(
+    presented: &Presented<'_>,
+    claims: &AccessClaims,
+    proofs: &[&str],
+    method: &str,
+    issuer: &Issuer,
+    policy: &dpop::Policy,
+    now: OffsetDateTime,
+) -> Result<Option<Proof>, Refusal> {
+    let invalid = |why| Err(Refusal::InvalidToken(why));
+    let bound = match (presented.scheme, claims.jkt()) {
+        (Scheme::Bearer, None) => return Ok(None),
+        (Scheme::Bearer, Some(_)) => return invalid(InvalidToken::BoundTokenAsBearer),
+        (Scheme::Dpop, None) => return invalid(InvalidToken::NotBound),
+        (Scheme::Dpop, Some(jkt)) => jkt,
+    };
+    let uri = issuer.mcp_resource();
+    let expected = Expected {
+        method,
+        uri: &uri,
+        access_token: Some(presented.token),
+        nonces: policy.required_nonces(),
+    };
+    let proof =
+        dpop::verify(proofs, &expected, now).map_err(|why| proof_refusal(why, policy, now))?;
+    if !crate::secrets::constant_time_eq(&proof.jkt, bound) {
+        return Err(Refusal::InvalidDpopProof(ProofError::KeyMismatch));
+    }
+    Ok(Some(proof))
+}
+
+fn proof_refusal(why: ProofError, policy: &dpop::Policy, now: OffsetDateTime) -> Refusal {
+    if why.wants_nonce() {
+        Refusal::UseDpopNonce(policy.fresh_nonce(now))
+    } else {
+        Refusal::InvalidDpopProof(why)
+    }
+}
+
+/// Spends the proof's `jti` in the shared store: a proof seen before, on
+/// any replica, is [`ProofError::Replayed`].
+pub async fn spend_proof(store: &Store, proof: &Proof) -> Result<(), AuthError> {
+    dpop::spend(store, proof)
+        .await?
+        .map_err(|why| AuthError::Refused(Refusal::InvalidDpopProof(why)))
 }
 
 /// Step 3: the token's signature and claims. The key set failing to load
@@ -337,6 +444,7 @@ mod tests {
             jti: "jti-1".into(),
             grant_id: Uuid::nil().to_string(),
             epoch: 2,
+            cnf: None,
             kid: "key-1".into(),
         }
     }
@@ -536,16 +644,101 @@ mod tests {
     }
 
     #[test]
+    fn the_binding_is_checked_on_every_call() {
+        use crate::oauth::access_token::Confirmation;
+        use crate::oauth::dpop::testing::{ProofKey, proof};
+        let issuer = Issuer::parse("https://coop.example").unwrap();
+        let policy = dpop::Policy::new(
+            dpop::NonceKey::new(crate::secrets::MacKey::derive(b"k", "dpop nonce")),
+            false,
+        );
+        let key = ProofKey::es256();
+        let mut bound = claims(Uuid::now_v7());
+        bound.cnf = Some(Confirmation {
+            jkt: key.thumbprint(),
+        });
+        let unbound = claims(Uuid::now_v7());
+        let as_bearer = Presented {
+            scheme: Scheme::Bearer,
+            token: "tok",
+        };
+        let as_dpop = Presented {
+            scheme: Scheme::Dpop,
+            token: "tok",
+        };
+        let good = proof(
+            &key,
+            &serde_json::json!({
+                "jti": "j", "htm": "POST", "htu": "https://coop.example/mcp",
+                "iat": NOW.unix_timestamp(), "ath": dpop::token_hash("tok"),
+            }),
+        );
+        let check = |presented: &Presented<'_>, claims: &AccessClaims, proofs: &[&str]| {
+            check_proof(presented, claims, proofs, "POST", &issuer, &policy, NOW)
+        };
+        assert_eq!(check(&as_bearer, &unbound, &[]), Ok(None));
+        assert_eq!(
+            check(&as_bearer, &bound, &[&good]),
+            Err(Refusal::InvalidToken(InvalidToken::BoundTokenAsBearer))
+        );
+        assert_eq!(
+            check(&as_dpop, &unbound, &[&good]),
+            Err(Refusal::InvalidToken(InvalidToken::NotBound))
+        );
+        assert_eq!(
+            check(&as_dpop, &bound, &[&good]).unwrap().unwrap().jkt,
+            key.thumbprint()
+        );
+        assert_eq!(
+            check(&as_dpop, &bound, &[]),
+            Err(Refusal::InvalidDpopProof(ProofError::Missing))
+        );
+        let other = ProofKey::es256();
+        let by_other = proof(
+            &other,
+            &serde_json::json!({
+                "jti": "j", "htm": "POST", "htu": "https://coop.example/mcp",
+                "iat": NOW.unix_timestamp(), "ath": dpop::token_hash("tok"),
+            }),
+        );
+        assert_eq!(
+            check(&as_dpop, &bound, &[&by_other]),
+            Err(Refusal::InvalidDpopProof(ProofError::KeyMismatch))
+        );
+        // With nonces required, a proof without one asks for it.
+        let strict = dpop::Policy::new(
+            dpop::NonceKey::new(crate::secrets::MacKey::derive(b"k", "dpop nonce")),
+            true,
+        );
+        assert!(matches!(
+            check_proof(&as_dpop, &bound, &[&good], "POST", &issuer, &strict, NOW),
+            Err(Refusal::UseDpopNonce(nonce)) if dpop::NonceKey::new(crate::secrets::MacKey::derive(b"k", "dpop nonce")).accepts(&nonce, NOW)
+        ));
+    }
+
+    #[test]
     fn the_header_must_carry_a_bearer_token_and_the_query_none() {
         assert_eq!(bearer_token(None), Err(Refusal::NoToken));
         assert_eq!(bearer_token(Some("Basic abc")), Err(Refusal::NoToken));
         assert_eq!(bearer_token(Some("Bearer ")), Err(Refusal::NoToken));
         assert_eq!(bearer_token(Some("bearer abc")), Ok("abc"));
+        assert_eq!(bearer_token(Some("DPoP abc")), Err(Refusal::NoToken));
+        assert_eq!(
+            credentials(Some("dpop abc")),
+            Ok(Presented {
+                scheme: Scheme::Dpop,
+                token: "abc"
+            })
+        );
+        assert_eq!(credentials(Some("DPoP ")), Err(Refusal::NoToken));
         assert_eq!(
             presented_token(Some("Bearer abc"), Some("x=1&access_token=abc")),
             Err(Refusal::TokenInQuery)
         );
-        assert_eq!(presented_token(Some("Bearer abc"), Some("x=1")), Ok("abc"));
+        assert_eq!(
+            presented_token(Some("Bearer abc"), Some("x=1")).map(|p| p.token),
+            Ok("abc")
+        );
         assert_eq!(
             presented_token(None, Some("access_token=abc")),
             Err(Refusal::NoToken)

@@ -91,6 +91,11 @@ fn active(claims: &access_token::AccessClaims, context: &super::CallContext) -> 
         exp: Some(claims.exp),
         iat: Some(claims.iat),
         jti: Some(claims.jti.clone()),
-        token_type: Some("Bearer"),
+        token_type: Some(if claims.cnf.is_some() {
+            "DPoP"
+        } else {
+            "Bearer"
+        }),
+        cnf: claims.cnf.clone(),
     }
 }

@@ -27,6 +27,10 @@ pub struct ResourceMetadata {
     pub scopes_supported: Vec<&'static str>,
     pub bearer_methods_supported: [&'static str; 1],
     pub resource_name: &'static str,
+    /// The DPoP proof algorithms `/mcp` accepts (RFC 9449 §5.1).
+    pub dpop_signing_alg_values_supported: [&'static str; 4],
+    /// Bearer tokens stay welcome; a DPoP-bound token needs its proof.
+    pub dpop_bound_access_tokens_required: bool,
 }
 
 pub fn document(issuer: &Issuer) -> ResourceMetadata {
@@ -36,6 +40,8 @@ pub fn document(issuer: &Issuer) -> ResourceMetadata {
         scopes_supported: Scope::ALL.iter().map(|s| s.as_str()).collect(),
         bearer_methods_supported: ["header"],
         resource_name: "Coop farm records",
+        dpop_signing_alg_values_supported: crate::oauth::dpop::ALGORITHMS,
+        dpop_bound_access_tokens_required: false,
     }
 }
 
@@ -60,6 +66,8 @@ mod tests {
                 "scopes_supported": ["farm:read", "daily-entries:write"],
                 "bearer_methods_supported": ["header"],
                 "resource_name": "Coop farm records",
+                "dpop_signing_alg_values_supported": ["ES256", "EdDSA", "RS256", "PS256"],
+                "dpop_bound_access_tokens_required": false,
             })
         );
         assert_eq!(

@@ -40,10 +40,21 @@ pub struct AccessClaims {
     pub grant_id: String,
     /// The user's (or automation's) credential epoch when the token was issued.
     pub epoch: i64,
+    /// The key the token is bound to (RFC 9449 §6): only a request with a
+    /// DPoP proof by that key may use it. Absent: a bearer token.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cnf: Option<Confirmation>,
     /// The key that signed the token (from its header), so the per-call
     /// store check can refuse a token whose key was withdrawn. Not a claim.
     #[serde(skip)]
     pub kid: String,
+}
+
+/// `cnf` (RFC 7800): what the token is bound to.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq)]
+pub struct Confirmation {
+    /// The RFC 7638 thumbprint of the DPoP proof key.
+    pub jkt: String,
 }
 
 /// Whom a token speaks for. A person's token and an automation's are told
@@ -58,6 +69,11 @@ pub enum TokenSubject {
 }
 
 impl AccessClaims {
+    /// The thumbprint of the key the token is bound to, if it is bound.
+    pub fn jkt(&self) -> Option<&str> {
+        self.cnf.as_ref().map(|c| c.jkt.as_str())
+    }
+
     pub fn user_id(&self) -> Option<UserId> {
         Uuid::parse_str(&self.sub).ok().map(UserId)
     }
@@ -101,6 +117,8 @@ pub struct NewAccessToken<'a> {
     pub grant: GrantId,
     pub epoch: i64,
     pub lifetime: time::Duration,
+    /// The DPoP key thumbprint to bind the token to, if a proof came.
+    pub jkt: Option<&'a str>,
 }
 
 /// Signs a new access token; returns it with its claims.
@@ -120,6 +138,7 @@ pub async fn mint(
         jti: Uuid::new_v4().to_string(),
         grant_id: new.grant.to_string(),
         epoch: new.epoch,
+        cnf: confirmation(new.jkt),
         kid: String::new(),
     };
     sign(keys, claims).await
@@ -134,6 +153,15 @@ pub struct NewAutomationToken<'a> {
     /// The automation's credential epoch.
     pub epoch: i64,
     pub lifetime: time::Duration,
+    /// The DPoP key thumbprint to bind the token to, if a proof came.
+    pub jkt: Option<&'a str>,
+}
+
+/// `cnf` for a token bound to `jkt`, if any.
+fn confirmation(jkt: Option<&str>) -> Option<Confirmation> {
+    jkt.map(|jkt| Confirmation {
+        jkt: jkt.to_owned(),
+    })
 }
 
 /// Signs an automation's access token: its subject and client are the
@@ -155,6 +183,7 @@ pub async fn mint_for_automation(
         jti: Uuid::new_v4().to_string(),
         grant_id: String::new(),
         epoch: new.epoch,
+        cnf: confirmation(new.jkt),
         kid: String::new(),
     };
     sign(keys, claims).await
@@ -317,6 +346,7 @@ mod tests {
             grant: GrantId::new(),
             epoch: 3,
             lifetime: time::Duration::minutes(15),
+            jkt: None,
         }
     }
 
@@ -337,6 +367,30 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn a_token_minted_for_a_proof_key_carries_its_thumbprint() {
+        let (keys, _dir) = keys().await;
+        let now = OffsetDateTime::now_utc();
+        let scope = ScopeSet::from_scopes([Scope::FarmRead]);
+        let mut new = new_token(&scope, RESOURCE);
+        new.jkt = Some("thumb");
+        let (token, _) = mint(&keys, &new, now).await.unwrap();
+        let payload = token.split('.').nth(1).unwrap();
+        let json: serde_json::Value =
+            serde_json::from_slice(&URL_SAFE_NO_PAD.decode(payload).unwrap()).unwrap();
+        assert_eq!(json["cnf"], serde_json::json!({"jkt": "thumb"}));
+        let verified = verify(&keys, &token, ISSUER, RESOURCE, now).await.unwrap();
+        assert_eq!(verified.jkt(), Some("thumb"));
+        // A bearer token has no cnf at all, not a null.
+        let (token, _) = mint(&keys, &new_token(&scope, RESOURCE), now)
+            .await
+            .unwrap();
+        let payload = token.split('.').nth(1).unwrap();
+        let json: serde_json::Value =
+            serde_json::from_slice(&URL_SAFE_NO_PAD.decode(payload).unwrap()).unwrap();
+        assert!(json.get("cnf").is_none());
+    }
+
+    #[tokio::test]
     async fn an_automations_token_names_it_and_no_person_or_grant() {
         let (keys, _dir) = keys().await;
         let now = OffsetDateTime::now_utc();
@@ -349,6 +403,7 @@ mod tests {
             scope: &scope,
             epoch: 4,
             lifetime: time::Duration::minutes(5),
+            jkt: None,
         };
         let (token, _) = mint_for_automation(&keys, &new, now).await.unwrap();
         let claims = verify(&keys, &token, ISSUER, RESOURCE, now).await.unwrap();

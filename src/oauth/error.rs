@@ -38,6 +38,14 @@ pub enum OAuthError {
     InvalidScope(String),
     #[error("invalid_target: {0}")]
     InvalidTarget(String),
+    /// The request's DPoP proof (RFC 9449 §5) is not acceptable; why, for
+    /// the log.
+    #[error("invalid_dpop_proof: {0}")]
+    InvalidDpopProof(String),
+    /// The proof must carry a server nonce: this one, sent back in the
+    /// `DPoP-Nonce` header (RFC 9449 §8).
+    #[error("use_dpop_nonce")]
+    UseDpopNonce(String),
     /// Registration (RFC 7591): a redirect URI Coop will not accept.
     #[error("invalid_redirect_uri: {0}")]
     InvalidRedirectUri(String),
@@ -73,6 +81,8 @@ impl OAuthError {
             Self::UnsupportedGrantType => "unsupported_grant_type",
             Self::InvalidScope(_) => "invalid_scope",
             Self::InvalidTarget(_) => "invalid_target",
+            Self::InvalidDpopProof(_) => "invalid_dpop_proof",
+            Self::UseDpopNonce(_) => "use_dpop_nonce",
             Self::InvalidRedirectUri(_) => "invalid_redirect_uri",
             Self::InvalidClientMetadata(_) => "invalid_client_metadata",
             Self::TooManyRequests(_) | Self::Unavailable(_) => "temporarily_unavailable",

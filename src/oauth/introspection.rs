@@ -19,6 +19,7 @@ use serde::Serialize;
 use time::OffsetDateTime;
 
 use crate::domain::ScopeSet;
+use crate::oauth::access_token::Confirmation;
 use crate::oauth::client::Client;
 use crate::oauth::error::OAuthError;
 use crate::oauth::token::check_grant_usable;
@@ -46,9 +47,14 @@ pub struct Introspection {
     pub iat: Option<i64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub jti: Option<String>,
-    /// `Bearer` for an access token; absent for a refresh token.
+    /// `Bearer` for an access token (`DPoP` for one bound to a key);
+    /// absent for a refresh token.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub token_type: Option<&'static str>,
+    /// The key a DPoP-bound access token is bound to (RFC 9449 §6.2), so a
+    /// resource server behind the caller can check the proof.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cnf: Option<Confirmation>,
 }
 
 impl Introspection {

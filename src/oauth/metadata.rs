@@ -37,6 +37,8 @@ pub struct ServerMetadata {
     pub scopes_supported: Vec<&'static str>,
     pub client_id_metadata_document_supported: bool,
     pub authorization_response_iss_parameter_supported: bool,
+    /// The DPoP proof algorithms `/token` accepts (RFC 9449 §5.1).
+    pub dpop_signing_alg_values_supported: [&'static str; 4],
 }
 
 pub fn document(issuer: &Issuer) -> ServerMetadata {
@@ -62,6 +64,7 @@ pub fn document(issuer: &Issuer) -> ServerMetadata {
         scopes_supported: Scope::ALL.iter().map(|s| s.as_str()).collect(),
         client_id_metadata_document_supported: true,
         authorization_response_iss_parameter_supported: true,
+        dpop_signing_alg_values_supported: crate::oauth::dpop::ALGORITHMS,
     }
 }
 
@@ -101,6 +104,10 @@ mod tests {
             json["token_endpoint_auth_signing_alg_values_supported"],
             serde_json::json!(["ES256", "RS256", "PS256", "EdDSA"])
         );
-        assert_eq!(json.as_object().unwrap().len(), 16);
+        assert_eq!(
+            json["dpop_signing_alg_values_supported"],
+            serde_json::json!(["ES256", "EdDSA", "RS256", "PS256"])
+        );
+        assert_eq!(json.as_object().unwrap().len(), 17);
     }
 }

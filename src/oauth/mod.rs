@@ -41,6 +41,7 @@
 //!   it may be sent. [`cimd`]: Client ID Metadata Documents.
 //! - [`pkce`], [`resource`], [`scopes`], [`params`]: the small rules.
 //! - [`access_token`], [`keys`]: JWTs and the keys that sign them.
+//! - [`dpop`]: RFC 9449 proofs, key thumbprints, server nonces.
 //! - [`metadata`]: RFC 8414. [`housekeeping`]: bounded tables.
 //! - [`error`]: RFC error codes; storage failures become `server_error`.
 
@@ -53,6 +54,7 @@ pub mod client_assertion;
 pub mod client_auth;
 pub mod clients;
 pub mod consent;
+pub mod dpop;
 pub mod error;
 pub mod housekeeping;
 pub mod introspection;

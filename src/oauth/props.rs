@@ -357,6 +357,7 @@ mod access_tokens {
                 grant: GrantId::new(),
                 epoch: 0,
                 lifetime: time::Duration::minutes(5),
+                jkt: None,
             };
             let (token, _) = access_token::mint(&keys, &new, now).await.unwrap();
             (keys, token)

@@ -25,6 +25,15 @@
 //! conditional update in the same transaction, so of a replay and the
 //! successor's own first use racing, exactly one order wins: there is never
 //! more than one live token family.
+//!
+//! A request with a DPoP proof (checked by the caller, [`crate::oauth::dpop`])
+//! gets an access token bound to the proof's key (`cnf.jkt`, `token_type`
+//! `DPoP`); a public client's refresh token is bound to it too, and so is
+//! every successor: refreshing a bound token needs a proof by the same key
+//! (without one, or with another key, `invalid_grant`, and nothing is
+//! spent). A confidential client's refresh tokens stay unbound (its
+//! secret already ties them to it, RFC 9449 §5). No proof, no binding: a
+//! bearer token as before.
 
 use serde::Serialize;
 use time::OffsetDateTime;
@@ -33,6 +42,7 @@ use crate::domain::Issuer;
 use crate::domain::{Scope, ScopeSet};
 use crate::oauth::access_token::{self, NewAccessToken};
 use crate::oauth::client::Client;
+use crate::oauth::dpop::Proof;
 use crate::oauth::error::OAuthError;
 use crate::oauth::keys::Keys;
 use crate::oauth::params::Params;
@@ -123,13 +133,32 @@ pub struct TokenResponse {
     pub scope: String,
 }
 
-/// Runs the grant for an authenticated client.
+/// `token_type` of a token bound to a key, or not.
+fn token_type(jkt: Option<&str>) -> &'static str {
+    if jkt.is_some() { "DPoP" } else { "Bearer" }
+}
+
+/// The key a new refresh token is bound to: a public client's proof key
+/// (or the one its previous token was bound to); nothing for a
+/// confidential client.
+fn refresh_binding<'a>(client: &Client, jkt: Option<&'a str>) -> Option<&'a str> {
+    if client.auth_method.is_confidential() {
+        None
+    } else {
+        jkt
+    }
+}
+
+/// Runs the grant for an authenticated client; `proof` is the request's
+/// checked (and spent) DPoP proof, if it came with one.
 pub async fn exchange(
     ctx: &TokenContext<'_>,
     client: &Client,
     request: GrantRequest,
+    proof: Option<&Proof>,
     now: OffsetDateTime,
 ) -> Result<TokenResponse, OAuthError> {
+    let jkt = proof.map(|p| p.jkt.as_str());
     match request {
         GrantRequest::AuthorizationCode {
             code,
@@ -137,16 +166,13 @@ pub async fn exchange(
             redirect_uri,
             resource,
         } => {
-            exchange_code(
-                ctx,
-                client,
-                &code,
-                &code_verifier,
-                redirect_uri.as_deref(),
-                &resource,
-                now,
-            )
-            .await
+            let request = CodeRequest {
+                code: &code,
+                verifier: &code_verifier,
+                redirect_uri: redirect_uri.as_deref(),
+                resource: &resource,
+            };
+            exchange_code(ctx, client, &request, jkt, now).await
         }
         GrantRequest::RefreshToken {
             refresh_token,
@@ -159,6 +185,7 @@ pub async fn exchange(
                 &refresh_token,
                 &resource,
                 scope.as_deref(),
+                jkt,
                 now,
             )
             .await
@@ -169,15 +196,27 @@ pub async fn exchange(
     }
 }
 
+/// What an `authorization_code` request names.
+struct CodeRequest<'a> {
+    code: &'a str,
+    verifier: &'a str,
+    redirect_uri: Option<&'a str>,
+    resource: &'a [String],
+}
+
 async fn exchange_code(
     ctx: &TokenContext<'_>,
     client: &Client,
-    code: &str,
-    verifier: &str,
-    redirect_uri: Option<&str>,
-    resource: &[String],
+    request: &CodeRequest<'_>,
+    jkt: Option<&str>,
     now: OffsetDateTime,
 ) -> Result<TokenResponse, OAuthError> {
+    let &CodeRequest {
+        code,
+        verifier,
+        redirect_uri,
+        resource,
+    } = request;
     let code_hash = secrets::hash_secret(code);
     let row = codes::find(&mut ctx.store.read().await?, &code_hash)
         .await?
@@ -210,7 +249,7 @@ async fn exchange_code(
         return Err(OAuthError::invalid_grant("no approved scope is left"));
     }
 
-    let (access_token, _) = mint(ctx, client, &row.grant, &scope, now).await?;
+    let (access_token, _) = mint(ctx, client, &row.grant, &scope, jkt, now).await?;
     let refresh = client.may_refresh.then(|| secrets::random_token(32));
     let refresh_hash = refresh.as_deref().map(secrets::hash_secret);
     let scope_wire = scope.to_wire();
@@ -219,6 +258,7 @@ async fn exchange_code(
         grant: row.grant.id(),
         scope: &scope_wire,
         expires_at: now + REFRESH_TTL,
+        dpop_jkt: refresh_binding(client, jkt),
     });
     let mut tx = ctx.store.write().await?;
     if !codes::redeem(&mut tx, &code_hash, next.as_ref(), now).await? {
@@ -230,7 +270,7 @@ async fn exchange_code(
     tx.commit().await?;
     Ok(TokenResponse {
         access_token,
-        token_type: "Bearer",
+        token_type: token_type(jkt),
         expires_in: ctx.access_ttl.whole_seconds(),
         refresh_token: refresh,
         scope: scope_wire,
@@ -243,6 +283,7 @@ async fn exchange_refresh(
     token: &str,
     resource: &[String],
     asked_scope: Option<&str>,
+    jkt: Option<&str>,
     now: OffsetDateTime,
 ) -> Result<TokenResponse, OAuthError> {
     if !client.may_refresh {
@@ -262,6 +303,9 @@ async fn exchange_refresh(
     if row.expires_at <= now.unix_timestamp() {
         return Err(OAuthError::invalid_grant("refresh token expired"));
     }
+    // A bound token without its key is worth nothing to whoever copied
+    // it: refused before anything else, spent or not, and nothing changes.
+    check_binding(row.dpop_jkt.as_deref(), jkt)?;
     // A spent token goes through every check too: only a request that
     // would have been answered had the token been fresh may get its
     // successor again (below); any other replay is reuse.
@@ -274,13 +318,17 @@ async fn exchange_refresh(
         return Err(OAuthError::invalid_grant("no approved scope is left"));
     }
 
-    let (access_token, _) = mint(ctx, client, &row.grant, &scope, now).await?;
+    let (access_token, _) = mint(ctx, client, &row.grant, &scope, jkt, now).await?;
+    let binding = row
+        .dpop_jkt
+        .as_deref()
+        .or_else(|| refresh_binding(client, jkt));
     // RFC 6749 §6: the new refresh token keeps the old one's scope, even
     // when this access token was narrowed.
     let allowed_wire = allowed.to_wire();
     let respond = |refresh: String| TokenResponse {
         access_token,
-        token_type: "Bearer",
+        token_type: token_type(jkt),
         expires_in: ctx.access_ttl.whole_seconds(),
         refresh_token: Some(refresh),
         scope: scope.to_wire(),
@@ -296,6 +344,7 @@ async fn exchange_refresh(
             grant: row.grant.id(),
             scope: &allowed_wire,
             expires_at: now + REFRESH_TTL,
+            dpop_jkt: binding,
         };
         if refresh_tokens::rotate(&mut tx, &token_hash, &next, &nonce, now).await? {
             tx.commit().await?;
@@ -337,6 +386,20 @@ async fn resend_successor(
     let successor = secrets::successor_token(token, &nonce);
     let unused = refresh_tokens::claim_unused(tx, &secrets::hash_secret(&successor), now).await?;
     Ok(unused.then_some(successor))
+}
+
+/// A refresh token bound to a key needs a proof by that key.
+fn check_binding(bound: Option<&str>, jkt: Option<&str>) -> Result<(), OAuthError> {
+    match (bound, jkt) {
+        (None, _) => Ok(()),
+        (Some(bound), Some(jkt)) if secrets::constant_time_eq(bound, jkt) => Ok(()),
+        (Some(_), Some(_)) => Err(OAuthError::invalid_grant(
+            "the refresh token is bound to another DPoP key",
+        )),
+        (Some(_), None) => Err(OAuthError::invalid_grant(
+            "the refresh token is bound to a DPoP key and no proof came",
+        )),
+    }
 }
 
 /// The token request's `resource`, when sent, must name the resource the
@@ -412,6 +475,7 @@ async fn mint(
     client: &Client,
     grant: &GrantStatus,
     scope: &ScopeSet,
+    jkt: Option<&str>,
     now: OffsetDateTime,
 ) -> Result<(String, access_token::AccessClaims), OAuthError> {
     Ok(access_token::mint(
@@ -425,6 +489,7 @@ async fn mint(
             grant: grant.id(),
             epoch: grant.user_epoch,
             lifetime: ctx.access_ttl,
+            jkt,
         },
         now,
     )
@@ -524,6 +589,35 @@ mod tests {
         ] {
             assert_eq!(parse(&form(body)).unwrap_err().code(), code, "{body}");
         }
+    }
+
+    #[test]
+    fn a_bound_refresh_token_needs_its_key_and_only_public_clients_bind() {
+        assert!(check_binding(None, None).is_ok());
+        assert!(check_binding(None, Some("k1")).is_ok());
+        assert!(check_binding(Some("k1"), Some("k1")).is_ok());
+        for jkt in [Some("k2"), None] {
+            assert_eq!(
+                check_binding(Some("k1"), jkt).unwrap_err().code(),
+                "invalid_grant"
+            );
+        }
+        let mut client = Client {
+            client_id: "c".into(),
+            kind: crate::oauth::client::ClientKind::Dynamic,
+            name: "n".into(),
+            redirect_uris: vec![],
+            auth_method: crate::oauth::client::AuthMethod::None,
+            secret_hash: None,
+            may_refresh: true,
+            native: false,
+            assertion_keys: None,
+        };
+        assert_eq!(refresh_binding(&client, Some("k1")), Some("k1"));
+        client.auth_method = crate::oauth::client::AuthMethod::ClientSecretBasic;
+        assert_eq!(refresh_binding(&client, Some("k1")), None);
+        assert_eq!(token_type(Some("k1")), "DPoP");
+        assert_eq!(token_type(None), "Bearer");
     }
 
     #[test]

@@ -7,7 +7,9 @@
 //! produced. It answers only one question, "did Coop sign exactly these
 //! bytes?", never "is this token still good": the store check (grant, epoch,
 //! user, farm, revocation) runs on every call regardless, so no revocation
-//! can be outlived by this cache.
+//! can be outlived by this cache. The claims kept include a bound token's
+//! `cnf`, never a DPoP proof: the proof is per request, so the caller checks
+//! it against `cnf.jkt` on every call, cache hit or not.
 //!
 //! An entry is never used at or after the token's `exp` (checked against
 //! the caller's clock on each hit), never once its signing key left the
@@ -120,6 +122,7 @@ mod tests {
             jti: "j".into(),
             grant_id: "g".into(),
             epoch: 0,
+            cnf: None,
             kid: "k1".into(),
         }
     }

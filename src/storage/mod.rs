@@ -23,6 +23,7 @@ pub mod clients;
 pub mod codes;
 pub mod connected_apps;
 pub mod daily_entries;
+pub mod dpop_proofs;
 pub mod egg_lots;
 pub mod engine;
 pub mod farm_admin;

@@ -5,7 +5,9 @@
 //! requests racing with the same token exactly one wins, and the loser sees
 //! a spent token, which is reuse (threat 7), unless the reuse window says
 //! otherwise (see `oauth::token`). Spent rows are kept until they expire,
-//! so a replay is recognised as reuse rather than as "unknown".
+//! so a replay is recognised as reuse rather than as "unknown". A public
+//! client's token may be bound to a DPoP key (`dpop_jkt`); its successor
+//! is stored with the same binding.
 
 use time::OffsetDateTime;
 
@@ -19,6 +21,8 @@ pub struct NewRefreshToken<'a> {
     /// The scopes this token may mint (never more than its grant's).
     pub scope: &'a str,
     pub expires_at: OffsetDateTime,
+    /// The DPoP key thumbprint a public client's token is bound to.
+    pub dpop_jkt: Option<&'a str>,
 }
 
 pub async fn insert(
@@ -27,14 +31,15 @@ pub async fn insert(
     now: OffsetDateTime,
 ) -> StoreResult<()> {
     Sql::new(
-        "insert into refresh_tokens (token_hash, grant_id, scope, expires_at, created_at)
-         values ($1, $2, $3, $4, $5)",
+        "insert into refresh_tokens (token_hash, grant_id, scope, expires_at, created_at, dpop_jkt)
+         values ($1, $2, $3, $4, $5, $6)",
     )
     .bind(token.token_hash)
     .bind(token.grant.0)
     .bind(token.scope)
     .bind(token.expires_at)
     .bind(now)
+    .bind(token.dpop_jkt)
     .execute(tx)
     .await?;
     Ok(())
@@ -45,6 +50,8 @@ pub struct RefreshRow {
     pub scope: String,
     pub expires_at: i64,
     pub used_at: Option<i64>,
+    /// Bound to this DPoP key: refreshed only with a proof by it.
+    pub dpop_jkt: Option<String>,
     pub grant: GrantStatus,
 }
 
@@ -54,6 +61,7 @@ impl FromRecord for RefreshRow {
             scope: r.get("scope")?,
             expires_at: r.get("expires_at")?,
             used_at: r.get("used_at")?,
+            dpop_jkt: r.get("dpop_jkt")?,
             grant: GrantStatus::from_record(r)?,
         })
     }
@@ -62,7 +70,7 @@ impl FromRecord for RefreshRow {
 /// The token with its grant's current status.
 pub async fn find(db: &mut impl Exec, token_hash: &str) -> StoreResult<Option<RefreshRow>> {
     Sql::new(format!(
-        "select r.scope, r.expires_at, r.used_at, {GRANT_STATUS_COLUMNS}
+        "select r.scope, r.expires_at, r.used_at, r.dpop_jkt, {GRANT_STATUS_COLUMNS}
          from refresh_tokens r
          join grants g on g.id = r.grant_id {GRANT_STATUS_JOIN}
          where r.token_hash = $1"

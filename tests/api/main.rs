@@ -20,6 +20,8 @@ mod config;
 mod crash;
 mod database;
 mod db_faults;
+mod dpop;
+mod dpop_support;
 mod health;
 mod introspection;
 mod login;

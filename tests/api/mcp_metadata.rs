@@ -36,6 +36,8 @@ async fn both_forms_serve_the_resource_exactly(engine: Engine) {
                 "scopes_supported": ["farm:read", "daily-entries:write"],
                 "bearer_methods_supported": ["header"],
                 "resource_name": "Coop farm records",
+                "dpop_signing_alg_values_supported": ["ES256", "EdDSA", "RS256", "PS256"],
+                "dpop_bound_access_tokens_required": false,
             }),
             "{path}"
         );

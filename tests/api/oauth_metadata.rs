@@ -13,7 +13,7 @@ on_both_engines!(
     the_jwks_publishes_the_key_that_signs_access_tokens,
 );
 
-const FIELDS: [&str; 16] = [
+const FIELDS: [&str; 17] = [
     "issuer",
     "authorization_endpoint",
     "token_endpoint",
@@ -30,6 +30,7 @@ const FIELDS: [&str; 16] = [
     "scopes_supported",
     "client_id_metadata_document_supported",
     "authorization_response_iss_parameter_supported",
+    "dpop_signing_alg_values_supported",
 ];
 
 async fn both_metadata_documents_are_the_same_exact_document(engine: Engine) {

@@ -49,6 +49,8 @@ on_both_engines!(
     inspector_cli,
     fastmcp_client_with_oauth,
     typescript_sdk_v2_public_client,
+    typescript_sdk_v2_with_dpop,
+    typescript_sdk_v2_with_dpop_nonces,
     codex_cli_with_dcr,
     one_person_connects_every_client_in_a_row,
 );
@@ -113,6 +115,22 @@ async fn fastmcp_client_with_oauth(engine: Engine) {
 
 async fn typescript_sdk_v2_public_client(engine: Engine) {
     Row::new(Client::TypeScriptV2, "none", Role::Manager, BOTH)
+        .run(engine)
+        .await;
+}
+
+async fn typescript_sdk_v2_with_dpop(engine: Engine) {
+    // The provider's `dpop()` session: bound tokens, a proof on every call,
+    // the same token as a bearer token refused.
+    Row::new(Client::TypeScriptV2, "dpop", Role::Manager, BOTH)
+        .run(engine)
+        .await;
+}
+
+async fn typescript_sdk_v2_with_dpop_nonces(engine: Engine) {
+    // Against `--dpop-require-nonce`: `use_dpop_nonce` at /token and /mcp,
+    // each answered by the SDK with the nonce it was handed.
+    Row::new(Client::TypeScriptV2, "dpop-nonce", Role::Manager, BOTH)
         .run(engine)
         .await;
 }
@@ -194,7 +212,10 @@ impl Client {
 
     /// Whether its script takes `--mode` (the SDK rows have several).
     fn has_modes(self) -> bool {
-        matches!(self, Client::Python | Client::TypeScript)
+        matches!(
+            self,
+            Client::Python | Client::TypeScript | Client::TypeScriptV2
+        )
     }
 }
 
@@ -255,7 +276,12 @@ impl Row {
             Some(host) => {
                 TestApp::spawn_with(engine, |c| c.cimd_test = host.cimd_settings(true)).await
             }
-            None => TestApp::spawn(engine).await,
+            None => {
+                TestApp::spawn_with(engine, |c| {
+                    c.dpop_require_nonce = self.mode == "dpop-nonce";
+                })
+                .await
+            }
         };
         let user = farm_with_a_flock(&app, self.role).await;
         let (ok, output) = self

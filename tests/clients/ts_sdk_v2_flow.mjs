@@ -6,11 +6,19 @@
 //   node ts_sdk_v2_flow.mjs --node-clients DIR --issuer http://127.0.0.1:PORT \
 //     --email worker@farm.example --password '...' \
 //     --scopes "farm:read daily-entries:write" \
-//     --expect-tools list_flocks,get_flock,... --flock Alpha
+//     --expect-tools list_flocks,get_flock,... --flock Alpha [--mode dpop]
 //
 // DIR is what tests/tools/node-clients.sh prints (its node_modules holds the
 // pinned package). The client registers itself as a public client (Dynamic
-// Client Registration, `token_endpoint_auth_method: none`) and negotiates
+// Client Registration, `token_endpoint_auth_method: none`). With `--mode
+// dpop` the provider also hands the SDK a DPoP session (RFC 9449, the SDK's
+// `DpopSession`): every token request and every `/mcp` call then carries a
+// proof, and the script checks that the tokens are bound to the session's
+// key (`token_type: DPoP`, `cnf.jkt`) and that the access token sent as a
+// plain bearer token is refused. `--mode dpop-nonce` is the same against a
+// Coop that requires server nonces (`--dpop-require-nonce`): the script
+// checks that the SDK met `use_dpop_nonce` at `/token` and at `/mcp` and
+// retried with the nonce from `DPoP-Nonce`. It negotiates
 // the protocol era with `versionNegotiation: { mode: "auto" }` (a
 // `server/discover` probe, no `initialize`).
 //
@@ -37,6 +45,7 @@ const { values: args } = parseArgs({
     email: { type: "string" },
     password: { type: "string" },
     scopes: { type: "string", default: "farm:read daily-entries:write" },
+    mode: { type: "string", default: "none" },
     "expect-tools": { type: "string" },
     flock: { type: "string" },
   },
@@ -48,10 +57,17 @@ for (const required of ["node-clients", "issuer", "email", "password", "expect-t
   }
 }
 
+if (!["none", "dpop", "dpop-nonce"].includes(args.mode)) {
+  console.error(`--mode is none, dpop or dpop-nonce, not ${args.mode}`);
+  process.exit(2);
+}
+
 const sdk = await import(
   pathToFileURL(join(args["node-clients"], "node_modules/@modelcontextprotocol/client/dist/index.mjs")).href
 );
-const { Client, StreamableHTTPClientTransport, UnauthorizedError } = sdk;
+const { Client, StreamableHTTPClientTransport, UnauthorizedError, DpopSession } = sdk;
+const dpopSession = args.mode.startsWith("dpop") ? await DpopSession.create() : undefined;
+const nonces = args.mode === "dpop-nonce";
 
 const issuer = args.issuer.replace(/\/$/, "");
 const serverUrl = new URL(`${issuer}/mcp`);
@@ -85,7 +101,9 @@ async function tracingFetch(input, init) {
   } catch {
     rpc = undefined;
   }
-  trace.push({ method, path: url.pathname, rpc, status: response.status, www: response.headers.get("www-authenticate") });
+  const dpop = new Headers(init?.headers).has("dpop");
+  const nonce = response.headers.get("dpop-nonce") ?? undefined;
+  trace.push({ method, path: url.pathname, rpc, status: response.status, www: response.headers.get("www-authenticate"), dpop, nonce });
   return response;
 }
 const find = (method, path) => trace.filter((e) => e.method === method && e.path === path);
@@ -124,6 +142,7 @@ const provider = {
     store.discovery = state;
   },
   discoveryState: () => store.discovery,
+  ...(dpopSession ? { dpop: () => dpopSession } : {}),
   async redirectToAuthorization(authorizationUrl) {
     const request = Object.fromEntries(authorizationUrl.searchParams);
     check(
@@ -164,6 +183,11 @@ async function tokenRefresh(clientId, refreshToken) {
     body: new URLSearchParams({ grant_type: "refresh_token", refresh_token: refreshToken, client_id: clientId }),
   });
   return { status: response.status, body: await response.json().catch(() => ({})) };
+}
+
+/** The claims of a JWT, unverified (what Coop put in the token). */
+function jwtClaims(jwt) {
+  return JSON.parse(Buffer.from(jwt.split(".")[1], "base64url").toString("utf8"));
 }
 
 async function mcpStatus(accessToken) {
@@ -222,13 +246,41 @@ async function run() {
   if (!callback) throw new StepFailed("sign-in and consent: the browser never ran");
   check(callback.get("state") === sentState, "state", "the redirect's state is the one the provider sent");
   await transport.finishAuth(callback);
+  // With nonces required the first exchange is answered use_dpop_nonce and
+  // retried (checked below).
   const exchanges = find("POST", "/token");
+  const exchanged = exchanges[exchanges.length - 1];
   const firstTokens = store.tokens;
   check(
-    exchanges.length === 1 && exchanges[0].status === 200 && firstTokens?.refresh_token && firstTokens?.expires_in,
+    exchanges.length === (nonces ? 2 : 1) &&
+      exchanged.status === 200 &&
+      firstTokens?.refresh_token &&
+      firstTokens?.expires_in,
     "code exchange",
-    `POST /token → ${exchanges[0]?.status}, scope=${JSON.stringify(firstTokens?.scope)}, expires_in=${firstTokens?.expires_in}`,
+    `POST /token → ${exchanged?.status}, scope=${JSON.stringify(firstTokens?.scope)}, expires_in=${firstTokens?.expires_in}`,
   );
+  if (dpopSession) {
+    const proofs = trace.filter((e) => e.path === "/token" && e.dpop);
+    const jkt = jwtClaims(firstTokens.access_token).cnf?.jkt;
+    if (nonces) {
+      check(
+        proofs.length === 2 && proofs[0].status === 400 && proofs[0].nonce && proofs[1].status === 200,
+        "use_dpop_nonce at /token",
+        `POST /token → 400 with DPoP-Nonce, retried with the nonce → ${proofs[1]?.status}`,
+      );
+    }
+    check(
+      proofs.length === (nonces ? 2 : 1) &&
+        firstTokens.token_type?.toLowerCase() === "dpop" &&
+        jkt === dpopSession.thumbprint,
+      "DPoP-bound tokens",
+      `POST /token with a DPoP proof → token_type=${firstTokens.token_type}, cnf.jkt is the session key's thumbprint`,
+    );
+  }
+  // The SDK keeps one nonce per origin, and /token's is good at /mcp too
+  // (one key on every endpoint and replica); forgetting it makes the first
+  // /mcp call meet use_dpop_nonce, as a client keeping one per endpoint would.
+  if (nonces) dpopSession.nonces.clear();
   const granted = (firstTokens.scope ?? "").split(/\s+/).filter(Boolean).sort();
   check(
     JSON.stringify(granted) === JSON.stringify([...wantedScopes].sort()),
@@ -269,6 +321,33 @@ async function run() {
     ok("write tool record_daily_entry", "not granted to this role and scopes: not listed, not called");
   }
 
+  // 8b. DPoP: the calls carried proofs, and the token alone, as a bearer
+  // token, is refused (a copy without the key is worth nothing).
+  if (dpopSession) {
+    const calls = trace.filter((e) => e.path === "/mcp" && e.status === 200);
+    check(
+      calls.length > 0 && calls.every((e) => e.dpop),
+      "DPoP proofs on /mcp",
+      `${calls.length} calls, each with a DPoP proof`,
+    );
+    if (nonces) {
+      const asked = trace.filter(
+        (e) => e.path === "/mcp" && e.status === 401 && e.nonce && (e.www ?? "").includes('error="use_dpop_nonce"'),
+      );
+      check(
+        asked.length >= 1 && calls.every((e) => e.nonce),
+        "use_dpop_nonce at /mcp",
+        `${asked.length} × 401 use_dpop_nonce with DPoP-Nonce, retried; every answer carries the current nonce`,
+      );
+    }
+    const { status, www } = await mcpStatus(store.tokens.access_token);
+    check(
+      status === 401 && www.includes('error="invalid_token"'),
+      "bound token as bearer refused",
+      `${status}, WWW-Authenticate: ${www}`,
+    );
+  }
+
   // 9. Refresh, by the transport: the stored access token no longer works
   // (as when it expires), the call meets a 401 invalid_token, and the
   // transport runs `auth()`, which refreshes, then retries the call.
@@ -276,7 +355,7 @@ async function run() {
   store.tokens = { ...before, access_token: "expired-access-token" };
   const afterRefresh = toolJson(await client.callTool({ name: "list_flocks", arguments: {} }));
   const refreshed = store.tokens;
-  const refreshes = find("POST", "/token").slice(1);
+  const refreshes = find("POST", "/token").slice(exchanges.length);
   const refused = trace.filter((e) => e.path === "/mcp" && e.status === 401).length;
   check(
     refused >= 2 &&
@@ -289,6 +368,13 @@ async function run() {
     "refresh",
     `401 → POST /token grant_type=refresh_token → ${refreshes[0]?.status}, new access token, rotated refresh token, call retried`,
   );
+  if (dpopSession) {
+    check(
+      refreshes[0].dpop && jwtClaims(refreshed.access_token).cnf?.jkt === dpopSession.thumbprint,
+      "DPoP-bound refresh",
+      "the refresh carried a proof; the new access token is bound to the same key",
+    );
+  }
   await client.close();
 
   // 10. RFC 7009 revocation of the refresh token ends the grant.

@@ -13,6 +13,15 @@
 //! database out of reach is 503 with `Retry-After` and a JSON-RPC error
 //! body ([`unavailable`]), any other failure 500 ([`internal`]);
 //! [`store_failure`] picks between them.
+//!
+//! DPoP (RFC 9449 §7.1): a refusal of a request that used the `DPoP`
+//! scheme, and every proof refusal, carries a `DPoP algs="…"` challenge
+//! with the error first, then a plain `Bearer resource_metadata="…"` one
+//! for clients that only know bearer tokens; `use_dpop_nonce` comes with
+//! the nonce in `DPoP-Nonce`. A DPoP-bound token sent as a bearer token is
+//! the bearer `invalid_token` answer with the `DPoP` challenge after it,
+//! saying how the token must be presented. Each challenge is its own
+//! `WWW-Authenticate` field.
 
 use std::time::Duration;
 
@@ -23,7 +32,7 @@ use serde_json::{Value, json};
 
 use crate::domain::Issuer;
 use crate::domain::{Scope, ScopeSet};
-use crate::mcp::bearer::Refusal;
+use crate::mcp::bearer::{InvalidToken, Refusal, Scheme};
 use crate::mcp::resource_metadata;
 use crate::mcp::wire::{self, WireRefusal, code};
 use crate::storage::{RETRY_AFTER_UNAVAILABLE, StoreError};
@@ -37,8 +46,120 @@ pub fn no_token_challenge(issuer: &Issuer) -> String {
     )
 }
 
+/// The `DPoP` challenge: the accepted algorithms, the error (with the
+/// scopes for `insufficient_scope`), the resource metadata.
+fn dpop_challenge(issuer: &Issuer, error: &str, scopes: Option<&ScopeSet>) -> String {
+    let scope = scopes
+        .map(|s| format!(r#", scope="{}""#, s.to_wire()))
+        .unwrap_or_default();
+    format!(
+        r#"DPoP algs="{}", error="{error}"{scope}, resource_metadata="{}""#,
+        crate::oauth::dpop::algs(),
+        resource_metadata::url(issuer)
+    )
+}
+
+/// A refusal of a request whose token came with `scheme`, as its response.
+pub fn refusal_to(issuer: &Issuer, refusal: &Refusal, scheme: Scheme) -> Response {
+    let metadata = resource_metadata::url(issuer);
+    let plain_bearer = || format!(r#"Bearer resource_metadata="{metadata}""#);
+    let dpop = |response: Response, error: &str, scopes: Option<&ScopeSet>| {
+        with_challenges(
+            response,
+            [dpop_challenge(issuer, error, scopes), plain_bearer()],
+        )
+    };
+    match refusal {
+        Refusal::InvalidDpopProof(why) => {
+            tracing::info!(reason = %why, "MCP request refused: invalid_dpop_proof");
+            dpop(
+                body(
+                    StatusCode::UNAUTHORIZED,
+                    Some("invalid_dpop_proof"),
+                    "the DPoP proof is malformed, expired, replayed, or does not match this request or token",
+                ),
+                "invalid_dpop_proof",
+                None,
+            )
+        }
+        Refusal::UseDpopNonce(nonce) => {
+            let mut response = dpop(
+                body(
+                    StatusCode::UNAUTHORIZED,
+                    Some("use_dpop_nonce"),
+                    "the DPoP proof must carry the nonce in the DPoP-Nonce header",
+                ),
+                "use_dpop_nonce",
+                None,
+            );
+            crate::http::dpop::offer_nonce(response.headers_mut(), nonce);
+            response
+        }
+        Refusal::InvalidToken(why) if scheme == Scheme::Dpop => {
+            tracing::info!(reason = %why, "MCP request refused: invalid_token");
+            dpop(
+                body(
+                    StatusCode::UNAUTHORIZED,
+                    Some("invalid_token"),
+                    INVALID_TOKEN,
+                ),
+                "invalid_token",
+                None,
+            )
+        }
+        Refusal::InsufficientScope(scopes) if scheme == Scheme::Dpop => dpop(
+            body(
+                StatusCode::FORBIDDEN,
+                Some("insufficient_scope"),
+                INSUFFICIENT_SCOPE,
+            ),
+            "insufficient_scope",
+            Some(scopes),
+        ),
+        Refusal::InvalidToken(InvalidToken::BoundTokenAsBearer) => {
+            let mut response = bearer_refusal(issuer, refusal);
+            let challenge = dpop_challenge(issuer, "invalid_token", None);
+            if let Ok(value) = HeaderValue::from_str(&challenge) {
+                response
+                    .headers_mut()
+                    .append(header::WWW_AUTHENTICATE, value);
+            }
+            response
+        }
+        _ => bearer_refusal(issuer, refusal),
+    }
+}
+
+const INVALID_TOKEN: &str = "the access token is expired, revoked or otherwise invalid";
+const INSUFFICIENT_SCOPE: &str = "the access token does not carry the scope this request needs";
+
+/// A JSON error body with `status`.
+fn body(status: StatusCode, error: Option<&str>, description: &str) -> Response {
+    let mut body = json!({ "error_description": description });
+    if let (Some(error), Some(object)) = (error, body.as_object_mut()) {
+        object.insert("error".into(), Value::String(error.to_owned()));
+    }
+    (status, Json(body)).into_response()
+}
+
+/// Each challenge as its own `WWW-Authenticate` field, in order.
+fn with_challenges<const N: usize>(mut response: Response, challenges: [String; N]) -> Response {
+    for challenge in challenges {
+        if let Ok(value) = HeaderValue::from_str(&challenge) {
+            response
+                .headers_mut()
+                .append(header::WWW_AUTHENTICATE, value);
+        }
+    }
+    response
+}
+
 /// A bearer refusal as its response.
 pub fn refusal(issuer: &Issuer, refusal: &Refusal) -> Response {
+    refusal_to(issuer, refusal, Scheme::Bearer)
+}
+
+fn bearer_refusal(issuer: &Issuer, refusal: &Refusal) -> Response {
     let metadata = resource_metadata::url(issuer);
     let (status, challenge, error, description) = match refusal {
         Refusal::NoToken => (
@@ -59,7 +180,7 @@ pub fn refusal(issuer: &Issuer, refusal: &Refusal) -> Response {
                 StatusCode::UNAUTHORIZED,
                 format!(r#"Bearer resource_metadata="{metadata}", error="invalid_token""#),
                 Some("invalid_token"),
-                "the access token is expired, revoked or otherwise invalid",
+                INVALID_TOKEN,
             )
         }
         Refusal::InsufficientScope(scopes) => (
@@ -69,27 +190,23 @@ pub fn refusal(issuer: &Issuer, refusal: &Refusal) -> Response {
                 scopes.to_wire()
             ),
             Some("insufficient_scope"),
-            "the access token does not carry the scope this request needs",
+            INSUFFICIENT_SCOPE,
         ),
+        // Answered above with the DPoP challenge; kept whole here too.
+        Refusal::InvalidDpopProof(_) | Refusal::UseDpopNonce(_) => {
+            return refusal_to(issuer, refusal, Scheme::Dpop);
+        }
     };
-    let mut body = json!({ "error_description": description });
-    if let (Some(error), Some(object)) = (error, body.as_object_mut()) {
-        object.insert("error".into(), Value::String(error.to_owned()));
-    }
-    let mut response = (status, Json(body)).into_response();
-    if let Ok(value) = HeaderValue::from_str(&challenge) {
-        response
-            .headers_mut()
-            .insert(header::WWW_AUTHENTICATE, value);
-    }
-    response
+    with_challenges(body(status, error, description), [challenge])
 }
 
-/// Step-up: the role allows the tool, the token lacks `scope`.
-pub fn step_up(issuer: &Issuer, scope: Scope) -> Response {
-    refusal(
+/// Step-up: the role allows the tool, the token (presented with `scheme`)
+/// lacks `scope`.
+pub fn step_up(issuer: &Issuer, scope: Scope, scheme: Scheme) -> Response {
+    refusal_to(
         issuer,
         &Refusal::InsufficientScope(ScopeSet::from_scopes([scope])),
+        scheme,
     )
 }
 

@@ -6,11 +6,14 @@
 //!    rewrites it), or an `Origin` present and not the issuer's origin, is
 //!    a 403 before any token is looked at; the refused `Host` is logged;
 //! 2. a declared `Content-Length` over 64 KiB: 413, nothing read;
-//! 3. the bearer token ([`crate::mcp::bearer`]): header present, none in
-//!    the query, signature and claims;
+//! 3. the token ([`crate::mcp::bearer`]): header present (`Bearer`, or
+//!    `DPoP` with a proof), none in the query, signature and claims, then
+//!    its binding: a DPoP-bound token only with a good proof by its key,
+//!    for `<issuer>/mcp` (the configured issuer, never `Host`);
 //! 4. the grant's request budget, then its subject's over all its grants
 //!    ([`super::rate_limit`]): 429;
-//! 5. the one store look-up; the grant's (or automation's) `last_used_at`
+//! 5. a DPoP proof's `jti` spent in the shared store (a replay: 401), then
+//!    the one store look-up; the grant's (or automation's) `last_used_at`
 //!    written at most once a minute. The store failing here, or in the
 //!    tool, is never a refusal: 503 with `Retry-After` and a JSON-RPC error
 //!    body when the database is out of reach (a client told 401 would drop
@@ -21,7 +24,8 @@
 //!    a `tools/call` whose tool the role allows but the scopes do not (403);
 //! 7. the [`CallContext`](crate::mcp::CallContext) put in the request's
 //!    extensions, and rmcp called. A 415 from rmcp for a JSON body (it could
-//!    not read the message) becomes 400 -32600.
+//!    not read the message) becomes 400 -32600. While DPoP nonces are
+//!    required, the answer to a DPoP request carries the current one.
 
 use axum::body::Body;
 use axum::extract::{Request, State};
@@ -35,7 +39,7 @@ use serde_json::Value;
 use super::error;
 use super::rate_limit::Budget;
 use crate::domain::Issuer;
-use crate::mcp::bearer::{self, AuthError};
+use crate::mcp::bearer::{self, AuthError, Scheme};
 use crate::mcp::wire;
 use crate::mcp::{CallContext, Caller, HeldReader, StoreOutage};
 use crate::oauth::access_token::TokenSubject;
@@ -142,18 +146,14 @@ impl From<Response> for Denied {
     }
 }
 
-/// A refusal is the token's fault (401/403); a store failure never is.
-fn auth_failure(issuer: &Issuer, err: AuthError) -> Denied {
-    match err {
-        AuthError::Refused(refusal) => Denied::Refused(error::refusal(issuer, &refusal)),
-        AuthError::Store(err) => Denied::Store(err),
-    }
-}
-
 /// Steps 1 to 5: the request's site, declared size, token, budget and the
 /// store's word, ending in the caller's context (and the reader that
-/// answered, for the tool to reuse) or the refusal to send.
-async fn admit(guard: &Guard, parts: &Parts) -> Result<(CallContext, HeldReader), Denied> {
+/// answered, for the tool to reuse, and how the token came) or the refusal
+/// to send.
+async fn admit(
+    guard: &Guard,
+    parts: &Parts,
+) -> Result<(CallContext, HeldReader, Scheme), Denied> {
     let app = &guard.app;
     match same_site(&app.issuer, &app.config.allowed_hosts, parts) {
         Ok(()) => {}
@@ -178,15 +178,32 @@ async fn admit(guard: &Guard, parts: &Parts) -> Result<(CallContext, HeldReader)
         return Err(error::body_too_large(MAX_BODY).into());
     }
 
-    let token = bearer::presented_token(
+    let presented = bearer::presented_token(
         header_str(&parts.headers, header::AUTHORIZATION),
         parts.uri.query(),
     )
-    .map_err(|refusal| error::refusal(&app.issuer, &refusal))?;
+    .map_err(|refusal| Denied::Refused(error::refusal(&app.issuer, &refusal)))?;
+    let scheme = presented.scheme;
+    let refuse = |refusal: &bearer::Refusal| error::refusal_to(&app.issuer, refusal, scheme);
+    // A refusal is the token's fault (401/403); a store failure never is.
+    let deny = |err: AuthError| match err {
+        AuthError::Refused(refusal) => Denied::Refused(refuse(&refusal)),
+        AuthError::Store(err) => Denied::Store(err),
+    };
     let now = app.clock.now();
-    let claims = bearer::verify_token(&app.keys, &app.issuer, token, now)
+    let claims = bearer::verify_token(&app.keys, &app.issuer, presented.token, now)
         .await
-        .map_err(|err| auth_failure(&app.issuer, err))?;
+        .map_err(deny)?;
+    let proof = bearer::check_proof(
+        &presented,
+        &claims,
+        &crate::http::dpop::proofs(&parts.headers),
+        parts.method.as_str(),
+        &app.issuer,
+        &app.dpop,
+        now,
+    )
+    .map_err(|refusal| Denied::Refused(refuse(&refusal)))?;
     // An automation is its own app and its own subject: both budgets.
     let (app_key, subject_key) = match claims.subject() {
         Some(TokenSubject::Member { user, grant }) => (Some(grant.0), Some(user.0)),
@@ -205,17 +222,20 @@ async fn admit(guard: &Guard, parts: &Parts) -> Result<(CallContext, HeldReader)
         tracing::info!(subject = %subject, "MCP rate limit reached for the subject over all its apps");
         return Err(error::rate_limited(wait, "this account").into());
     }
+    if let Some(proof) = &proof {
+        bearer::spend_proof(&app.store, proof).await.map_err(deny)?;
+    }
     let mut db = app.store.read().await.map_err(Denied::Store)?;
     let authorized = bearer::authorize(&mut db, &claims, now)
         .await
-        .map_err(|err| auth_failure(&app.issuer, err))?;
+        .map_err(deny)?;
     if authorized.touch_last_used
         && let Err(err) = touch_last_used(app, &authorized.context.caller, now).await
     {
         // Bookkeeping for the connected-apps page; the call itself is fine.
         tracing::warn!(error = %err, "could not record the grant's last use");
     }
-    Ok((authorized.context, HeldReader::new(db)))
+    Ok((authorized.context, HeldReader::new(db), scheme))
 }
 
 async fn touch_last_used(
@@ -233,7 +253,7 @@ async fn touch_last_used(
 
 pub async fn guard(State(guard): State<Guard>, request: Request, next: Next) -> Response {
     let (mut parts, body) = request.into_parts();
-    let (context, reader) = match admit(&guard, &parts).await {
+    let (context, reader, scheme) = match admit(&guard, &parts).await {
         Ok(admitted) => admitted,
         Err(denied) => {
             // A refusal sent before the body has arrived makes hyper close
@@ -268,7 +288,7 @@ pub async fn guard(State(guard): State<Guard>, request: Request, next: Next) -> 
             && let Some(scope) = bearer::step_up_scope(&context, tool)
         {
             tracing::info!(tool = %tool, scope = scope.as_str(), "MCP call needs step-up");
-            return error::step_up(&guard.app.issuer, scope);
+            return error::step_up(&guard.app.issuer, scope, scheme);
         }
         id = envelope.id;
         Body::from(bytes)
@@ -280,12 +300,17 @@ pub async fn guard(State(guard): State<Guard>, request: Request, next: Next) -> 
     parts.extensions.insert(context);
     parts.extensions.insert(reader);
     parts.extensions.insert(outage.clone());
-    let response = next.run(Request::from_parts(parts, body)).await;
+    let mut response = next.run(Request::from_parts(parts, body)).await;
     if let Some(cause) = outage.take() {
         return error::unavailable(id, &cause);
     }
     if response.status() == StatusCode::UNSUPPORTED_MEDIA_TYPE && json_body {
-        return error::not_a_message(id);
+        response = error::not_a_message(id);
+    }
+    let dpop = &guard.app.dpop;
+    if scheme == Scheme::Dpop && dpop.requires_nonce() {
+        let nonce = dpop.fresh_nonce(guard.app.clock.now());
+        crate::http::dpop::offer_nonce(response.headers_mut(), &nonce);
     }
     response
 }

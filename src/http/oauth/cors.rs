@@ -4,6 +4,8 @@
 //! Any origin is allowed and credentials never are: these endpoints read no
 //! cookie, so a foreign page gains nothing it could not do from its own
 //! server. The browser pages (consent, sign-in) get no CORS headers at all.
+//! A browser client may send a `DPoP` proof and read a `DPoP-Nonce`
+//! (RFC 9449).
 
 use axum::extract::Request;
 use axum::http::{HeaderValue, Method, StatusCode, header};
@@ -24,7 +26,7 @@ pub async fn allow_any_origin(request: Request, next: Next) -> Response {
         );
         headers.insert(
             header::ACCESS_CONTROL_ALLOW_HEADERS,
-            HeaderValue::from_static("authorization, content-type, mcp-protocol-version"),
+            HeaderValue::from_static("authorization, content-type, mcp-protocol-version, dpop"),
         );
         headers.insert(
             header::ACCESS_CONTROL_MAX_AGE,
@@ -37,6 +39,10 @@ pub async fn allow_any_origin(request: Request, next: Next) -> Response {
     response.headers_mut().insert(
         header::ACCESS_CONTROL_ALLOW_ORIGIN,
         HeaderValue::from_static("*"),
+    );
+    response.headers_mut().insert(
+        header::ACCESS_CONTROL_EXPOSE_HEADERS,
+        HeaderValue::from_static("dpop-nonce"),
     );
     response
 }

@@ -47,6 +47,18 @@ impl IntoResponse for OAuthError {
                         .to_owned(),
                 )
             }
+            Self::InvalidDpopProof(reason) => {
+                tracing::info!(reason = %reason, "token request refused: invalid_dpop_proof");
+                (
+                    StatusCode::BAD_REQUEST,
+                    "the DPoP proof is malformed, expired, replayed, or does not match this request"
+                        .to_owned(),
+                )
+            }
+            Self::UseDpopNonce(_) => (
+                StatusCode::BAD_REQUEST,
+                "the DPoP proof must carry the nonce in the DPoP-Nonce header".to_owned(),
+            ),
             Self::UnsupportedGrantType => (
                 StatusCode::BAD_REQUEST,
                 "supported grant types: authorization_code, refresh_token".to_owned(),
@@ -81,6 +93,7 @@ impl IntoResponse for OAuthError {
                     HeaderValue::from_static("Basic realm=\"coop\""),
                 );
             }
+            Self::UseDpopNonce(nonce) => crate::http::dpop::offer_nonce(headers, nonce),
             Self::TooManyRequests(wait) | Self::Unavailable(wait) => {
                 if let Ok(value) = HeaderValue::from_str(&wait.as_secs().max(1).to_string()) {
                     headers.insert(header::RETRY_AFTER, value);
@@ -207,6 +220,16 @@ mod tests {
                 "invalid_request",
             ),
             (
+                OAuthError::InvalidDpopProof("secret detail".into()),
+                400,
+                "invalid_dpop_proof",
+            ),
+            (
+                OAuthError::UseDpopNonce("n-1".into()),
+                400,
+                "use_dpop_nonce",
+            ),
+            (
                 OAuthError::ServerError("db password=hunter2".into()),
                 500,
                 "server_error",
@@ -250,6 +273,8 @@ mod tests {
         assert_eq!(response.headers()["retry-after"], "7");
         let response = OAuthError::Unavailable(std::time::Duration::from_secs(5)).into_response();
         assert_eq!(response.headers()["retry-after"], "5");
+        let response = OAuthError::UseDpopNonce("n-1".into()).into_response();
+        assert_eq!(response.headers()["dpop-nonce"], "n-1");
     }
 
     #[tokio::test]

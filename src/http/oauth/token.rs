@@ -7,6 +7,11 @@
 //! ([`crate::oauth::token`]: check everything, then spend). Parameters must
 //! not repeat. Every answer has `Cache-Control: no-store`; errors are RFC
 //! 6749 JSON (see [`super::error`]). Rate limited per client address.
+//!
+//! A `DPoP` header makes the tokens bound to its key: the proof is checked
+//! ([`crate::oauth::dpop::at_token_endpoint`]) after the client is known
+//! and before the grant runs. While nonces are required every answer to a
+//! token request carries the current one in `DPoP-Nonce`.
 
 use axum::Json;
 use std::net::SocketAddr;
@@ -19,6 +24,7 @@ use axum::response::{IntoResponse, Response};
 use super::client_credentials;
 use super::error::no_store;
 use crate::oauth::client_auth;
+use crate::oauth::dpop;
 use crate::oauth::error::OAuthError;
 use crate::oauth::params::Params;
 use crate::oauth::token::client_credentials as automations;
@@ -42,18 +48,38 @@ pub async fn token(
         let automation =
             automations::authenticate(&ctx, &cimd, automation, &presented, now).await?;
         let request = automations::parse(&form)?;
-        let issued = automations::exchange(&ctx, &automation, &request, now).await?;
-        let mut response = Json(issued).into_response();
-        no_store(response.headers_mut());
-        return Ok(response);
+        let proof = proof(&state, &headers, now).await?;
+        let issued =
+            automations::exchange(&ctx, &automation, &request, proof.as_ref(), now).await?;
+        return Ok(answer(&state, issued, now));
     }
     let client =
         client_auth::authenticate(&state.store, &cimd, &state.issuer, &presented, now).await?;
     let request = token::parse(&form)?;
-    let issued = token::exchange(&ctx, &client, request, now).await?;
+    let proof = proof(&state, &headers, now).await?;
+    let issued = token::exchange(&ctx, &client, request, proof.as_ref(), now).await?;
+    Ok(answer(&state, issued, now))
+}
+
+/// The request's DPoP proof, checked and spent, if it sent one.
+async fn proof(
+    state: &AppState,
+    headers: &HeaderMap,
+    now: time::OffsetDateTime,
+) -> Result<Option<dpop::Proof>, OAuthError> {
+    let proofs = crate::http::dpop::proofs(headers);
+    dpop::at_token_endpoint(&state.store, &state.dpop, &state.issuer, &proofs, now).await
+}
+
+/// The token response, not to be stored, with the current nonce while
+/// nonces are required.
+fn answer(state: &AppState, issued: token::TokenResponse, now: time::OffsetDateTime) -> Response {
     let mut response = Json(issued).into_response();
     no_store(response.headers_mut());
-    Ok(response)
+    if state.dpop.requires_nonce() {
+        crate::http::dpop::offer_nonce(response.headers_mut(), &state.dpop.fresh_nonce(now));
+    }
+    response
 }
 
 /// What the protocol's token functions need from the running server.

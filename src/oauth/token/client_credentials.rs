@@ -21,12 +21,15 @@
 //! else is `invalid_target`; `scope` must be a subset of what it may hold,
 //! else `invalid_scope`), then the farm (suspended, or connected apps off:
 //! `unauthorized_client`).
+//!
+//! With a DPoP proof (checked by the caller) the token is bound to the
+//! proof's key (`cnf.jkt`, `token_type: DPoP`), as for every grant.
 
 use std::sync::Arc;
 
 use time::OffsetDateTime;
 
-use super::{TokenContext, TokenResponse};
+use super::{TokenContext, TokenResponse, token_type};
 use crate::domain::{AutomationId, Scope, ScopeSet};
 use crate::oauth::access_token::{self, NewAutomationToken};
 use crate::oauth::cimd::{CimdRequest, key_set};
@@ -35,6 +38,7 @@ use crate::oauth::client_assertion::{
     self, AssertionError, ClientKeySource, Expected, KeySetError,
 };
 use crate::oauth::client_auth::Presented;
+use crate::oauth::dpop::Proof;
 use crate::oauth::error::OAuthError;
 use crate::oauth::params::Params;
 use crate::oauth::resource;
@@ -190,13 +194,16 @@ async fn verify_assertion(
     }
 }
 
-/// Issues the access token for an authenticated automation.
+/// Issues the access token for an authenticated automation, bound to the
+/// key of `proof` when the request carried one.
 pub async fn exchange(
     ctx: &TokenContext<'_>,
     automation: &Authenticated,
     request: &Request,
+    proof: Option<&Proof>,
     now: OffsetDateTime,
 ) -> Result<TokenResponse, OAuthError> {
+    let jkt = proof.map(|p| p.jkt.as_str());
     let credential = &automation.0;
     let sent: Vec<&str> = request.resource.iter().map(String::as_str).collect();
     let audience = resource::resolve(ctx.issuer, &sent)
@@ -223,6 +230,7 @@ pub async fn exchange(
             scope: &scope,
             epoch: credential.credential_epoch,
             lifetime,
+            jkt,
         },
         now,
     )
@@ -230,7 +238,7 @@ pub async fn exchange(
     tracing::info!(automation = %credential.automation(), scope = %scope, "automation token issued");
     Ok(TokenResponse {
         access_token,
-        token_type: "Bearer",
+        token_type: token_type(jkt),
         expires_in: lifetime.whole_seconds(),
         refresh_token: None,
         scope: scope.to_wire(),
