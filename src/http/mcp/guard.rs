@@ -150,10 +150,7 @@ impl From<Response> for Denied {
 /// store's word, ending in the caller's context (and the reader that
 /// answered, for the tool to reuse, and how the token came) or the refusal
 /// to send.
-async fn admit(
-    guard: &Guard,
-    parts: &Parts,
-) -> Result<(CallContext, HeldReader, Scheme), Denied> {
+async fn admit(guard: &Guard, parts: &Parts) -> Result<(CallContext, HeldReader, Scheme), Denied> {
     let app = &guard.app;
     match same_site(&app.issuer, &app.config.allowed_hosts, parts) {
         Ok(()) => {}
