@@ -25,7 +25,9 @@ use super::thumbprint::thumbprint;
 
 /// The proof algorithms Coop accepts: asymmetric only (never `none`, never
 /// an HMAC, RFC 9449 §11.6), as advertised in both metadata documents and
-/// in the `DPoP` challenge.
+/// in the `DPoP` challenge. The same set as client assertions'
+/// ([`crate::oauth::client_assertion::SIGNING_ALGORITHM_NAMES`]), in the
+/// order DPoP advertises it.
 pub const ALGORITHMS: [&str; 4] = ["ES256", "EdDSA", "RS256", "PS256"];
 
 /// How old a proof's `iat` may be, in seconds.
@@ -232,13 +234,14 @@ pub fn verify(
     {
         return Err(ProofError::WrongType);
     }
-    let alg = match header.get("alg").and_then(Value::as_str) {
-        Some("ES256") => Algorithm::ES256,
-        Some("EdDSA") => Algorithm::EdDSA,
-        Some("RS256") => Algorithm::RS256,
-        Some("PS256") => Algorithm::PS256,
-        _ => return Err(ProofError::Algorithm),
-    };
+    // The advertised list decides; the JOSE name is read as the one
+    // asymmetric allow-list of client assertions reads it.
+    let alg = header
+        .get("alg")
+        .and_then(Value::as_str)
+        .filter(|name| ALGORITHMS.contains(name))
+        .and_then(crate::oauth::client_assertion::algorithm)
+        .ok_or(ProofError::Algorithm)?;
     // No extension Coop would have to understand (RFC 7515 §4.1.11).
     if header.contains_key("crit") {
         return Err(ProofError::Malformed);
@@ -295,9 +298,19 @@ pub fn verify(
 #[cfg(test)]
 mod tests {
     use super::*;
+
     use crate::oauth::dpop::testing::{ProofKey, proof};
     use serde_json::json;
     use time::macros::datetime;
+
+    #[test]
+    fn proof_algorithms_are_the_client_assertion_allow_list() {
+        let mut dpop = ALGORITHMS.to_vec();
+        let mut assertions = crate::oauth::client_assertion::SIGNING_ALGORITHM_NAMES.to_vec();
+        dpop.sort_unstable();
+        assertions.sort_unstable();
+        assert_eq!(dpop, assertions);
+    }
 
     const NOW: OffsetDateTime = datetime!(2026-03-10 12:00 UTC);
     const MCP: &str = "https://coop.example/mcp";
