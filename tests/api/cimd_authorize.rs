@@ -4,7 +4,7 @@
 //!
 //! The client's `client_id` is the document's URL
 //! (`https://localhost:<port>/app/client.json`); the document lists
-//! [`REDIRECT_URI`], so the usual helpers of `oauth_client` drive the flow.
+//! [`REDIRECT_URI`], so the harness's usual OAuth steps drive the flow.
 
 use serde_json::{Value, json};
 

@@ -31,7 +31,7 @@ use time::macros::datetime;
 use tokio::sync::oneshot;
 
 use crate::helpers::oauth::{self, Pkce, REDIRECT_URI};
-use crate::helpers::{Engine, TestDatabase, init_logs};
+use crate::helpers::{Engine, TestDatabase, init_logs, retry_after};
 use crate::on_both_engines;
 use crate::tls_host::{Reply, TlsHost};
 
@@ -166,18 +166,6 @@ fn assert_sent_to_sign_in(response: &reqwest::Response) {
     assert_eq!(response.status(), 303, "{response:?}");
     let location = response.headers()["location"].to_str().unwrap();
     assert!(location.starts_with("/login?"), "{location}");
-}
-
-/// The `Retry-After` header, as whole seconds.
-fn retry_after(response: &reqwest::Response) -> u64 {
-    response
-        .headers()
-        .get("retry-after")
-        .unwrap_or_else(|| panic!("no Retry-After: {response:?}"))
-        .to_str()
-        .unwrap()
-        .parse()
-        .unwrap()
 }
 
 /// The "try again shortly" page: `status`, `Retry-After` of 1 to

@@ -23,7 +23,6 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use coop::config::DatabaseUrl;
 use serde_json::{Value, json};
 
 use crate::helpers::mcp::{self, BOTH_SCOPES, Wire};
@@ -366,20 +365,7 @@ const ENTRIES: &str = "select f.name, cast(e.entry_date as text), e.eggs_collect
 const AUDITED: &str = "select detail from audit_log where kind = 'tool_write'";
 
 async fn entries(app: &TestApp) -> Vec<Entry> {
-    let rows: Vec<(String, String, i64, String)> = match &app.db.url {
-        DatabaseUrl::Sqlite(url) => {
-            let pool = sqlx::SqlitePool::connect(url).await.unwrap();
-            let rows = sqlx::query_as(ENTRIES).fetch_all(&pool).await.unwrap();
-            pool.close().await;
-            rows
-        }
-        DatabaseUrl::Postgres(url) => {
-            let pool = sqlx::PgPool::connect(url).await.unwrap();
-            let rows = sqlx::query_as(ENTRIES).fetch_all(&pool).await.unwrap();
-            pool.close().await;
-            rows
-        }
-    };
+    let rows: Vec<(String, String, i64, String)> = app.db_rows(ENTRIES).await;
     rows.into_iter()
         .map(|(flock, date, eggs, notes)| Entry {
             flock,
@@ -391,23 +377,10 @@ async fn entries(app: &TestApp) -> Vec<Entry> {
 }
 
 async fn audited_writes(app: &TestApp) -> HashSet<(String, String)> {
-    let details: Vec<String> = match &app.db.url {
-        DatabaseUrl::Sqlite(url) => {
-            let pool = sqlx::SqlitePool::connect(url).await.unwrap();
-            let rows = sqlx::query_scalar(AUDITED).fetch_all(&pool).await.unwrap();
-            pool.close().await;
-            rows
-        }
-        DatabaseUrl::Postgres(url) => {
-            let pool = sqlx::PgPool::connect(url).await.unwrap();
-            let rows = sqlx::query_scalar(AUDITED).fetch_all(&pool).await.unwrap();
-            pool.close().await;
-            rows
-        }
-    };
+    let details: Vec<(String,)> = app.db_rows(AUDITED).await;
     details
         .iter()
-        .map(|detail| {
+        .map(|(detail,)| {
             let detail: Value = serde_json::from_str(detail).unwrap();
             (
                 detail["flock"].as_str().unwrap().to_owned(),

@@ -1,6 +1,6 @@
 //! Sign-in, sign-out and password change, and every refusal they make.
 
-use crate::helpers::{Browser, Engine, TestApp, form_value, location};
+use crate::helpers::{Browser, Engine, TestApp, form_value, location, retry_after};
 use crate::on_both_engines;
 
 on_both_engines!(
@@ -81,11 +81,7 @@ async fn sign_in_is_throttled_per_account(engine: Engine) {
     // Even the right password is refused while throttled.
     let throttled = app.sign_in(&user.email, &user.password).await;
     assert_eq!(throttled.status(), 429);
-    let retry_after: u64 = throttled.headers()["retry-after"]
-        .to_str()
-        .unwrap()
-        .parse()
-        .unwrap();
+    let retry_after = retry_after(&throttled);
     assert!((1..=60).contains(&retry_after), "{retry_after}");
     let body = throttled.text().await.unwrap();
     assert!(

@@ -3,7 +3,7 @@
 use serde_json::{Value, json};
 
 use crate::helpers::mcp::{BOTH_SCOPES, Wire, request_body};
-use crate::helpers::{Engine, TestApp};
+use crate::helpers::{Engine, TestApp, retry_after};
 use crate::on_both_engines;
 
 on_both_engines!(
@@ -66,11 +66,7 @@ async fn each_grant_has_its_request_budget(engine: Engine) {
     }
     let response = app.list_with(&tokens.access_token).await;
     assert_eq!(response.status(), 429);
-    let retry_after: u64 = response.headers()["retry-after"]
-        .to_str()
-        .unwrap()
-        .parse()
-        .unwrap();
+    let retry_after = retry_after(&response);
     assert!((1..=20).contains(&retry_after), "{retry_after}");
     let body: Value = response.json().await.unwrap();
     assert_eq!(body["jsonrpc"], "2.0");

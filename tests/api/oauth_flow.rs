@@ -4,7 +4,7 @@
 //! consent by form post, the code exchange, refresh, reuse detection and
 //! revocation. The library builds and parses every token and revocation
 //! request; the browser part (sign-in, consent) is the person's, done with
-//! the helpers of `oauth_client`.
+//! the harness's `Browser`.
 //!
 //! oauth2 refuses a revocation endpoint that is not https (RFC 7009 §2),
 //! and the test server listens on plain HTTP on loopback, so the transport

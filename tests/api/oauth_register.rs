@@ -3,7 +3,7 @@
 use serde_json::{Value, json};
 
 use crate::helpers::oauth::{Pkce, REDIRECT_URI, assert_oauth_error};
-use crate::helpers::{Engine, TestApp};
+use crate::helpers::{Engine, TestApp, retry_after};
 use crate::on_both_engines;
 
 on_both_engines!(
@@ -185,11 +185,7 @@ async fn registration_is_rate_limited_per_address(engine: Engine) {
     let response = app
         .register(&json!({"redirect_uris": [REDIRECT_URI]}))
         .await;
-    let retry_after: u64 = response.headers()["retry-after"]
-        .to_str()
-        .unwrap()
-        .parse()
-        .unwrap();
+    let retry_after = retry_after(&response);
     assert!((1..=3600).contains(&retry_after), "{retry_after}");
     assert_oauth_error(response, 429, "temporarily_unavailable").await;
     assert_eq!(clients(&app).await, 3);

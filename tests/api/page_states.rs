@@ -5,25 +5,13 @@
 //! the farm or mints access succeeds.
 
 use crate::helpers::oauth::Pkce;
-use crate::helpers::{Browser, Engine, TestApp, location};
+use crate::helpers::{Browser, Engine, TestApp, assert_no_store, location};
 use crate::on_both_engines;
 
 on_both_engines!(
     every_page_and_form_answer_is_no_store,
     a_suspended_farm_shows_why_and_changes_nothing,
 );
-
-fn assert_no_store(response: &reqwest::Response, what: &str) {
-    assert_eq!(
-        response
-            .headers()
-            .get("cache-control")
-            .map(|v| v.to_str().unwrap()),
-        Some("no-store"),
-        "{what}: {}",
-        response.status()
-    );
-}
 
 async fn every_page_and_form_answer_is_no_store(engine: Engine) {
     let app = TestApp::spawn(engine).await;

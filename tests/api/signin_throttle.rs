@@ -9,7 +9,7 @@ use std::sync::Arc;
 use coop::config::{Issuer, SignInLimits};
 
 use crate::helpers::{
-    Browser, Engine, TestApp, TestUser, cookie_jar_builder, form_value, location,
+    Browser, Engine, TestApp, TestUser, cookie_jar_builder, form_value, location, retry_after,
 };
 use crate::on_both_engines;
 
@@ -62,11 +62,7 @@ async fn status(app: &TestApp, browser: &reqwest::Client, email: &str, password:
 /// long to wait, with the form to try again.
 async fn assert_throttled(response: reqwest::Response) {
     assert_eq!(response.status(), 429);
-    let retry_after: u64 = response.headers()["retry-after"]
-        .to_str()
-        .unwrap()
-        .parse()
-        .unwrap();
+    let retry_after = retry_after(&response);
     assert!((1..=300).contains(&retry_after), "{retry_after}");
     let body = response.text().await.unwrap();
     assert!(

@@ -267,23 +267,8 @@ impl TestApp {
 
     /// Adds flock `name` (ISA Brown, 1000 birds) to `house` of `farm`.
     pub async fn add_flock(&self, farm: &str, house: &str, name: &str) {
-        self.admin(&[
-            "flock",
-            "add",
-            "--farm",
-            farm,
-            "--house",
-            house,
-            "--name",
-            name,
-            "--breed",
-            "ISA Brown",
-            "--placed",
-            "2025-01-06",
-            "--head-count",
-            "1000",
-        ])
-        .await;
+        let args = flock_add(farm, house, name, "2025-01-06", "1000");
+        self.admin(&args[1..]).await;
     }
 
     /// House "North" on `farm` with a flock of each name in it.
@@ -345,6 +330,30 @@ impl TestApp {
         }
     }
 
+    /// The rows `sql` selects from the app's database, as tuples.
+    pub async fn db_rows<T>(&self, sql: &str) -> Vec<T>
+    where
+        T: for<'r> sqlx::FromRow<'r, sqlx::sqlite::SqliteRow>
+            + for<'r> sqlx::FromRow<'r, sqlx::postgres::PgRow>
+            + Send
+            + Unpin,
+    {
+        match &self.db.url {
+            DatabaseUrl::Sqlite(url) => {
+                let pool = sqlx::SqlitePool::connect(url).await.unwrap();
+                let rows = sqlx::query_as(sql).fetch_all(&pool).await.unwrap();
+                pool.close().await;
+                rows
+            }
+            DatabaseUrl::Postgres(url) => {
+                let pool = sqlx::PgPool::connect(url).await.unwrap();
+                let rows = sqlx::query_as(sql).fetch_all(&pool).await.unwrap();
+                pool.close().await;
+                rows
+            }
+        }
+    }
+
     /// Runs a query returning one integer against the app's database
     /// (for assertions about what a refused request left behind).
     pub async fn db_count(&self, sql: &str) -> i64 {
@@ -391,6 +400,35 @@ impl TestApp {
             .await;
         (kid, key)
     }
+}
+
+/// `coop admin flock add` of an ISA Brown flock `name` in `house` of
+/// `farm`, placed on `placed` with `head_count` birds (as given: a test may
+/// give bad values).
+pub fn flock_add<'a>(
+    farm: &'a str,
+    house: &'a str,
+    name: &'a str,
+    placed: &'a str,
+    head_count: &'a str,
+) -> Vec<&'a str> {
+    vec![
+        "admin",
+        "flock",
+        "add",
+        "--farm",
+        farm,
+        "--house",
+        house,
+        "--name",
+        name,
+        "--breed",
+        "ISA Brown",
+        "--placed",
+        placed,
+        "--head-count",
+        head_count,
+    ]
 }
 
 /// Runs the `coop` binary with `args` against `database_url`, feeding

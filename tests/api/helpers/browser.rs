@@ -232,6 +232,32 @@ pub fn form_value(html: &str, name: &str) -> Option<String> {
         .map(str::to_owned)
 }
 
+/// The seconds a response's `Retry-After` asks to wait (asserting it has
+/// one, a whole number).
+pub fn retry_after(response: &reqwest::Response) -> u64 {
+    response
+        .headers()
+        .get("retry-after")
+        .unwrap_or_else(|| panic!("no Retry-After: {response:?}"))
+        .to_str()
+        .unwrap()
+        .parse()
+        .unwrap()
+}
+
+/// Asserts `Cache-Control: no-store` on a response (`what` names it).
+pub fn assert_no_store(response: &reqwest::Response, what: &str) {
+    assert_eq!(
+        response
+            .headers()
+            .get("cache-control")
+            .map(|v| v.to_str().unwrap()),
+        Some("no-store"),
+        "{what}: {}",
+        response.status()
+    );
+}
+
 /// The `Location` of a response ("" when there is none).
 pub fn location(response: &reqwest::Response) -> String {
     response

@@ -22,5 +22,8 @@ pub mod mcp;
 pub mod oauth;
 
 pub use crate::testing::databases::{self, Engine, TestDatabase, postgres_available};
-pub use app::{Farm, PASSWORD, Printed, TestApp, TestUser, init_logs, run_cli};
-pub use browser::{Browser, assert_page, cookie_jar, cookie_jar_builder, form_value, location};
+pub use app::{Farm, PASSWORD, Printed, TestApp, TestUser, flock_add, init_logs, run_cli};
+pub use browser::{
+    Browser, assert_no_store, assert_page, cookie_jar, cookie_jar_builder, form_value, location,
+    retry_after,
+};

@@ -25,7 +25,7 @@ use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use serde_json::{Value, json};
 
 use super::app::{TestApp, TestUser};
-use super::browser::location;
+use super::browser::{assert_no_store, location};
 
 /// The redirect URI the harness registers: a loopback address nothing
 /// listens on (the tests read the code off the `Location` header).
@@ -435,14 +435,7 @@ pub fn jwt_header(jwt: &str) -> Value {
 /// no-store`. Returns the body.
 pub async fn assert_oauth_error(response: reqwest::Response, status: u16, code: &str) -> Value {
     assert_eq!(response.status(), status, "expected {status} {code}");
-    assert_eq!(
-        response
-            .headers()
-            .get("cache-control")
-            .map(|v| v.to_str().unwrap()),
-        Some("no-store"),
-        "{code} without no-store"
-    );
+    assert_no_store(&response, &format!("{code} without no-store"));
     let body: Value = response.json().await.unwrap();
     assert_eq!(body["error"], code, "{body}");
     assert!(body["error_description"].is_string(), "{body}");
