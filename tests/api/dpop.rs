@@ -644,18 +644,12 @@ async fn both_metadata_documents_advertise_dpop(engine: Engine) {
     let app = TestApp::spawn(engine).await;
     let algs = json!(["ES256", "EdDSA", "RS256", "PS256"]);
     let server: Value = app
-        .get("/.well-known/oauth-authorization-server")
-        .await
-        .json()
-        .await
-        .unwrap();
+        .get_json("/.well-known/oauth-authorization-server")
+        .await;
     assert_eq!(server["dpop_signing_alg_values_supported"], algs);
     let resource: Value = app
-        .get("/.well-known/oauth-protected-resource/mcp")
-        .await
-        .json()
-        .await
-        .unwrap();
+        .get_json("/.well-known/oauth-protected-resource/mcp")
+        .await;
     assert_eq!(resource["dpop_signing_alg_values_supported"], algs);
     assert_eq!(resource["dpop_bound_access_tokens_required"], false);
 }

@@ -628,14 +628,9 @@ async fn consent_is_asked_again_after_the_credential_epoch_moved(engine: Engine)
         .cli(&["admin", "user", "sign-out-everywhere", &user.email])
         .await;
     assert_eq!(code, 0);
-    let browser = app.signed_in(&user).await;
-    let pkce = Pkce::new();
-    let path = app.authorize_path(&tokens.client_id, &pkce, "farm:read", &[]);
-    let html = browser.open_consent(&path).await;
-    let response = browser
-        .answer_consent(&html, "approve", &["farm:read"])
+    let (code, verifier) = app
+        .approved_code_for(&user, &tokens.client_id, "farm:read")
         .await;
-    let params = callback(&response);
     // A new grant: the old one, made under the old epoch, is revoked, so its
     // refresh token stays dead even though the person approved again.
     assert_eq!(
@@ -654,9 +649,7 @@ async fn consent_is_asked_again_after_the_credential_epoch_moved(engine: Engine)
     );
     let old = app.refresh(&tokens.client_id, &tokens.refresh_token).await;
     oauth::assert_oauth_error(old, 400, "invalid_grant").await;
-    let new = app
-        .exchange_code(&tokens.client_id, &params["code"], &pkce.verifier)
-        .await;
+    let new = app.exchange_code(&tokens.client_id, &code, &verifier).await;
     assert_eq!(new.status(), 200);
 }
 

@@ -113,7 +113,7 @@ async fn client_add_refuses_bad_input(engine: Engine) {
 }
 
 async fn kids(app: &TestApp) -> Vec<String> {
-    let jwks: Value = app.get("/jwks.json").await.json().await.unwrap();
+    let jwks: Value = app.get_json("/jwks.json").await;
     jwks["keys"]
         .as_array()
         .unwrap()

@@ -152,7 +152,7 @@ async fn the_jwks_publishes_the_key_that_signs_access_tokens(engine: Engine) {
     assert_eq!(header["alg"], "ES256");
     assert_eq!(header["typ"], "at+jwt");
 
-    let jwks: Value = app.get("/jwks.json").await.json().await.unwrap();
+    let jwks: Value = app.get_json("/jwks.json").await;
     let keys = jwks["keys"].as_array().unwrap();
     assert_eq!(keys.len(), 1);
     assert_eq!(keys[0]["kid"], header["kid"]);

@@ -9,7 +9,7 @@
 
 use serde_json::Value;
 
-use crate::helpers::oauth::{Pkce, assert_oauth_error, callback};
+use crate::helpers::oauth::assert_oauth_error;
 use crate::helpers::{Engine, TestApp};
 use crate::on_both_engines;
 
@@ -20,23 +20,16 @@ async fn a_person_who_must_change_their_password_gets_no_token(engine: Engine) {
     let user = app.farm_with_member("manager").await;
     let tokens = app.connect(&user, "farm:read").await;
     // A code issued before the change was required, not yet exchanged.
-    let browser = app.signed_in(&user).await;
-    let pkce = Pkce::new();
-    let path = app.authorize_path(&tokens.client_id, &pkce, "farm:read", &[]);
-    let html = browser.open_consent(&path).await;
-    let response = browser
-        .answer_consent(&html, "approve", &["farm:read"])
+    let (code, verifier) = app
+        .approved_code_for(&user, &tokens.client_id, "farm:read")
         .await;
-    let code = callback(&response)["code"].clone();
 
     let (status, _, err) = app
         .cli(&["admin", "user", "require-password-change", &user.email])
         .await;
     assert_eq!(status, 0, "{err}");
 
-    let response = app
-        .exchange_code(&tokens.client_id, &code, &pkce.verifier)
-        .await;
+    let response = app.exchange_code(&tokens.client_id, &code, &verifier).await;
     assert_oauth_error(response, 400, "invalid_grant").await;
     let response = app.refresh(&tokens.client_id, &tokens.refresh_token).await;
     assert_oauth_error(response, 400, "invalid_grant").await;
@@ -46,9 +39,7 @@ async fn a_person_who_must_change_their_password_gets_no_token(engine: Engine) {
     // epoch and so ends these grants), both requests succeed.
     app.db_execute("update users set must_change_password = false")
         .await;
-    let response = app
-        .exchange_code(&tokens.client_id, &code, &pkce.verifier)
-        .await;
+    let response = app.exchange_code(&tokens.client_id, &code, &verifier).await;
     assert_eq!(response.status(), 200);
     let response = app.refresh(&tokens.client_id, &tokens.refresh_token).await;
     assert_eq!(response.status(), 200);

@@ -152,6 +152,11 @@ impl TestApp {
         self.browser.sign_in(email, password).await
     }
 
+    /// GETs `path` with the app's own browser and reads its JSON.
+    pub async fn get_json(&self, path: &str) -> serde_json::Value {
+        self.get(path).await.json().await.unwrap()
+    }
+
     /// Runs `coop <args>` against this app's database; returns
     /// (exit code, stdout, stderr).
     pub async fn cli(&self, args: &[&str]) -> (i32, String, String) {
