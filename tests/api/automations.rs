@@ -567,7 +567,9 @@ async fn the_owner_manages_automations_on_the_admin_pages(engine: Engine) {
 }
 
 async fn an_automation_with_a_key_set_authenticates_with_assertions_only(engine: Engine) {
-    use crate::private_key_jwt::{ASSERTION_TYPE, ClientKey, claims as assertion_claims, key_set};
+    use crate::helpers::ClientKey;
+    use crate::helpers::client_keys::key_set;
+    use crate::private_key_jwt::{ASSERTION_TYPE, claims as assertion_claims};
     let app = TestApp::spawn(engine).await;
     let owner = app.farm_with_flocks("owner").await;
     let key = ClientKey::es256("scale-1");

@@ -10,6 +10,7 @@
 #[path = "../../src/testing"]
 mod testing {
     pub use coop::config::DatabaseUrl;
+    pub mod client_keys;
     pub mod databases;
     pub mod dpop_keys;
 }

@@ -8,20 +8,15 @@
 //! `WWW-Authenticate: Basic` (the client did not try Basic), and leaves the
 //! code it came with unspent.
 
-use std::sync::OnceLock;
-
-use aws_lc_rs::encoding::AsDer;
-use aws_lc_rs::rand::SystemRandom;
-use aws_lc_rs::signature::{ECDSA_P256_SHA256_FIXED_SIGNING, EcdsaKeyPair, Ed25519KeyPair};
 use base64::Engine as _;
-use base64::engine::general_purpose::{STANDARD, URL_SAFE_NO_PAD};
-use jsonwebtoken::jwk::Jwk;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use jsonwebtoken::{Algorithm, EncodingKey, Header};
 use serde_json::{Value, json};
 
+use crate::helpers::client_keys::key_set;
 use crate::helpers::mcp::{BOTH_SCOPES, Wire};
 use crate::helpers::oauth::{self, Pkce, TokenRequest, assert_oauth_error};
-use crate::helpers::{Engine, TestApp, location};
+use crate::helpers::{ClientKey, Engine, TestApp, location};
 use crate::on_both_engines;
 use crate::tls_host::{Reply, TlsHost};
 
@@ -41,81 +36,6 @@ pub const ASSERTION_TYPE: &str = "urn:ietf:params:oauth:client-assertion-type:jw
 const DOCUMENT: &str = "/oauth/chatgpt/client.json";
 const JWKS: &str = "/oauth/jwks.json";
 const REDIRECT: &str = "https://chatgpt.example/connector/oauth/abc";
-
-/// A client's signing key; its public half as a JWK.
-pub struct ClientKey {
-    alg: Algorithm,
-    encoding: EncodingKey,
-    pub public: Jwk,
-}
-
-impl ClientKey {
-    pub fn es256(kid: &str) -> Self {
-        let pkcs8 =
-            EcdsaKeyPair::generate_pkcs8(&ECDSA_P256_SHA256_FIXED_SIGNING, &SystemRandom::new())
-                .unwrap();
-        Self::new(
-            EncodingKey::from_ec_der(pkcs8.as_ref()),
-            Algorithm::ES256,
-            kid,
-        )
-    }
-
-    pub fn ed25519(kid: &str) -> Self {
-        let pkcs8 = Ed25519KeyPair::generate_pkcs8v1(&SystemRandom::new()).unwrap();
-        Self::new(
-            EncodingKey::from_ed_der(pkcs8.as_ref()),
-            Algorithm::EdDSA,
-            kid,
-        )
-    }
-
-    /// RS256 with one of two 2048-bit keys (`which` 0 or 1; each made once
-    /// per test process, as making one is slow).
-    pub fn rs256(kid: &str, which: usize) -> Self {
-        static PEMS: [OnceLock<String>; 2] = [OnceLock::new(), OnceLock::new()];
-        let pem = PEMS[which].get_or_init(|| {
-            let pair = aws_lc_rs::rsa::KeyPair::generate(aws_lc_rs::rsa::KeySize::Rsa2048).unwrap();
-            let body = STANDARD.encode(pair.as_der().unwrap().as_ref());
-            let lines: Vec<&str> = body
-                .as_bytes()
-                .chunks(64)
-                .map(|c| std::str::from_utf8(c).unwrap())
-                .collect();
-            format!(
-                "-----BEGIN PRIVATE KEY-----\n{}\n-----END PRIVATE KEY-----\n",
-                lines.join("\n")
-            )
-        });
-        Self::new(
-            EncodingKey::from_rsa_pem(pem.as_bytes()).unwrap(),
-            Algorithm::RS256,
-            kid,
-        )
-    }
-
-    fn new(encoding: EncodingKey, alg: Algorithm, kid: &str) -> Self {
-        let mut public = Jwk::from_encoding_key(&encoding, alg).unwrap();
-        public.common.key_id = Some(kid.to_owned());
-        Self {
-            alg,
-            encoding,
-            public,
-        }
-    }
-
-    /// `claims` signed, naming this key's `kid`.
-    pub fn sign(&self, claims: &Value) -> String {
-        let mut header = Header::new(self.alg);
-        header.kid = self.public.common.key_id.clone();
-        jsonwebtoken::encode(&header, claims, &self.encoding).unwrap()
-    }
-}
-
-/// The public keys as a JWK Set.
-pub fn key_set(keys: &[&ClientKey]) -> Value {
-    json!({"keys": keys.iter().map(|k| serde_json::to_value(&k.public).unwrap()).collect::<Vec<_>>()})
-}
 
 /// Good assertion claims for `client_id` at `app`: `aud` the token
 /// endpoint, a fresh `jti`, expiring in a minute of the app's clock.

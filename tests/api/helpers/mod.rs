@@ -9,10 +9,12 @@
 //! | register a client, exchange a code, refresh, revoke, the whole flow | [`oauth`]: `TestApp::register_public_client`, `authorize_path`, `exchange_code`, `refresh`, `revoke`, `connect`; [`oauth::TokenRequest`] builds any `/token` request (the tables of refusals) |
 //! | call a tool, list tools, any JSON-RPC on any wire; the 401 challenge; forged tokens | [`mcp`]: `TestApp::call_tool`, `tool_ok`, `rpc`, `mcp_post_with`, `assert_invalid_token`, `assert_cut_off`, `forge` |
 //! | DPoP proofs, bound tokens, calls with the DPoP scheme | [`dpop`] |
+//! | `private_key_jwt` client keys and their key sets | [`client_keys`] |
 //! | a real headless browser | [`chromium`] |
 //!
-//! Databases and `on_both_engines!` are shared with the unit tests:
-//! `src/testing/` (mounted as `crate::testing` by `main.rs`).
+//! Databases, `on_both_engines!`, DPoP proof keys and client keys are
+//! shared with the unit tests: `src/testing/` (mounted as `crate::testing`
+//! by `main.rs`).
 
 pub mod app;
 pub mod browser;
@@ -21,6 +23,7 @@ pub mod dpop;
 pub mod mcp;
 pub mod oauth;
 
+pub use crate::testing::client_keys::{self, ClientKey};
 pub use crate::testing::databases::{self, Engine, TestDatabase, postgres_available};
 pub use app::{Farm, PASSWORD, Printed, TestApp, TestUser, flock_add, init_logs, run_cli};
 pub use browser::{
