@@ -50,3 +50,5 @@ pub mod startup;
 pub mod state;
 pub mod storage;
 pub mod telemetry;
+#[cfg(test)]
+mod testing;
