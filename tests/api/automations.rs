@@ -13,6 +13,7 @@ on_both_engines!(
     an_automation_gets_a_short_token_and_acts_with_its_role_and_flocks,
     a_disabled_automation_is_refused_on_its_next_call,
     a_scope_outside_its_allowance_is_invalid_scope,
+    what_an_mcp_client_asks_for_is_narrowed_to_its_allowance,
     a_wrong_or_empty_resource_is_invalid_target,
     a_wrong_or_missing_secret_is_invalid_client,
     an_automation_is_never_an_owner,
@@ -198,10 +199,14 @@ async fn a_scope_outside_its_allowance_is_invalid_scope(engine: Engine) {
     let owner = app.farm_with_flocks("owner").await;
     let (client_id, secret) =
         add_automation(&app, &owner.farm, "Reader", "viewer", "farm:read", None).await;
+    // Nothing it may hold, or a scope Coop does not know (even beside one
+    // it may hold). Asking for more than it may hold is narrowed instead:
+    // `what_an_mcp_client_asks_for_is_narrowed_to_its_allowance`.
     for scope in [
         "daily-entries:write",
-        "farm:read daily-entries:write",
+        "daily-entries:write offline_access",
         "admin",
+        "farm:read admin",
     ] {
         let response = request_token(&app, &client_id, &secret, &[("scope", scope)]).await;
         assert_oauth_error(response, 400, "invalid_scope").await;
@@ -219,6 +224,64 @@ async fn a_scope_outside_its_allowance_is_invalid_scope(engine: Engine) {
         !names.contains(&"record_daily_entry".to_owned()),
         "{names:?}"
     );
+}
+
+/// The official MCP SDKs' client-credentials providers ask for the scopes
+/// of the resource's challenge (both, to a caller not yet known), whatever
+/// the automation may hold, and have no way to ask for less (the Python
+/// SDK 2.3.0 and the TypeScript SDK 2.4.0, `tests/api/real_clients.rs`):
+/// the token carries what it may hold (RFC 6749 §3.3), and `scope` says so.
+async fn what_an_mcp_client_asks_for_is_narrowed_to_its_allowance(engine: Engine) {
+    use coop::domain::{Role, ScopeSet};
+    use coop::mcp::catalog;
+    let app = TestApp::spawn(engine).await;
+    let owner = farm_with_flocks(&app, "owner").await;
+    let anonymous = reqwest::Client::new()
+        .post(app.url("/mcp"))
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .body(r#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(anonymous.status(), 401);
+    let challenge = anonymous.headers()["www-authenticate"].to_str().unwrap();
+    let asked = challenge
+        .split("scope=\"")
+        .nth(1)
+        .and_then(|rest| rest.split('"').next())
+        .unwrap()
+        .to_owned();
+    assert_eq!(asked, "farm:read daily-entries:write");
+
+    for (role, allowed) in [
+        (Role::Viewer, "farm:read"),
+        (Role::Worker, "daily-entries:write"),
+    ] {
+        let (client_id, secret) = add_automation(
+            &app,
+            &owner.farm,
+            &format!("{} scale", role.as_str()),
+            role.as_str(),
+            allowed,
+            None,
+        )
+        .await;
+        let response = request_token(&app, &client_id, &secret, &[("scope", &asked)]).await;
+        assert_eq!(response.status(), 200, "{allowed}");
+        let body: Value = response.json().await.unwrap();
+        assert_eq!(body["scope"], allowed);
+        assert!(body.get("refresh_token").is_none(), "{body}");
+        let token = body["access_token"].as_str().unwrap();
+        assert_eq!(claims(token)["scope"], allowed);
+        let mut names = tool_names(&app, token, Wire::V2026_07_28).await;
+        names.sort();
+        let mut expected: Vec<String> = catalog::visible(role, &ScopeSet::from_stored(allowed))
+            .map(|t| t.name.to_owned())
+            .collect();
+        expected.sort();
+        assert_eq!(names, expected, "{allowed}");
+    }
 }
 
 async fn a_wrong_or_empty_resource_is_invalid_target(engine: Engine) {
