@@ -235,7 +235,7 @@ async fn what_an_mcp_client_asks_for_is_narrowed_to_its_allowance(engine: Engine
     use coop::domain::{Role, ScopeSet};
     use coop::mcp::catalog;
     let app = TestApp::spawn(engine).await;
-    let owner = farm_with_flocks(&app, "owner").await;
+    let owner = app.farm_with_flocks("owner").await;
     let anonymous = reqwest::Client::new()
         .post(app.url("/mcp"))
         .header("content-type", "application/json")
@@ -274,7 +274,7 @@ async fn what_an_mcp_client_asks_for_is_narrowed_to_its_allowance(engine: Engine
         assert!(body.get("refresh_token").is_none(), "{body}");
         let token = body["access_token"].as_str().unwrap();
         assert_eq!(claims(token)["scope"], allowed);
-        let mut names = tool_names(&app, token, Wire::V2026_07_28).await;
+        let mut names = app.tool_names(token, Wire::V2026_07_28).await;
         names.sort();
         let mut expected: Vec<String> = catalog::visible(role, &ScopeSet::from_stored(allowed))
             .map(|t| t.name.to_owned())
