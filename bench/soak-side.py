@@ -82,10 +82,13 @@ def main() -> int:
     password = sys.stdin.readline().rstrip("\n")
     metadata = get_token.discover(issuer)
     client_id = get_token.register_public_client(metadata, name="soak")
+    # The refresh chain is another app: a disconnect revokes the person's
+    # whole grant to an app, which would end a chain of the same app.
+    chain_client_id = get_token.register_public_client(metadata, name="soak refresh chain")
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     loops = [
         threading.Thread(target=people, args=(issuer, email, password, client_id)),
-        threading.Thread(target=refreshes, args=(issuer, email, password, client_id)),
+        threading.Thread(target=refreshes, args=(issuer, email, password, chain_client_id)),
     ]
     for loop in loops:
         loop.start()

@@ -35,7 +35,8 @@ table_rows() {
 import sqlite3, sys
 db = sqlite3.connect(sys.argv[1])
 names = [r[0] for r in db.execute("select name from sqlite_master where type='table' and name not like 'sqlite_%' and name not like '_sqlx%' order by name")]
-print("   rows: " + ", ".join(f"{n} {db.execute(f'select count(*) from \"{n}\"').fetchone()[0]}" for n in names))
+counts = [(n, db.execute('select count(*) from "%s"' % n).fetchone()[0]) for n in names]
+print("   rows: " + ", ".join(f"{n} {c}" for n, c in counts))
 PY
       ;;
     postgres)

@@ -1,7 +1,9 @@
 -- The soak's MCP traffic: nine `list_flocks` reads to one
 -- `record_daily_entry` write, each write a new figure for one of the five
 -- flocks on a day between the placement and today, so every write changes
--- a row and adds an audit row. BENCH_TOKEN: an access token with both
+-- a row and adds an audit row (the 300 flock-days come round every 300
+-- writes, each time with another figure: a figure already stored would be
+-- a replay, which changes nothing). BENCH_TOKEN: an access token with both
 -- scopes; BENCH_DELAY_MS: the pause each connection takes before each
 -- request (the soak sets it so the rate is about 80 % of the measured
 -- capacity; 0 for the capacity run). An answer that is not a successful
@@ -15,9 +17,16 @@ local headers = {
   ["Accept"] = "application/json, text/event-stream",
   ["MCP-Protocol-Version"] = "2025-11-25",
 }
-local read = wrk.format("POST", nil, headers,
-  '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"list_flocks","arguments":{}}}')
+local read
 local n = 0
+
+-- Built here, not when the script loads: wrk.format takes the Host header
+-- from wrk.headers, which wrk fills in only before init (a request without
+-- Host is refused, 403).
+function init(args)
+  read = wrk.format("POST", nil, headers,
+    '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"list_flocks","arguments":{}}}')
+end
 
 function request()
   n = n + 1
@@ -29,7 +38,7 @@ function request()
   local body = string.format(
     '{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"record_daily_entry",'
       .. '"arguments":{"flock":"Flock %d","date":"%s","eggs_collected":%d}}}',
-    1 + w % 5, day, n % 1000)
+    1 + w % 5, day, (w + 7 * math.floor(w / 300)) % 1000)
   return wrk.format("POST", nil, headers, body)
 end
 
