@@ -26,6 +26,8 @@
 //! - [`http`]: axum only: per-area routers, middleware, the one
 //!   error-to-response mapping, page handlers and templates.
 //! - [`admin`]: the operator's command-line actions over the store.
+//! - [`cli`]: the `coop` command line (clap): each command group's flags,
+//!   their checks and dispatch; `main.rs` only parses and runs it.
 //! - [`telemetry`]: structured logs with a request id on every line.
 //!
 //! ## A browser request
@@ -38,6 +40,7 @@
 pub mod admin;
 #[cfg(test)]
 mod architecture;
+pub mod cli;
 pub mod clock;
 pub mod config;
 pub mod domain;
