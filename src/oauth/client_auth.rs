@@ -36,14 +36,14 @@ use crate::oauth::client_assertion::{
 use crate::oauth::clients::{self, ClientLookupError};
 use crate::oauth::error::OAuthError;
 use crate::oauth::params::Params;
-use crate::secrets;
+use crate::secrets::{self, ClientSecret};
 use crate::storage::Store;
 
 /// What the request presented.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Presented {
     pub client_id: String,
-    pub secret: Option<String>,
+    pub secret: Option<ClientSecret>,
     /// Whether the credentials came in the Basic header.
     pub basic: bool,
     /// A client assertion (`client_assertion`, of the JWT type).
@@ -67,7 +67,7 @@ impl Presented {
 /// Collects the client's credentials from the Basic header (already
 /// decoded; `Err` if it was malformed) and the body.
 pub fn presented(
-    basic: Option<Result<(String, String), ()>>,
+    basic: Option<Result<(String, ClientSecret), ()>>,
     form: &Params,
 ) -> Result<Presented, OAuthError> {
     let repeated = |name| OAuthError::invalid_request(format!("{name} is repeated"));
@@ -117,7 +117,7 @@ pub fn presented(
                 })?;
             Ok(Presented {
                 client_id: id,
-                secret: form_secret.map(str::to_owned),
+                secret: form_secret.map(ClientSecret::from),
                 basic: false,
                 assertion,
             })
@@ -172,7 +172,7 @@ pub async fn authenticate(
     match (&client.secret_hash, &presented.secret) {
         (Some(expected), Some(secret))
             if client.auth_method.is_confidential()
-                && secrets::constant_time_eq(expected, &secrets::hash_secret(secret)) =>
+                && secrets::constant_time_eq(expected, &secrets::hash_secret(secret.expose())) =>
         {
             Ok(client)
         }
@@ -311,7 +311,7 @@ mod tests {
             "the verifier then refuses the mismatch"
         );
         let code = |basic, body: &str| presented(basic, &form(body)).unwrap_err().code();
-        let basic = Some(Ok(("id".to_owned(), "s".to_owned())));
+        let basic = Some(Ok(("id".to_owned(), "s".into())));
         assert_eq!(code(basic, &body), "invalid_request");
         assert_eq!(
             code(None, &format!("{body}&client_secret=s")),
@@ -341,7 +341,7 @@ mod tests {
 
     #[test]
     fn credentials_come_from_the_header_or_the_body_never_both() {
-        let basic = Some(Ok(("id".to_owned(), "s3cret".to_owned())));
+        let basic = Some(Ok(("id".to_owned(), "s3cret".into())));
         assert_eq!(
             presented(basic.clone(), &form("grant_type=x")).unwrap(),
             Presented {
@@ -368,7 +368,8 @@ mod tests {
             presented(None, &form("client_id=id&client_secret=s"))
                 .unwrap()
                 .secret
-                .as_deref(),
+                .as_ref()
+                .map(ClientSecret::expose),
             Some("s")
         );
         assert_eq!(

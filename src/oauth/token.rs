@@ -38,6 +38,7 @@ use crate::oauth::error::OAuthError;
 use crate::oauth::keys::Keys;
 use crate::oauth::params::Params;
 use crate::oauth::resource;
+use crate::secrets::{AccessToken, AuthorizationCode, CodeVerifier, RefreshToken};
 use crate::storage::audit::{self, AuditEvent, AuditKind};
 use crate::storage::grants::{self, GrantStatus};
 use crate::storage::{Store, StoreError};
@@ -64,13 +65,13 @@ pub struct TokenContext<'a> {
 #[derive(Debug, PartialEq, Eq)]
 pub enum GrantRequest {
     AuthorizationCode {
-        code: String,
-        code_verifier: String,
+        code: AuthorizationCode,
+        code_verifier: CodeVerifier,
         redirect_uri: Option<String>,
         resource: Vec<String>,
     },
     RefreshToken {
-        refresh_token: String,
+        refresh_token: RefreshToken,
         resource: Vec<String>,
         scope: Option<String>,
     },
@@ -96,13 +97,13 @@ pub fn parse(form: &Params) -> Result<GrantRequest, OAuthError> {
         .collect();
     match required("grant_type")?.as_str() {
         "authorization_code" => Ok(GrantRequest::AuthorizationCode {
-            code: required("code")?,
-            code_verifier: required("code_verifier")?,
+            code: AuthorizationCode::new(required("code")?),
+            code_verifier: CodeVerifier::new(required("code_verifier")?),
             redirect_uri: one("redirect_uri")?,
             resource,
         }),
         "refresh_token" => Ok(GrantRequest::RefreshToken {
-            refresh_token: required("refresh_token")?,
+            refresh_token: RefreshToken::new(required("refresh_token")?),
             resource,
             scope: one("scope")?,
         }),
@@ -114,11 +115,11 @@ pub fn parse(form: &Params) -> Result<GrantRequest, OAuthError> {
 /// A successful token response (RFC 6749 §5.1); never a `null` in it.
 #[derive(Debug, Serialize)]
 pub struct TokenResponse {
-    pub access_token: String,
+    pub access_token: AccessToken,
     pub token_type: &'static str,
     pub expires_in: i64,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub refresh_token: Option<String>,
+    pub refresh_token: Option<RefreshToken>,
     pub scope: String,
 }
 
@@ -232,7 +233,7 @@ async fn mint(
     scope: &ScopeSet,
     jkt: Option<&str>,
     now: OffsetDateTime,
-) -> Result<(String, access_token::AccessClaims), OAuthError> {
+) -> Result<(AccessToken, access_token::AccessClaims), OAuthError> {
     Ok(access_token::mint(
         ctx.keys,
         &NewAccessToken {
@@ -343,6 +344,17 @@ mod tests {
             ),
         ] {
             assert_eq!(parse(&form(body)).unwrap_err().code(), code, "{body}");
+        }
+    }
+
+    #[test]
+    fn a_grant_request_debugs_without_its_secrets() {
+        for body in [
+            "grant_type=authorization_code&code=c0de-s3cret&code_verifier=v3rifier-s3cret",
+            "grant_type=refresh_token&refresh_token=r3fresh-s3cret",
+        ] {
+            let printed = format!("{:?}", parse(&form(body)).unwrap());
+            assert!(!printed.contains("s3cret"), "{printed}");
         }
     }
 

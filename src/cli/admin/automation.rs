@@ -101,7 +101,7 @@ pub(crate) async fn run(
                 automations::add(store, farm.farm_id(), &input, Actor::Operator, now).await?;
             println!("client_id: {}", created.client_id);
             if let Some(secret) = created.secret {
-                println!("client_secret: {secret}");
+                println!("client_secret: {}", secret.expose());
                 eprintln!("The secret is shown this once; Coop keeps only its hash.");
             }
         }

@@ -73,7 +73,7 @@ pub(crate) async fn run(
     })?;
     println!("client_id: {}", registered.client_id);
     if let Some(secret) = registered.client_secret {
-        println!("client_secret: {secret}");
+        println!("client_secret: {}", secret.expose());
         eprintln!("The secret is shown this once; Coop keeps only its hash.");
     }
     Ok(())

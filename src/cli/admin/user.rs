@@ -9,6 +9,7 @@ use time::OffsetDateTime;
 
 use crate::admin::{self, AdminError, UserChange, UserInput};
 use crate::identity::Passwords;
+use crate::secrets::Password;
 use crate::storage::Store;
 
 #[derive(Subcommand)]
@@ -69,10 +70,10 @@ pub(crate) async fn run(
                 email: &email,
                 role: &role,
                 flocks: flocks.as_deref(),
-                password: typed.as_deref(),
+                password: typed.as_ref(),
             };
             match admin::add_user(store, &passwords, &input, now).await? {
-                Some(generated) => println!("{email}\t{generated}"),
+                Some(generated) => println!("{email}\t{}", generated.expose()),
                 None => println!("{email}"),
             }
             return Ok(());
@@ -95,10 +96,10 @@ pub(crate) async fn run(
     Ok(())
 }
 
-fn read_password_from_stdin() -> Result<String, AdminError> {
+fn read_password_from_stdin() -> Result<Password, AdminError> {
     let mut input = String::new();
     std::io::stdin().read_to_string(&mut input).map_err(|e| {
         AdminError::Refused(format!("cannot read the password from standard input: {e}"))
     })?;
-    Ok(input.trim_end_matches(['\n', '\r']).to_owned())
+    Ok(Password::new(input.trim_end_matches(['\n', '\r'])))
 }

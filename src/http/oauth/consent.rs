@@ -44,6 +44,8 @@ use crate::oauth::consent::{self, FarmState, NextStep, Reauthenticate, Situation
 use crate::oauth::params::Params;
 use crate::oauth::pending::{self, Decision, Pending};
 use crate::oauth::{clients, redirect_uri};
+use crate::secrets::AuthorizationCode;
+use crate::secrets::Password;
 use crate::state::AppState;
 use crate::storage::grants::GrantStatus;
 use crate::storage::{farms, grants};
@@ -314,7 +316,7 @@ async fn lost_claim(
 fn code_redirect(
     state: &AppState,
     request: &AuthorizationRequest,
-    code: &str,
+    code: &AuthorizationCode,
 ) -> Result<Response, PageError> {
     let url = approval::code_redirect(request, code, &state.issuer)
         .ok_or_else(|| PageError::Internal("a validated redirect URI did not parse".into()))?;
@@ -481,7 +483,7 @@ pub struct PasswordForm {
     #[serde(default)]
     request: String,
     #[serde(default)]
-    password: String,
+    password: Password,
 }
 
 pub async fn confirm_password(

@@ -16,14 +16,14 @@ use crate::domain::ScopeSet;
 use crate::oauth::client::Client;
 use crate::oauth::error::OAuthError;
 use crate::oauth::pkce::CodeChallenge;
-use crate::secrets;
+use crate::secrets::{self, AuthorizationCode, CodeVerifier, RefreshToken};
 use crate::storage::refresh_tokens::NewRefreshToken;
 use crate::storage::{clients, codes};
 
 /// What an `authorization_code` request names.
 pub(super) struct CodeRequest<'a> {
-    pub code: &'a str,
-    pub verifier: &'a str,
+    pub code: &'a AuthorizationCode,
+    pub verifier: &'a CodeVerifier,
     pub redirect_uri: Option<&'a str>,
     pub resource: &'a [String],
 }
@@ -43,7 +43,7 @@ pub(super) async fn exchange(
         redirect_uri,
         resource,
     } = request;
-    let code_hash = secrets::hash_secret(code);
+    let code_hash = secrets::hash_secret(code.expose());
     let row = codes::find(&mut ctx.store.read().await?, &code_hash)
         .await?
         .ok_or_else(|| OAuthError::invalid_grant("unknown code"))?;
@@ -55,7 +55,7 @@ pub(super) async fn exchange(
             "redirect_uri differs from the authorization request's",
         ));
     }
-    if !CodeChallenge::from_stored(row.code_challenge.clone()).is_satisfied_by(verifier) {
+    if !CodeChallenge::from_stored(row.code_challenge.clone()).is_satisfied_by(verifier.expose()) {
         tracing::warn!(client_id = %client.client_id, "PKCE verifier does not match: possible code interception");
         return Err(OAuthError::invalid_grant("PKCE verifier does not match"));
     }
@@ -76,8 +76,10 @@ pub(super) async fn exchange(
     }
 
     let (access_token, _) = mint(ctx, client, &row.grant, &scope, jkt, now).await?;
-    let refresh = client.may_refresh.then(|| secrets::random_token(32));
-    let refresh_hash = refresh.as_deref().map(secrets::hash_secret);
+    let refresh = client
+        .may_refresh
+        .then(|| RefreshToken::new(secrets::random_token(32)));
+    let refresh_hash = refresh.as_ref().map(|t| secrets::hash_secret(t.expose()));
     let scope_wire = scope.to_wire();
     let next = refresh_hash.as_deref().map(|hash| NewRefreshToken {
         token_hash: hash,

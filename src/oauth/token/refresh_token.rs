@@ -33,7 +33,7 @@ use crate::domain::{Scope, ScopeSet};
 use crate::oauth::client::Client;
 use crate::oauth::error::OAuthError;
 use crate::oauth::scopes::OFFLINE_ACCESS;
-use crate::secrets;
+use crate::secrets::{self, RefreshToken};
 use crate::storage::refresh_tokens::{self, NewRefreshToken};
 use crate::storage::{StoreError, Tx};
 
@@ -43,7 +43,7 @@ use crate::storage::{StoreError, Tx};
 pub(super) async fn exchange(
     ctx: &TokenContext<'_>,
     client: &Client,
-    token: &str,
+    token: &RefreshToken,
     resource: &[String],
     asked_scope: Option<&str>,
     jkt: Option<&str>,
@@ -54,7 +54,7 @@ pub(super) async fn exchange(
             "the client registered without the refresh_token grant".into(),
         ));
     }
-    let token_hash = secrets::hash_secret(token);
+    let token_hash = secrets::hash_secret(token.expose());
     let row = refresh_tokens::find(&mut ctx.store.read().await?, &token_hash)
         .await?
         .ok_or_else(|| OAuthError::invalid_grant("unknown refresh token"))?;
@@ -89,7 +89,7 @@ pub(super) async fn exchange(
     // RFC 6749 §6: the new refresh token keeps the old one's scope, even
     // when this access token was narrowed.
     let allowed_wire = allowed.to_wire();
-    let respond = |refresh: String| TokenResponse {
+    let respond = |refresh: RefreshToken| TokenResponse {
         access_token,
         token_type: token_type(jkt),
         expires_in: ctx.access_ttl.whole_seconds(),
@@ -101,7 +101,7 @@ pub(super) async fn exchange(
     if row.used_at.is_none() {
         let nonce = secrets::random_token(16);
         let refresh = secrets::successor_token(token, &nonce);
-        let refresh_hash = secrets::hash_secret(&refresh);
+        let refresh_hash = secrets::hash_secret(refresh.expose());
         let next = NewRefreshToken {
             token_hash: &refresh_hash,
             grant: row.grant.id(),
@@ -134,10 +134,10 @@ pub(super) async fn exchange(
 async fn resend_successor(
     ctx: &TokenContext<'_>,
     tx: &mut Tx,
-    token: &str,
+    token: &RefreshToken,
     token_hash: &str,
     now: OffsetDateTime,
-) -> Result<Option<String>, StoreError> {
+) -> Result<Option<RefreshToken>, StoreError> {
     if ctx.reuse_window <= time::Duration::ZERO {
         return Ok(None);
     }
@@ -147,7 +147,8 @@ async fn resend_successor(
         return Ok(None);
     };
     let successor = secrets::successor_token(token, &nonce);
-    let unused = refresh_tokens::claim_unused(tx, &secrets::hash_secret(&successor), now).await?;
+    let unused =
+        refresh_tokens::claim_unused(tx, &secrets::hash_secret(successor.expose()), now).await?;
     Ok(unused.then_some(successor))
 }
 
