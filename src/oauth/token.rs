@@ -132,7 +132,7 @@ fn token_type(jkt: Option<&str>) -> &'static str {
 /// (or the one its previous token was bound to); nothing for a
 /// confidential client.
 fn refresh_binding<'a>(client: &Client, jkt: Option<&'a str>) -> Option<&'a str> {
-    if client.auth_method.is_confidential() {
+    if client.auth_method().is_confidential() {
         None
     } else {
         jkt

@@ -39,7 +39,7 @@ use crate::http::form;
 use crate::http::session::{self, CHANGE_PASSWORD_PATH, SignedIn};
 use crate::oauth::approval;
 use crate::oauth::authorize::AuthorizationRequest;
-use crate::oauth::client::{Client, ClientKind};
+use crate::oauth::client::Client;
 use crate::oauth::consent::{self, FarmState, NextStep, Reauthenticate, Situation};
 use crate::oauth::params::Params;
 use crate::oauth::pending::{self, Decision, Pending};
@@ -227,10 +227,7 @@ async fn respond(
         NextStep::AskConsent { remembered } => {
             let id = waiting_id(state, user, waiting).await?;
             let csrf = session::csrf_token(&user.session).await?;
-            let document_host = match &client.kind {
-                ClientKind::MetadataDocument { document_host } => Some(document_host.as_str()),
-                _ => None,
-            };
+            let document_host = client.document_host();
             let redirect_host = redirect_uri::host_of(&request.redirect_uri);
             let mut response = render(&ConsentPage {
                 client_name: &client.name,

@@ -209,19 +209,23 @@ mod tests {
                 "invalid_grant"
             );
         }
+        use crate::oauth::client::{ClientKind, Origin, SecretMethod};
         let mut client = Client {
             client_id: "c".into(),
-            kind: crate::oauth::client::ClientKind::Dynamic,
+            kind: ClientKind::Public {
+                origin: Origin::Dynamic,
+            },
             name: "n".into(),
             redirect_uris: vec![],
-            auth_method: crate::oauth::client::AuthMethod::None,
-            secret_hash: None,
             may_refresh: true,
             native: false,
-            assertion_keys: None,
         };
         assert_eq!(refresh_binding(&client, Some("k1")), Some("k1"));
-        client.auth_method = crate::oauth::client::AuthMethod::ClientSecretBasic;
+        client.kind = ClientKind::Confidential {
+            origin: Origin::Dynamic,
+            method: SecretMethod::Basic,
+            secret_hash: "h".into(),
+        };
         assert_eq!(refresh_binding(&client, Some("k1")), None);
         assert_eq!(token_type(Some("k1")), "DPoP");
         assert_eq!(token_type(None), "Bearer");
