@@ -5,7 +5,7 @@
 //! store is connected and migrated, the session layer built on it, and the
 //! router assembled. `run_until_stopped` serves until SIGTERM or Ctrl-C and
 //! drains in-flight requests, up to the drain deadline; connections and
-//! their timeouts are [`crate::http::serve`]'s.
+//! their timeouts are `crate::http::serve`'s.
 
 use std::net::SocketAddr;
 use std::sync::Arc;

@@ -55,7 +55,6 @@ pub struct AutomationInput<'a> {
 /// A new automation: what to tell the one who made it.
 #[derive(Clone, Debug)]
 pub struct Created {
-    pub id: AutomationId,
     pub client_id: String,
     /// The client secret, shown this once; `None` for `private_key_jwt`.
     pub secret: Option<ClientSecret>,
@@ -169,7 +168,6 @@ pub async fn add(
     record(&mut tx, farm, id, "automation_added", detail, by, now).await?;
     tx.commit().await?;
     Ok(Created {
-        id,
         client_id: id.client_id(),
         secret,
     })

@@ -5,10 +5,10 @@
 //! Parsing and printing only: a refusal is one line on stderr and exit
 //! code 1, whatever refused it (see [`usage_error`]).
 //!
-//! - [`serve`]: `coop serve` and its settings (`config`'s parsers, each
+//! - `serve`: `coop serve` and its settings (`config`'s parsers, each
 //!   mistake naming its flag and variable).
-//! - [`keys`]: `coop keys rotate | list | retire`.
-//! - [`admin`]: `coop admin farm | user | house | flock | client | apps |
+//! - `keys`: `coop keys rotate | list | retire`.
+//! - `admin`: `coop admin farm | user | house | flock | client | apps |
 //!   automation`.
 
 mod admin;

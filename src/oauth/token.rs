@@ -2,16 +2,17 @@
 //! `refresh_token`, and [`client_credentials`] (automations only). Here is
 //! what they share: the request read by `grant_type` ([`parse`]), the
 //! dispatch ([`exchange`]), the response, the resource check, whether a
-//! grant may still issue ([`check_grant_usable`]), minting the access token
+//! grant may still issue (`check_grant_usable`), minting the access token
 //! and reuse detection.
 //!
-//! The code and refresh grants follow one rule: **check everything, then spend**. A code or
-//! refresh token is read with its grant, every check runs (client binding,
-//! expiry, redirect URI, PKCE, resource, grant still usable), the access
-//! token is signed, and only then is the code or token spent, by one
-//! conditional update in the transaction that also stores the next refresh
-//! token. So a refused request consumes nothing (the client may correct
-//! its `resource` and retry), and two racing requests cannot both win.
+//! The code and refresh grants follow one rule: **check everything, then
+//! spend**. A code or refresh token is read with its grant, every check
+//! runs (client binding, expiry, redirect URI, PKCE, resource, grant still
+//! usable), the access token is signed, and only then is the code or token
+//! spent, by one conditional update in the transaction that also stores
+//! the next refresh token. So a refused request consumes nothing (the
+//! client may correct its `resource` and retry), and two racing requests
+//! cannot both win.
 //!
 //! Presenting a spent code or a spent refresh token is reuse: the whole
 //! grant is revoked, which ends everything the code or token issued
