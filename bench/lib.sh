@@ -104,14 +104,52 @@ coop_memory() {
 run_wrk() {
   local label="$1" c="$2" d="$3" script="$4" url="$5"
   local t=2; (( c < 2 )) && t=1
-  local out
+  local out before after
+  before="$(bench_cpu_ticks)"
   out="$(BENCH_THREADS="$t" BENCH_LUA_DIR="$BENCH_DIR/lua" wrk -t"$t" -c"$c" -d"${d}s" --timeout 5s -s "$script" "$url")"
+  after="$(bench_cpu_ticks)"
   local result; result="$(grep '^RESULT' <<<"$out" || true)"
   [[ -n "$result" ]] || { echo "$out" >&2; echo "wrk printed no RESULT line" >&2; exit 1; }
   printf '%-28s c=%-3s %s\n' "$label" "$c" "${result#RESULT }"
   last_rps="$(awk '{print $2}' <<<"$result")"
+  # bench/sdk.sh measures each of its servers' CPU itself.
+  [[ "${BENCH_CPU_LINE:-1}" == 1 ]] &&
+    bench_cpu_per_request "$before" "$after" "$(awk '{gsub(/\(/, "", $(NF-3)); print $(NF-3)}' <<<"$result")"
   if ! grep -q ', 0 errors)' <<<"$result"; then
     echo "  ^ errors: the figures above are not valid" >&2
     bench_failed=1
   fi
+}
+
+# CPU time (clock ticks) of the server, of the PostgreSQL processes, and of
+# the whole machine (busy time from /proc/stat), as
+# "coop machine pid:ticks,pid:ticks…" (the PostgreSQL processes one by one,
+# so that one that starts or ends during a run is counted only for its part).
+# CPU per request is steadier than requests per second when the machine is
+# shared, and it says where a request's time goes (the server, the database
+# server, or the load generator and kernel).
+bench_cpu_ticks() {
+  local coop=0 pg="" pid t
+  [[ -n "${coop_pid:-}" && -r "/proc/$coop_pid/stat" ]] &&
+    coop="$(awk '{print $14 + $15}' "/proc/$coop_pid/stat")"
+  for pid in $(pgrep -x postgres || true); do
+    t="$(awk '{print $14 + $15}' "/proc/$pid/stat" 2>/dev/null)" && pg+="$pid:$t,"
+  done
+  echo "$coop $(awk '$1 == "cpu" {print $2 + $3 + $4 + $7 + $8 + $9}' /proc/stat) ${pg:-none}"
+}
+
+# Prints CPU microseconds per request between two bench_cpu_ticks readings.
+# Usage: bench_cpu_per_request BEFORE AFTER REQUESTS
+bench_cpu_per_request() {
+  local hz; hz="$(getconf CLK_TCK)"
+  awk -v b="$1" -v a="$2" -v n="$3" -v hz="$hz" 'BEGIN {
+    split(b, x, " "); split(a, y, " ");
+    if (n <= 0) exit;
+    pb = split(x[3], before, ","); for (i = 1; i <= pb; i++) { split(before[i], kv, ":"); was[kv[1]] = kv[2] }
+    pa = split(y[3], after, ","); pg = 0
+    for (i = 1; i <= pa; i++) { split(after[i], kv, ":"); if (kv[1] != "" && kv[1] != "none") pg += kv[2] - ((kv[1] in was) ? was[kv[1]] : 0) }
+    f = 1e6 / hz / n;
+    printf "   cpu per request: server %.0f us, postgres %.0f us, machine %.0f us\n",
+      (y[1] - x[1]) * f, pg * f, (y[2] - x[2]) * f
+  }'
 }

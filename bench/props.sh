@@ -7,15 +7,14 @@
 #   bench/props.sh [cases=1000000]
 #
 # CI runs the same properties with proptest's default of 256 cases, inside
-# `cargo test`. A failing case is shrunk by proptest and printed; the run
-# then exits non-zero.
+# `cargo test`. A failing case is shrunk by proptest and printed, its seed
+# saved under proptest-regressions/ (commit it: every later run, CI's too,
+# tries that case first); the run then exits non-zero.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 cases="${1:-1000000}"
 export PROPTEST_CASES="$cases"
-# Failure persistence files would land in the source tree.
-export PROPTEST_FAILURE_PERSISTENCE=off
 filters=(oauth::props mcp::props)
 echo "$(date -u +%FT%TZ) property tests, $cases cases per property, release profile (opt-level 3, debug assertions off)"
 cargo test --release --lib --locked --no-run 2>&1 | tail -1

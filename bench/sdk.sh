@@ -185,6 +185,7 @@ cleanup() {
   bench_cleanup
 }
 
+BENCH_CPU_LINE=0
 bench_require
 trap cleanup EXIT
 bench_failed=0

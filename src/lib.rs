@@ -54,3 +54,5 @@ pub mod startup;
 pub(crate) mod state;
 pub mod storage;
 pub mod telemetry;
+#[cfg(test)]
+mod testing;

@@ -23,7 +23,7 @@ use crate::identity::{Passwords, SignIn};
 use crate::oauth::cimd::CimdFetcher;
 use crate::oauth::keys::Keys;
 use crate::secrets::{self, MacKey, MasterSecret};
-use crate::state::AppState;
+use crate::state::{AppState, Shared};
 use crate::storage::sessions::SessionBackend;
 use crate::storage::{Store, StoreError, server_secrets};
 
@@ -117,7 +117,7 @@ impl Application {
             config.dpop_require_nonce,
         );
 
-        let state = AppState {
+        let state = AppState::new(Shared {
             config: Arc::new(config),
             issuer,
             store,
@@ -129,7 +129,7 @@ impl Application {
             metrics: Metrics::new().map_err(|e| StartupError::Other(format!("metrics: {e}")))?,
             cimd,
             dpop,
-        };
+        });
         Ok(Self {
             listener,
             address,

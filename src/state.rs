@@ -1,5 +1,11 @@
-//! The state every handler shares: cheap to clone, built once at start.
+//! The state every handler shares, built once at start.
+//!
+//! Cloning it is one reference count: axum clones the state for every
+//! extractor and middleware of every request, and the parts (the issuer's
+//! text, three HMAC keys, a dozen shared handles) cost far more than that
+//! to copy one by one.
 
+use std::ops::Deref;
 use std::sync::Arc;
 
 use crate::clock::Clock;
@@ -13,7 +19,25 @@ use crate::secrets::MacKey;
 use crate::storage::Store;
 
 #[derive(Clone, Debug)]
-pub struct AppState {
+pub struct AppState(Arc<Shared>);
+
+impl AppState {
+    pub fn new(shared: Shared) -> Self {
+        Self(Arc::new(shared))
+    }
+}
+
+impl Deref for AppState {
+    type Target = Shared;
+
+    fn deref(&self) -> &Shared {
+        &self.0
+    }
+}
+
+/// What [`AppState`] holds.
+#[derive(Debug)]
+pub struct Shared {
     pub config: Arc<Config>,
     /// The issuer actually in force (configured, or derived from the bound
     /// address); every URL Coop prints starts with it.

@@ -2,10 +2,7 @@
 //! page and action, and is never shown the links. Every action also needs
 //! the session's CSRF token.
 
-use crate::apps_support::{self, Farm, assert_works, csrf, page, post};
-use crate::helpers::{Engine, TestApp};
-use crate::mcp_support;
-use crate::oauth_client::{self, audit_count, db_count, sign_in_browser};
+use crate::helpers::{Browser, Engine, Farm, TestApp};
 use crate::on_both_engines;
 
 on_both_engines!(
@@ -18,22 +15,22 @@ const PAGES: [&str; 4] = ["/admin", "/admin/members", "/admin/farm", "/admin/aud
 
 async fn only_owners_see_and_use_farm_administration(engine: Engine) {
     let app = TestApp::spawn(engine).await;
-    let farm = apps_support::farm(&app, "Hillside Farm").await;
+    let farm = app.farm("Hillside Farm").await;
     for role in ["manager", "viewer"] {
         app.add_user(
             &farm.slug,
             &format!("{role}@hillside-farm.example"),
             role,
-            apps_support::PASSWORD,
+            crate::helpers::PASSWORD,
         )
         .await;
     }
 
-    let owner = sign_in_browser(&app, &farm.owner).await;
-    let (_, home) = page(&owner, &app, "/").await;
+    let owner = app.signed_in(&farm.owner).await;
+    let (_, home) = owner.page("/").await;
     assert!(home.contains("href=\"/admin\""), "{home}");
     for path in PAGES {
-        let (status, html) = page(&owner, &app, path).await;
+        let (status, html) = owner.page(path).await;
         assert_eq!(status, 200, "{path}");
         assert!(html.contains("<title>Farm admin: "), "{path}: {html}");
     }
@@ -46,13 +43,13 @@ async fn only_owners_see_and_use_farm_administration(engine: Engine) {
         let user = crate::helpers::TestUser {
             farm: farm.slug.clone(),
             email,
-            password: apps_support::PASSWORD.to_owned(),
+            password: crate::helpers::PASSWORD.to_owned(),
         };
-        let browser = sign_in_browser(&app, &user).await;
-        let (_, home) = page(&browser, &app, "/").await;
+        let browser = app.signed_in(&user).await;
+        let (_, home) = browser.page("/").await;
         assert!(!home.contains("href=\"/admin\""), "{home}");
         for path in PAGES {
-            let (status, html) = page(&browser, &app, path).await;
+            let (status, html) = browser.page(path).await;
             assert_eq!(status, 403, "{path}");
             assert!(html.contains(NOT_OWNER), "{html}");
         }
@@ -63,11 +60,11 @@ const NOT_OWNER: &str = "Only the farm&#39;s owner can use farm administration."
 
 /// Every admin action with a well-formed form, as (path, fields).
 async fn every_action(app: &TestApp, farm: &Farm) -> Vec<(String, Vec<(&'static str, String)>)> {
-    let owner = sign_in_browser(app, &farm.owner).await;
-    let grant = apps_support::grant_of(app, &farm.worker.email).await;
-    let (_, members) = page(&owner, app, "/admin/members").await;
+    let owner = app.signed_in(&farm.owner).await;
+    let grant = app.grant_of(&farm.worker.email).await;
+    let (_, members) = owner.page("/admin/members").await;
     let worker = id_after(&members, &farm.worker.email, "/admin/members/");
-    let (_, records) = page(&owner, app, "/admin/farm").await;
+    let (_, records) = owner.page("/admin/farm").await;
     let house = id_after(&records, "Houses", "/admin/houses/");
     let flock = id_after(&records, "Hens A", "/admin/flocks/");
     let text = |pairs: &[(&'static str, &str)]| -> Vec<(&'static str, String)> {
@@ -128,8 +125,7 @@ fn id_after(html: &str, after: &str, prefix: &str) -> String {
 /// Sends every admin action as `browser`, with `csrf` when given; returns
 /// the actions whose answer was not a 403 page with `words`.
 async fn refused_everywhere(
-    app: &TestApp,
-    browser: &reqwest::Client,
+    browser: &Browser,
     actions: &[(String, Vec<(&'static str, String)>)],
     csrf: Option<&str>,
     words: &str,
@@ -140,7 +136,7 @@ async fn refused_everywhere(
         if let Some(token) = csrf {
             form.push(("csrf", token));
         }
-        let response = post(browser, app, path, &form).await;
+        let response = browser.submit(path, &form).await;
         let status = response.status().as_u16();
         let body = response.text().await.unwrap();
         if status != 403 || !body.contains(words) {
@@ -154,19 +150,18 @@ async fn refused_everywhere(
 /// names every missing check at once.
 async fn every_admin_action_needs_the_owner_and_the_csrf_token(engine: Engine) {
     let app = TestApp::spawn(engine).await;
-    let farm = apps_support::farm(&app, "Hillside Farm").await;
-    apps_support::add_flocks(&app, &farm, &["Hens A"]).await;
-    let mut tokens = oauth_client::connect(&app, &farm.worker, "farm:read").await;
+    let farm = app.farm("Hillside Farm").await;
+    app.add_flocks(&farm, &["Hens A"]).await;
+    let mut tokens = app.connect(&farm.worker, "farm:read").await;
     let actions = every_action(&app, &farm).await;
 
-    let owner = sign_in_browser(&app, &farm.owner).await;
-    let wrong = refused_everywhere(&app, &owner, &actions, None, "Please try again").await;
+    let owner = app.signed_in(&farm.owner).await;
+    let wrong = refused_everywhere(&owner, &actions, None, "Please try again").await;
     assert!(
         wrong.is_empty(),
         "acted on without the CSRF token: {wrong:#?}"
     );
-    let wrong =
-        refused_everywhere(&app, &owner, &actions, Some("forged"), "Please try again").await;
+    let wrong = refused_everywhere(&owner, &actions, Some("forged"), "Please try again").await;
     assert!(
         wrong.is_empty(),
         "acted on with a wrong CSRF token: {wrong:#?}"
@@ -177,50 +172,40 @@ async fn every_admin_action_needs_the_owner_and_the_csrf_token(engine: Engine) {
             farm.worker.clone()
         } else {
             let email = format!("{role}@hillside-farm.example");
-            mcp_support::add_member(&app, &farm.slug, &email, role, None).await
+            app.add_member(&farm.slug, &email, role, None).await
         };
-        let browser = sign_in_browser(&app, &user).await;
-        let token = csrf(&browser, &app, "/account/apps").await;
-        let wrong = refused_everywhere(&app, &browser, &actions, Some(&token), NOT_OWNER).await;
+        let browser = app.signed_in(&user).await;
+        let token = browser.csrf("/account/apps").await;
+        let wrong = refused_everywhere(&browser, &actions, Some(&token), NOT_OWNER).await;
         assert!(wrong.is_empty(), "a {role} acted as owner: {wrong:#?}");
-        let grant = apps_support::grant_of(&app, &farm.worker.email).await;
-        let (status, html) = page(&browser, &app, &format!("/admin/apps/{grant}/disconnect")).await;
+        let grant = app.grant_of(&farm.worker.email).await;
+        let (status, html) = browser
+            .page(&format!("/admin/apps/{grant}/disconnect"))
+            .await;
         assert_eq!(status, 403, "{html}");
     }
 
     // Nothing happened: the worker's app works, the records are as made.
-    assert_works(&app, &mut tokens).await;
-    assert_eq!(audit_count(&app, "admin_action").await, 0);
+    app.assert_works(&mut tokens).await;
+    assert_eq!(app.audit_count("admin_action").await, 0);
     assert_eq!(
-        db_count(
-            &app,
-            "select count(*) from users where disabled or credential_epoch <> 0"
-        )
-        .await,
+        app.db_count("select count(*) from users where disabled or credential_epoch <> 0")
+            .await,
         0
     );
     assert_eq!(
-        db_count(
-            &app,
-            "select count(*) from memberships where role = 'viewer'"
-        )
-        .await,
+        app.db_count("select count(*) from memberships where role = 'viewer'")
+            .await,
         1
     );
     assert_eq!(
-        db_count(
-            &app,
-            "select count(*) from houses where name in ('East', 'Renamed')"
-        )
-        .await,
+        app.db_count("select count(*) from houses where name in ('East', 'Renamed')")
+            .await,
         0
     );
     assert_eq!(
-        db_count(
-            &app,
-            "select count(*) from flocks where name <> 'Hens A' or status <> 'active'"
-        )
-        .await,
+        app.db_count("select count(*) from flocks where name <> 'Hens A' or status <> 'active'")
+            .await,
         0
     );
     let (code, out, _) = app.cli(&["admin", "apps", "list"]).await;

@@ -1,9 +1,8 @@
 //! `/admin`: every grant on the farm with Disconnect, and the farm's
 //! connected-apps switch.
 
-use crate::apps_support::{self, assert_cut_off, assert_page, assert_works, csrf, page, post};
-use crate::helpers::{Engine, TestApp, location};
-use crate::oauth_client::{self, Pkce, audit_count, authorize_path, db_count, sign_in_browser};
+use crate::helpers::oauth::Pkce;
+use crate::helpers::{Engine, TestApp, assert_page, location};
 use crate::on_both_engines;
 
 on_both_engines!(
@@ -15,24 +14,25 @@ on_both_engines!(
 
 async fn the_owner_sees_every_grant_of_the_farm_and_disconnects_one(engine: Engine) {
     let app = TestApp::spawn(engine).await;
-    let farm = apps_support::farm(&app, "Hillside Farm").await;
-    let other = apps_support::farm(&app, "Valley Farm").await;
-    let worker_tokens =
-        oauth_client::connect(&app, &farm.worker, "farm:read daily-entries:write").await;
-    let mut owner_tokens = oauth_client::connect(&app, &farm.owner, "farm:read").await;
-    oauth_client::connect(&app, &other.worker, "farm:read").await;
+    let farm = app.farm("Hillside Farm").await;
+    let other = app.farm("Valley Farm").await;
+    let worker_tokens = app
+        .connect(&farm.worker, "farm:read daily-entries:write")
+        .await;
+    let mut owner_tokens = app.connect(&farm.owner, "farm:read").await;
+    app.connect(&other.worker, "farm:read").await;
 
-    let owner = sign_in_browser(&app, &farm.owner).await;
-    let (status, html) = page(&owner, &app, "/admin").await;
+    let owner = app.signed_in(&farm.owner).await;
+    let (status, html) = owner.page("/admin").await;
     assert_eq!(status, 200);
     assert_eq!(html.matches("<article class=\"app\"").count(), 2, "{html}");
     assert!(html.contains(&farm.worker.email));
     assert!(html.contains("Record daily entries"));
     assert!(!html.contains(&other.worker.email));
 
-    let grant = apps_support::grant_of(&app, &farm.worker.email).await;
+    let grant = app.grant_of(&farm.worker.email).await;
     let path = format!("/admin/apps/{grant}/disconnect");
-    let (status, confirm) = page(&owner, &app, &path).await;
+    let (status, confirm) = owner.page(&path).await;
     assert_eq!(status, 200);
     assert!(
         confirm.contains(&format!(
@@ -41,22 +41,19 @@ async fn the_owner_sees_every_grant_of_the_farm_and_disconnects_one(engine: Engi
         )),
         "{confirm}"
     );
-    let token = csrf(&owner, &app, &path).await;
-    let response = post(&owner, &app, &path, &[("csrf", &token)]).await;
+    let token = owner.csrf(&path).await;
+    let response = owner.submit(&path, &[("csrf", &token)]).await;
     assert_eq!(response.status(), 303);
     assert_eq!(location(&response), "/admin?done=disconnected");
 
-    assert_cut_off(&app, &worker_tokens).await;
-    assert_works(&app, &mut owner_tokens).await;
+    app.assert_cut_off(&worker_tokens).await;
+    app.assert_works(&mut owner_tokens).await;
     assert_eq!(
-        db_count(
-            &app,
-            &format!(
-                "select count(*) from audit_log where kind = 'disconnect' and grant_id is not null
+        app.db_count(&format!(
+            "select count(*) from audit_log where kind = 'disconnect' and grant_id is not null
                  and client_id = '{}' and detail like '%{}%'",
-                worker_tokens.client_id, farm.owner.email
-            )
-        )
+            worker_tokens.client_id, farm.owner.email
+        ))
         .await,
         1
     );
@@ -64,15 +61,15 @@ async fn the_owner_sees_every_grant_of_the_farm_and_disconnects_one(engine: Engi
 
 async fn disconnect_refusals_for_the_owner(engine: Engine) {
     let app = TestApp::spawn(engine).await;
-    let farm = apps_support::farm(&app, "Hillside Farm").await;
-    let other = apps_support::farm(&app, "Valley Farm").await;
-    let mut foreign = oauth_client::connect(&app, &other.worker, "farm:read").await;
-    let mut own = oauth_client::connect(&app, &farm.worker, "farm:read").await;
-    let foreign_grant = apps_support::grant_of(&app, &other.worker.email).await;
-    let own_grant = apps_support::grant_of(&app, &farm.worker.email).await;
+    let farm = app.farm("Hillside Farm").await;
+    let other = app.farm("Valley Farm").await;
+    let mut foreign = app.connect(&other.worker, "farm:read").await;
+    let mut own = app.connect(&farm.worker, "farm:read").await;
+    let foreign_grant = app.grant_of(&other.worker.email).await;
+    let own_grant = app.grant_of(&farm.worker.email).await;
 
-    let owner = sign_in_browser(&app, &farm.owner).await;
-    let token = csrf(&owner, &app, "/admin").await;
+    let owner = app.signed_in(&farm.owner).await;
+    let token = owner.csrf("/admin").await;
     // Another farm's grant, an unknown one, a malformed one: 404.
     for id in [
         foreign_grant.clone(),
@@ -80,109 +77,101 @@ async fn disconnect_refusals_for_the_owner(engine: Engine) {
         "x".to_owned(),
     ] {
         let path = format!("/admin/apps/{id}/disconnect");
-        let (status, _) = page(&owner, &app, &path).await;
+        let (status, _) = owner.page(&path).await;
         assert_eq!(status, 404, "{id}");
-        let response = post(&owner, &app, &path, &[("csrf", &token)]).await;
+        let response = owner.submit(&path, &[("csrf", &token)]).await;
         assert_page(response, 404, "Not found").await;
     }
     // Without the CSRF token.
     let path = format!("/admin/apps/{own_grant}/disconnect");
-    let response = post(&owner, &app, &path, &[]).await;
+    let response = owner.submit(&path, &[]).await;
     assert_page(response, 403, "Please try again").await;
     // Not an owner: the worker cannot use the admin route even for their own grant.
-    let worker = sign_in_browser(&app, &farm.worker).await;
-    let worker_token = csrf(&worker, &app, "/account/apps").await;
-    let response = post(&worker, &app, &path, &[("csrf", &worker_token)]).await;
+    let worker = app.signed_in(&farm.worker).await;
+    let worker_token = worker.csrf("/account/apps").await;
+    let response = worker.submit(&path, &[("csrf", &worker_token)]).await;
     assert_page(response, 403, "Only the farm").await;
 
-    assert_works(&app, &mut foreign).await;
-    assert_works(&app, &mut own).await;
-    assert_eq!(audit_count(&app, "disconnect").await, 0);
+    app.assert_works(&mut foreign).await;
+    app.assert_works(&mut own).await;
+    assert_eq!(app.audit_count("disconnect").await, 0);
 }
 
 async fn the_connected_apps_switch_stops_and_restores_every_grant(engine: Engine) {
     let app = TestApp::spawn(engine).await;
-    let farm = apps_support::farm(&app, "Hillside Farm").await;
-    let other = apps_support::farm(&app, "Valley Farm").await;
-    let mut worker_tokens = oauth_client::connect(&app, &farm.worker, "farm:read").await;
-    let mut other_tokens = oauth_client::connect(&app, &other.worker, "farm:read").await;
+    let farm = app.farm("Hillside Farm").await;
+    let other = app.farm("Valley Farm").await;
+    let mut worker_tokens = app.connect(&farm.worker, "farm:read").await;
+    let mut other_tokens = app.connect(&other.worker, "farm:read").await;
 
-    let owner = sign_in_browser(&app, &farm.owner).await;
-    let (_, html) = page(&owner, &app, "/admin").await;
+    let owner = app.signed_in(&farm.owner).await;
+    let (_, html) = owner.page("/admin").await;
     assert!(
         html.contains("<span class=\"state on\">on</span>"),
         "{html}"
     );
-    let token = csrf(&owner, &app, "/admin").await;
-    let response = post(
-        &owner,
-        &app,
-        "/admin/connected-apps",
-        &[("csrf", &token), ("enabled", "off")],
-    )
-    .await;
+    let token = owner.csrf("/admin").await;
+    let response = owner
+        .submit(
+            "/admin/connected-apps",
+            &[("csrf", &token), ("enabled", "off")],
+        )
+        .await;
     assert_eq!(response.status(), 303);
     assert_eq!(location(&response), "/admin?done=apps-off");
-    let (_, html) = page(&owner, &app, "/admin").await;
+    let (_, html) = owner.page("/admin").await;
     assert!(html.contains("<span class=\"state off\">off</span>"));
 
-    assert_cut_off(&app, &worker_tokens).await;
-    assert_works(&app, &mut other_tokens).await;
+    app.assert_cut_off(&worker_tokens).await;
+    app.assert_works(&mut other_tokens).await;
     // Consent is refused with a page while off.
-    let browser = sign_in_browser(&app, &farm.worker).await;
-    let path = authorize_path(
-        &app,
-        &worker_tokens.client_id,
-        &Pkce::new(),
-        "farm:read",
-        &[],
-    );
-    let (status, html) = page(&browser, &app, &path).await;
+    let browser = app.signed_in(&farm.worker).await;
+    let path = app.authorize_path(&worker_tokens.client_id, &Pkce::new(), "farm:read", &[]);
+    let (status, html) = browser.page(&path).await;
     assert_eq!(status, 403);
     assert!(html.contains("Connected apps are turned off"), "{html}");
     // The person's own page says why their apps are stopped.
-    let (_, html) = page(&browser, &app, "/account/apps").await;
+    let (_, html) = browser.page("/account/apps").await;
     assert!(html.contains("turned connected apps off"), "{html}");
 
-    let response = post(
-        &owner,
-        &app,
-        "/admin/connected-apps",
-        &[("csrf", &token), ("enabled", "on")],
-    )
-    .await;
+    let response = owner
+        .submit(
+            "/admin/connected-apps",
+            &[("csrf", &token), ("enabled", "on")],
+        )
+        .await;
     assert_eq!(location(&response), "/admin?done=apps-on");
-    assert_works(&app, &mut worker_tokens).await;
+    app.assert_works(&mut worker_tokens).await;
     assert_eq!(
-        db_count(&app, "select count(*) from audit_log where kind = 'admin_action' and detail like '%connected_apps_o%'").await,
+        app.db_count("select count(*) from audit_log where kind = 'admin_action' and detail like '%connected_apps_o%'").await,
         2
     );
 }
 
 async fn the_switch_needs_its_csrf_token_and_a_state(engine: Engine) {
     let app = TestApp::spawn(engine).await;
-    let farm = apps_support::farm(&app, "Hillside Farm").await;
-    let mut tokens = oauth_client::connect(&app, &farm.worker, "farm:read").await;
-    let owner = sign_in_browser(&app, &farm.owner).await;
-    let response = post(&owner, &app, "/admin/connected-apps", &[("enabled", "off")]).await;
+    let farm = app.farm("Hillside Farm").await;
+    let mut tokens = app.connect(&farm.worker, "farm:read").await;
+    let owner = app.signed_in(&farm.owner).await;
+    let response = owner
+        .submit("/admin/connected-apps", &[("enabled", "off")])
+        .await;
     assert_page(response, 403, "Please try again").await;
-    let token = csrf(&owner, &app, "/admin").await;
-    let response = post(
-        &owner,
-        &app,
-        "/admin/connected-apps",
-        &[("csrf", &token), ("enabled", "maybe")],
-    )
-    .await;
+    let token = owner.csrf("/admin").await;
+    let response = owner
+        .submit(
+            "/admin/connected-apps",
+            &[("csrf", &token), ("enabled", "maybe")],
+        )
+        .await;
     assert_page(response, 400, "Choose on or off.").await;
-    let response = post(
-        &owner,
-        &app,
-        "/admin/connected-apps",
-        &[("csrf", &token), ("csrf", &token), ("enabled", "off")],
-    )
-    .await;
+    let response = owner
+        .submit(
+            "/admin/connected-apps",
+            &[("csrf", &token), ("csrf", &token), ("enabled", "off")],
+        )
+        .await;
     assert_page(response, 400, "The form field csrf is repeated.").await;
-    assert_works(&app, &mut tokens).await;
-    assert_eq!(audit_count(&app, "admin_action").await, 0);
+    app.assert_works(&mut tokens).await;
+    assert_eq!(app.audit_count("admin_action").await, 0);
 }

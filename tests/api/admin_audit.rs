@@ -1,12 +1,9 @@
 //! `/admin/audit`: the farm's audit log, newest first, paged, filtered by
 //! member, app and kind.
 
-use crate::apps_support::{self, csrf, page, post};
 use crate::helpers::{Engine, TestApp};
 use serde_json::json;
 
-use crate::mcp_support;
-use crate::oauth_client::{self, sign_in_browser};
 use crate::on_both_engines;
 
 on_both_engines!(
@@ -28,29 +25,27 @@ fn whats(html: &str) -> Vec<String> {
 
 async fn the_log_is_newest_first_and_filters_by_member_app_and_kind(engine: Engine) {
     let app = TestApp::spawn(engine).await;
-    let farm = apps_support::farm(&app, "Hillside Farm").await;
-    let other = apps_support::farm(&app, "Valley Farm").await;
+    let farm = app.farm("Hillside Farm").await;
+    let other = app.farm("Valley Farm").await;
     assert_eq!(
         app.sign_in(&farm.worker.email, "wrong password here")
             .await
             .status(),
         401
     );
-    let tokens = oauth_client::connect(&app, &farm.worker, "farm:read").await;
-    oauth_client::connect(&app, &other.worker, "farm:read").await;
-    let worker = sign_in_browser(&app, &farm.worker).await;
-    let grant = apps_support::grant_of(&app, &farm.worker.email).await;
+    let tokens = app.connect(&farm.worker, "farm:read").await;
+    app.connect(&other.worker, "farm:read").await;
+    let worker = app.signed_in(&farm.worker).await;
+    let grant = app.grant_of(&farm.worker.email).await;
     let path = format!("/account/apps/{grant}/disconnect");
-    let token = csrf(&worker, &app, &path).await;
+    let token = worker.csrf(&path).await;
     assert_eq!(
-        post(&worker, &app, &path, &[("csrf", &token)])
-            .await
-            .status(),
+        worker.submit(&path, &[("csrf", &token)]).await.status(),
         303
     );
 
-    let owner = sign_in_browser(&app, &farm.owner).await;
-    let (status, html) = page(&owner, &app, "/admin/audit").await;
+    let owner = app.signed_in(&farm.owner).await;
+    let (status, html) = owner.page("/admin/audit").await;
     assert_eq!(status, 200);
     let kinds = whats(&html);
     // Newest first: the owner's sign-in, the disconnect, the worker's
@@ -69,31 +64,28 @@ async fn the_log_is_newest_first_and_filters_by_member_app_and_kind(engine: Engi
     );
     assert!(!html.contains(&other.worker.email));
 
-    let (_, html) = page(&owner, &app, "/admin/audit?kind=sign_in_failed").await;
+    let (_, html) = owner.page("/admin/audit?kind=sign_in_failed").await;
     assert_eq!(whats(&html), ["Sign-in failed"]);
     assert!(html.contains("<option value=\"sign_in_failed\" selected>"));
 
     let worker_id = {
-        let (_, members) = page(&owner, &app, "/admin/audit").await;
+        let (_, members) = owner.page("/admin/audit").await;
         let at = members
             .find(&format!(">{}</option>", farm.worker.email))
             .unwrap();
         let start = members[..at].rfind("value=\"").unwrap() + 7;
         members[start..start + 36].to_owned()
     };
-    let (_, html) = page(&owner, &app, &format!("/admin/audit?user={worker_id}")).await;
+    let (_, html) = owner.page(&format!("/admin/audit?user={worker_id}")).await;
     assert_eq!(rows(&html), 5, "{html}");
     assert!(!html.contains(&format!(
         "<td data-label=\"Member\">{}</td>",
         farm.owner.email
     )));
 
-    let (_, html) = page(
-        &owner,
-        &app,
-        &format!("/admin/audit?client={}", tokens.client_id),
-    )
-    .await;
+    let (_, html) = owner
+        .page(&format!("/admin/audit?client={}", tokens.client_id))
+        .await;
     assert_eq!(
         whats(&html),
         ["App disconnected", "Approved an app"],
@@ -101,31 +93,33 @@ async fn the_log_is_newest_first_and_filters_by_member_app_and_kind(engine: Engi
     );
     assert!(html.contains(&format!("<code>{grant}</code>")));
 
-    let (_, html) = page(&owner, &app, "/admin/audit?kind=tool_write").await;
+    let (_, html) = owner.page("/admin/audit?kind=tool_write").await;
     assert!(html.contains("Nothing recorded that matches"));
 }
 
 async fn a_tool_write_shows_its_app_and_grant(engine: Engine) {
     let app = TestApp::spawn(engine).await;
-    let farm = apps_support::farm(&app, "Hillside Farm").await;
-    apps_support::add_flocks(&app, &farm, &["Hens A"]).await;
-    let tokens = oauth_client::connect(&app, &farm.worker, "farm:read daily-entries:write").await;
-    let grant = apps_support::grant_of(&app, &farm.worker.email).await;
-    let owner = sign_in_browser(&app, &farm.owner).await;
-    let (_, html) = page(&owner, &app, "/admin/audit?kind=tool_write").await;
+    let farm = app.farm("Hillside Farm").await;
+    app.add_flocks(&farm, &["Hens A"]).await;
+    let tokens = app
+        .connect(&farm.worker, "farm:read daily-entries:write")
+        .await;
+    let grant = app.grant_of(&farm.worker.email).await;
+    let owner = app.signed_in(&farm.owner).await;
+    let (_, html) = owner.page("/admin/audit?kind=tool_write").await;
     assert!(html.contains("Nothing recorded that matches"), "{html}");
 
     // A real write through the app, and a read that must leave no row.
-    mcp_support::tool_ok(
-        &app,
+    app.tool_ok(
         &tokens.access_token,
         "record_daily_entry",
         json!({"flock": "Hens A", "date": "2025-03-01", "eggs_collected": 900}),
     )
     .await;
-    mcp_support::tool_ok(&app, &tokens.access_token, "list_flocks", json!({})).await;
+    app.tool_ok(&tokens.access_token, "list_flocks", json!({}))
+        .await;
 
-    let (_, html) = page(&owner, &app, "/admin/audit?kind=tool_write").await;
+    let (_, html) = owner.page("/admin/audit?kind=tool_write").await;
     assert_eq!(whats(&html), ["Wrote through an app"], "{html}");
     assert!(
         html.contains("<td data-label=\"App\"><bdi>Test Assistant</bdi></td>"),
@@ -138,21 +132,20 @@ async fn a_tool_write_shows_its_app_and_grant(engine: Engine) {
 
 async fn the_log_is_paged(engine: Engine) {
     let app = TestApp::spawn(engine).await;
-    let farm = apps_support::farm(&app, "Hillside Farm").await;
-    let owner = sign_in_browser(&app, &farm.owner).await;
-    let token = csrf(&owner, &app, "/admin").await;
+    let farm = app.farm("Hillside Farm").await;
+    let owner = app.signed_in(&farm.owner).await;
+    let token = owner.csrf("/admin").await;
     for i in 0..55 {
         let state = if i % 2 == 0 { "off" } else { "on" };
-        let response = post(
-            &owner,
-            &app,
-            "/admin/connected-apps",
-            &[("csrf", &token), ("enabled", state)],
-        )
-        .await;
+        let response = owner
+            .submit(
+                "/admin/connected-apps",
+                &[("csrf", &token), ("enabled", state)],
+            )
+            .await;
         assert_eq!(response.status(), 303);
     }
-    let (_, first) = page(&owner, &app, "/admin/audit?kind=admin_action").await;
+    let (_, first) = owner.page("/admin/audit?kind=admin_action").await;
     assert_eq!(rows(&first), 50);
     let start = first.find("href=\"/admin/audit?").unwrap() + 6;
     let href = first[start..]
@@ -161,7 +154,7 @@ async fn the_log_is_paged(engine: Engine) {
         .unwrap()
         .replace("&#38;", "&");
     assert!(href.contains("kind=admin_action"), "{href}");
-    let (_, second) = page(&owner, &app, &href).await;
+    let (_, second) = owner.page(&href).await;
     assert_eq!(rows(&second), 5, "{href}");
     assert!(!second.contains("Older entries"));
     // The last page ends with the first toggle (off), then nothing older.

@@ -1,14 +1,9 @@
 //! `/admin/members`: role and flocks, sign out everywhere, require a
 //! password change, disable and enable; the last owner stays.
 
-use crate::apps_support::{
-    self, Farm, assert_cut_off, assert_page, assert_works, csrf, page, post,
-};
+use crate::helpers::{Browser, Engine, Farm, TestApp, assert_page, location};
 use serde_json::json;
 
-use crate::helpers::{Engine, TestApp, location};
-use crate::mcp_support;
-use crate::oauth_client::{self, audit_count, db_count, sign_in_browser};
 use crate::on_both_engines;
 
 on_both_engines!(
@@ -23,49 +18,44 @@ on_both_engines!(
 );
 
 /// The member's id, read off the owner's members page.
-async fn member_id(owner: &reqwest::Client, app: &TestApp, email: &str) -> String {
-    let (_, html) = page(owner, app, "/admin/members").await;
+async fn member_id(owner: &Browser, email: &str) -> String {
+    let (_, html) = owner.page("/admin/members").await;
     let heading = html.find(&format!(">{email}")).unwrap();
     let marker = "action=\"/admin/members/";
     let start = html[heading..].find(marker).unwrap() + heading + marker.len();
     html[start..start + 36].to_owned()
 }
 
-async fn act(
-    owner: &reqwest::Client,
-    app: &TestApp,
-    id: &str,
-    form: &[(&str, &str)],
-) -> reqwest::Response {
-    let token = csrf(owner, app, "/admin/members").await;
+async fn act(owner: &Browser, id: &str, form: &[(&str, &str)]) -> reqwest::Response {
+    let token = owner.csrf("/admin/members").await;
     let mut form = form.to_vec();
     form.push(("csrf", &token));
-    post(owner, app, &format!("/admin/members/{id}"), &form).await
+    owner.submit(&format!("/admin/members/{id}"), &form).await
 }
 
-async fn setup(app: &TestApp) -> (Farm, reqwest::Client) {
-    let farm = apps_support::farm(app, "Hillside Farm").await;
-    let owner = sign_in_browser(app, &farm.owner).await;
+async fn setup(app: &TestApp) -> (Farm, Browser) {
+    let farm = app.farm("Hillside Farm").await;
+    let owner = app.signed_in(&farm.owner).await;
     (farm, owner)
 }
 
 async fn signing_a_member_out_everywhere_ends_their_sessions_and_tokens(engine: Engine) {
     let app = TestApp::spawn(engine).await;
     let (farm, owner) = setup(&app).await;
-    let tokens = oauth_client::connect(&app, &farm.worker, "farm:read").await;
-    let worker = sign_in_browser(&app, &farm.worker).await;
-    assert_eq!(page(&worker, &app, "/").await.0, 200);
+    let tokens = app.connect(&farm.worker, "farm:read").await;
+    let worker = app.signed_in(&farm.worker).await;
+    assert_eq!(worker.page("/").await.0, 200);
 
-    let id = member_id(&owner, &app, &farm.worker.email).await;
-    let response = act(&owner, &app, &id, &[("action", "sign_out_everywhere")]).await;
+    let id = member_id(&owner, &farm.worker.email).await;
+    let response = act(&owner, &id, &[("action", "sign_out_everywhere")]).await;
     assert_eq!(response.status(), 303);
     assert_eq!(location(&response), "/admin/members?done=member");
 
-    assert_eq!(page(&worker, &app, "/").await.0, 303);
-    assert_cut_off(&app, &tokens).await;
-    assert_eq!(page(&owner, &app, "/admin/members").await.0, 200);
+    assert_eq!(worker.page("/").await.0, 303);
+    app.assert_cut_off(&tokens).await;
+    assert_eq!(owner.page("/admin/members").await.0, 200);
     assert_eq!(
-        db_count(&app, "select count(*) from audit_log where kind = 'admin_action' and detail like '%member_signed_out_everywhere%'").await,
+        app.db_count("select count(*) from audit_log where kind = 'admin_action' and detail like '%member_signed_out_everywhere%'").await,
         1
     );
 }
@@ -73,19 +63,19 @@ async fn signing_a_member_out_everywhere_ends_their_sessions_and_tokens(engine: 
 async fn a_disabled_member_is_cut_off_and_an_enabled_one_comes_back(engine: Engine) {
     let app = TestApp::spawn(engine).await;
     let (farm, owner) = setup(&app).await;
-    let mut tokens = oauth_client::connect(&app, &farm.worker, "farm:read").await;
-    let worker = sign_in_browser(&app, &farm.worker).await;
-    let id = member_id(&owner, &app, &farm.worker.email).await;
+    let mut tokens = app.connect(&farm.worker, "farm:read").await;
+    let worker = app.signed_in(&farm.worker).await;
+    let id = member_id(&owner, &farm.worker.email).await;
 
-    let response = act(&owner, &app, &id, &[("action", "disable")]).await;
+    let response = act(&owner, &id, &[("action", "disable")]).await;
     assert_eq!(response.status(), 303);
-    let (_, html) = page(&owner, &app, "/admin/members").await;
+    let (_, html) = owner.page("/admin/members").await;
     assert!(
         html.contains("<span class=\"tag danger\">disabled</span>"),
         "{html}"
     );
-    assert_eq!(page(&worker, &app, "/").await.0, 303);
-    assert_cut_off(&app, &tokens).await;
+    assert_eq!(worker.page("/").await.0, 303);
+    app.assert_cut_off(&tokens).await;
     assert_eq!(
         app.sign_in(&farm.worker.email, &farm.worker.password)
             .await
@@ -93,7 +83,7 @@ async fn a_disabled_member_is_cut_off_and_an_enabled_one_comes_back(engine: Engi
         403
     );
 
-    let response = act(&owner, &app, &id, &[("action", "enable")]).await;
+    let response = act(&owner, &id, &[("action", "enable")]).await;
     assert_eq!(response.status(), 303);
     assert_eq!(
         app.sign_in(&farm.worker.email, &farm.worker.password)
@@ -101,27 +91,27 @@ async fn a_disabled_member_is_cut_off_and_an_enabled_one_comes_back(engine: Engi
             .status(),
         303
     );
-    assert_works(&app, &mut tokens).await;
+    app.assert_works(&mut tokens).await;
 }
 
 async fn requiring_a_password_change_sends_the_member_to_change_it(engine: Engine) {
     let app = TestApp::spawn(engine).await;
     let (farm, owner) = setup(&app).await;
-    let worker = sign_in_browser(&app, &farm.worker).await;
-    let id = member_id(&owner, &app, &farm.worker.email).await;
-    let response = act(&owner, &app, &id, &[("action", "require_password_change")]).await;
+    let worker = app.signed_in(&farm.worker).await;
+    let id = member_id(&owner, &farm.worker.email).await;
+    let response = act(&owner, &id, &[("action", "require_password_change")]).await;
     assert_eq!(response.status(), 303);
     let response = worker.get(app.url("/account/apps")).send().await.unwrap();
     assert_eq!(response.status(), 303);
     assert_eq!(location(&response), "/account/password");
-    let (_, html) = page(&owner, &app, "/admin/members").await;
+    let (_, html) = owner.page("/admin/members").await;
     assert!(html.contains("must change password"));
 }
 
 /// A farm with flocks "Hens A" and "Hens B" in house North.
-async fn setup_with_flocks(app: &TestApp) -> (Farm, reqwest::Client) {
+async fn setup_with_flocks(app: &TestApp) -> (Farm, Browser) {
     let (farm, owner) = setup(app).await;
-    apps_support::add_flocks(app, &farm, &["Hens A", "Hens B"]).await;
+    app.add_flocks(&farm, &["Hens A", "Hens B"]).await;
     (farm, owner)
 }
 
@@ -137,8 +127,8 @@ fn access<'a>(role: &'a str, flocks: &'a str, ticked: &[&'a str]) -> Vec<(&'a st
 }
 
 /// The id of flock `name`, read off the owner's members page.
-async fn flock_id(owner: &reqwest::Client, app: &TestApp, name: &str) -> String {
-    let (_, html) = page(owner, app, "/admin/members").await;
+async fn flock_id(owner: &Browser, name: &str) -> String {
+    let (_, html) = owner.page("/admin/members").await;
     let marker = "name=\"flock\" value=\"";
     html.split(marker)
         .skip(1)
@@ -152,25 +142,16 @@ async fn flock_id(owner: &reqwest::Client, app: &TestApp, name: &str) -> String 
 
 /// The flock names `list_flocks` returns to `token`, sorted.
 async fn visible_flocks(app: &TestApp, token: &str) -> Vec<String> {
-    let flocks = mcp_support::tool_ok(app, token, "list_flocks", json!({})).await;
-    let mut names: Vec<String> = flocks["flocks"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|f| f["name"].as_str().unwrap().to_owned())
-        .collect();
+    let mut names = app.flock_names(token).await;
     names.sort();
     names
 }
 
 async fn restriction_rows(app: &TestApp) -> (i64, i64) {
     (
-        db_count(
-            app,
-            "select count(*) from memberships where flock_restricted",
-        )
-        .await,
-        db_count(app, "select count(*) from membership_flocks").await,
+        app.db_count("select count(*) from memberships where flock_restricted")
+            .await,
+        app.db_count("select count(*) from membership_flocks").await,
     )
 }
 
@@ -184,110 +165,110 @@ async fn assert_sees(app: &TestApp, token: &str, names: &[&str], rows: (i64, i64
 async fn a_workers_flocks_are_chosen_and_the_next_mcp_call_sees_only_them(engine: Engine) {
     let app = TestApp::spawn(engine).await;
     let (farm, owner) = setup_with_flocks(&app).await;
-    let tokens = oauth_client::connect(&app, &farm.worker, "farm:read").await;
+    let tokens = app.connect(&farm.worker, "farm:read").await;
     assert_eq!(
         visible_flocks(&app, &tokens.access_token).await,
         ["Hens A", "Hens B"]
     );
-    let id = member_id(&owner, &app, &farm.worker.email).await;
-    let hens_a = flock_id(&owner, &app, "Hens A").await;
+    let id = member_id(&owner, &farm.worker.email).await;
+    let hens_a = flock_id(&owner, "Hens A").await;
 
     let form = access("worker", "some", &[&hens_a]);
-    let response = act(&owner, &app, &id, &form).await;
+    let response = act(&owner, &id, &form).await;
     assert_eq!(response.status(), 303);
     assert_eq!(location(&response), "/admin/members?done=member");
     assert_eq!(visible_flocks(&app, &tokens.access_token).await, ["Hens A"]);
-    let refusal = mcp_support::tool_refused(
-        &app,
-        &tokens.access_token,
-        "get_flock",
-        json!({"flock": "Hens B"}),
-    )
-    .await;
+    let refusal = app
+        .tool_refused(
+            &tokens.access_token,
+            "get_flock",
+            json!({"flock": "Hens B"}),
+        )
+        .await;
     assert!(refusal.contains("Hens B"), "{refusal}");
-    let (_, html) = page(&owner, &app, "/admin/members").await;
+    let (_, html) = owner.page("/admin/members").await;
     assert!(html.contains("<dd>Only Hens A</dd>"), "{html}");
     assert!(
         html.contains(&format!("name=\"flock\" value=\"{hens_a}\" checked>")),
         "the form shows the current choice: {html}"
     );
     assert_eq!(
-        db_count(&app, "select count(*) from audit_log where detail like '%member_role_changed%' and detail like '%Hens A%'").await,
+        app.db_count("select count(*) from audit_log where detail like '%member_role_changed%' and detail like '%Hens A%'").await,
         1
     );
 
     let form = access("worker", "all", &[&hens_a]);
-    let response = act(&owner, &app, &id, &form).await;
+    let response = act(&owner, &id, &form).await;
     assert_eq!(response.status(), 303);
     assert_sees(&app, &tokens.access_token, &["Hens A", "Hens B"], (0, 0)).await;
-    let (_, html) = page(&owner, &app, "/admin/members").await;
+    let (_, html) = owner.page("/admin/members").await;
     assert!(!html.contains("<dd>Only "), "{html}");
 }
 
 async fn a_role_change_never_silently_changes_a_workers_flocks(engine: Engine) {
     let app = TestApp::spawn(engine).await;
     let (farm, owner) = setup_with_flocks(&app).await;
-    let picker = mcp_support::add_member(
-        &app,
-        &farm.slug,
-        "picker@hillside-farm.example",
-        "worker",
-        Some("Hens A"),
-    )
-    .await;
-    let tokens = oauth_client::connect(&app, &picker, "farm:read").await;
+    let picker = app
+        .add_member(
+            &farm.slug,
+            "picker@hillside-farm.example",
+            "worker",
+            Some("Hens A"),
+        )
+        .await;
+    let tokens = app.connect(&picker, "farm:read").await;
     assert_eq!(visible_flocks(&app, &tokens.access_token).await, ["Hens A"]);
-    let id = member_id(&owner, &app, &picker.email).await;
-    let hens_a = flock_id(&owner, &app, "Hens A").await;
+    let id = member_id(&owner, &picker.email).await;
+    let hens_a = flock_id(&owner, "Hens A").await;
 
     // Only a worker can be limited: a manager limited to Hens A is refused,
     // and the worker keeps exactly their flocks.
     let form = access("manager", "some", &[&hens_a]);
-    let response = act(&owner, &app, &id, &form).await;
+    let response = act(&owner, &id, &form).await;
     assert_page(response, 400, "Only a worker can be limited to some flocks").await;
     assert_sees(&app, &tokens.access_token, &["Hens A"], (1, 1)).await;
 
     let form = access("manager", "all", &[]);
-    let response = act(&owner, &app, &id, &form).await;
+    let response = act(&owner, &id, &form).await;
     assert_eq!(response.status(), 303);
     assert_sees(&app, &tokens.access_token, &["Hens A", "Hens B"], (0, 0)).await;
-    let browser = sign_in_browser(&app, &picker).await;
-    let (_, home) = page(&browser, &app, "/").await;
+    let browser = app.signed_in(&picker).await;
+    let (_, home) = browser.page("/").await;
     assert!(
         home.contains("<dt>Your role</dt><dd>manager</dd>"),
         "{home}"
     );
 
     // Becoming a worker needs a choice of flocks: never assumed.
-    let response = act(&owner, &app, &id, &access("worker", "", &[])).await;
+    let response = act(&owner, &id, &access("worker", "", &[])).await;
     assert_page(response, 400, "Choose which flocks this worker sees").await;
-    let (_, home) = page(&browser, &app, "/").await;
+    let (_, home) = browser.page("/").await;
     assert!(
         home.contains("<dt>Your role</dt><dd>manager</dd>"),
         "{home}"
     );
 
     let form = access("worker", "some", &[&hens_a]);
-    let response = act(&owner, &app, &id, &form).await;
+    let response = act(&owner, &id, &form).await;
     assert_eq!(response.status(), 303);
     assert_sees(&app, &tokens.access_token, &["Hens A"], (1, 1)).await;
 
-    let response = act(&owner, &app, &id, &access("chief", "", &[])).await;
+    let response = act(&owner, &id, &access("chief", "", &[])).await;
     assert_page(response, 400, "is not a role").await;
 }
 
 async fn flock_choice_refusals(engine: Engine) {
     let app = TestApp::spawn(engine).await;
     let (farm, owner) = setup_with_flocks(&app).await;
-    let other = apps_support::farm(&app, "Valley Farm").await;
-    apps_support::add_flocks(&app, &other, &["Valley Hens"]).await;
+    let other = app.farm("Valley Farm").await;
+    app.add_flocks(&other, &["Valley Hens"]).await;
     let foreign = {
-        let browser = sign_in_browser(&app, &other.owner).await;
-        flock_id(&browser, &app, "Valley Hens").await
+        let browser = app.signed_in(&other.owner).await;
+        flock_id(&browser, "Valley Hens").await
     };
-    let tokens = oauth_client::connect(&app, &farm.worker, "farm:read").await;
-    let id = member_id(&owner, &app, &farm.worker.email).await;
-    let hens_a = flock_id(&owner, &app, "Hens A").await;
+    let tokens = app.connect(&farm.worker, "farm:read").await;
+    let id = member_id(&owner, &farm.worker.email).await;
+    let hens_a = flock_id(&owner, "Hens A").await;
     let unknown = uuid::Uuid::now_v7().to_string();
 
     let not_ours = "That flock is not on this farm.";
@@ -298,14 +279,14 @@ async fn flock_choice_refusals(engine: Engine) {
         vec![unknown.as_str()],
         vec!["not-a-flock"],
     ] {
-        let response = act(&owner, &app, &id, &access("worker", "some", &ticked)).await;
+        let response = act(&owner, &id, &access("worker", "some", &ticked)).await;
         assert_page(response, 400, not_ours).await;
     }
     let form = access("worker", "some", &[]);
-    let response = act(&owner, &app, &id, &form).await;
+    let response = act(&owner, &id, &form).await;
     assert_page(response, 400, "Tick at least one flock").await;
     let form = access("worker", "everything", &[]);
-    let response = act(&owner, &app, &id, &form).await;
+    let response = act(&owner, &id, &form).await;
     assert_page(response, 400, "Choose which flocks this worker sees").await;
     let form = [
         ("action", "role"),
@@ -313,47 +294,47 @@ async fn flock_choice_refusals(engine: Engine) {
         ("role", "owner"),
         ("flocks", "all"),
     ];
-    let response = act(&owner, &app, &id, &form).await;
+    let response = act(&owner, &id, &form).await;
     assert_page(response, 400, "The form field role is repeated.").await;
 
     // Nothing changed: the worker still sees the whole farm, and nothing
     // was logged.
     assert_sees(&app, &tokens.access_token, &["Hens A", "Hens B"], (0, 0)).await;
-    assert_eq!(audit_count(&app, "admin_action").await, 0);
+    assert_eq!(app.audit_count("admin_action").await, 0);
 }
 
 async fn the_last_owner_cannot_be_disabled_or_demoted(engine: Engine) {
     let app = TestApp::spawn(engine).await;
     let (farm, owner) = setup(&app).await;
-    let me = member_id(&owner, &app, &farm.owner.email).await;
+    let me = member_id(&owner, &farm.owner.email).await;
     for form in [vec![("action", "disable")], access("manager", "", &[])] {
-        let response = act(&owner, &app, &me, &form).await;
+        let response = act(&owner, &me, &form).await;
         assert_page(response, 409, "at least one owner").await;
     }
-    let (_, html) = page(&owner, &app, "/admin/members").await;
+    let (_, html) = owner.page("/admin/members").await;
     assert!(!html.contains("tag danger"));
 
     // With a second owner, the first may step down; then the second is the last.
-    let worker = member_id(&owner, &app, &farm.worker.email).await;
-    let response = act(&owner, &app, &worker, &access("owner", "", &[])).await;
+    let worker = member_id(&owner, &farm.worker.email).await;
+    let response = act(&owner, &worker, &access("owner", "", &[])).await;
     assert_eq!(response.status(), 303);
-    let response = act(&owner, &app, &me, &access("manager", "", &[])).await;
+    let response = act(&owner, &me, &access("manager", "", &[])).await;
     assert_eq!(response.status(), 303);
     assert_eq!(location(&response), "/");
-    assert_eq!(page(&owner, &app, "/admin").await.0, 403);
+    assert_eq!(owner.page("/admin").await.0, 403);
 
-    let second = sign_in_browser(&app, &farm.worker).await;
-    let response = act(&second, &app, &worker, &[("action", "disable")]).await;
+    let second = app.signed_in(&farm.worker).await;
+    let response = act(&second, &worker, &[("action", "disable")]).await;
     assert_page(response, 409, "at least one owner").await;
     // A disabled owner does not count as the farm's owner.
-    let response = act(&second, &app, &me, &access("owner", "", &[])).await;
+    let response = act(&second, &me, &access("owner", "", &[])).await;
     assert_eq!(response.status(), 303);
-    let response = act(&second, &app, &me, &[("action", "disable")]).await;
+    let response = act(&second, &me, &[("action", "disable")]).await;
     assert_eq!(response.status(), 303);
-    let response = act(&second, &app, &worker, &[("action", "disable")]).await;
+    let response = act(&second, &worker, &[("action", "disable")]).await;
     assert_page(response, 409, "at least one owner").await;
     assert_eq!(
-        db_count(&app, "select count(*) from memberships m join users u on u.id = m.user_id where m.role = 'owner' and not u.disabled").await,
+        app.db_count("select count(*) from memberships m join users u on u.id = m.user_id where m.role = 'owner' and not u.disabled").await,
         1
     );
 }
@@ -361,11 +342,11 @@ async fn the_last_owner_cannot_be_disabled_or_demoted(engine: Engine) {
 async fn member_refusals(engine: Engine) {
     let app = TestApp::spawn(engine).await;
     let (farm, owner) = setup(&app).await;
-    let other = apps_support::farm(&app, "Valley Farm").await;
-    let mut tokens = oauth_client::connect(&app, &other.worker, "farm:read").await;
+    let other = app.farm("Valley Farm").await;
+    let mut tokens = app.connect(&other.worker, "farm:read").await;
     let foreign = {
-        let browser = sign_in_browser(&app, &other.owner).await;
-        member_id(&browser, &app, &other.worker.email).await
+        let browser = app.signed_in(&other.owner).await;
+        member_id(&browser, &other.worker.email).await
     };
     // Another farm's member, an unknown id, a malformed id: 404.
     for id in [
@@ -373,26 +354,23 @@ async fn member_refusals(engine: Engine) {
         &uuid::Uuid::now_v7().to_string(),
         "nobody",
     ] {
-        let response = act(&owner, &app, id, &[("action", "disable")]).await;
+        let response = act(&owner, id, &[("action", "disable")]).await;
         assert_page(response, 404, "Not found").await;
     }
-    assert_works(&app, &mut tokens).await;
+    app.assert_works(&mut tokens).await;
     // Without the CSRF token.
-    let id = member_id(&owner, &app, &farm.worker.email).await;
-    let response = post(
-        &owner,
-        &app,
-        &format!("/admin/members/{id}"),
-        &[("action", "disable")],
-    )
-    .await;
+    let id = member_id(&owner, &farm.worker.email).await;
+    let response = owner
+        .submit(&format!("/admin/members/{id}"), &[("action", "disable")])
+        .await;
     assert_page(response, 403, "Please try again").await;
     // An unknown action.
-    let response = act(&owner, &app, &id, &[("action", "explode")]).await;
+    let response = act(&owner, &id, &[("action", "explode")]).await;
     assert_page(response, 400, "Choose an action.").await;
-    assert_eq!(audit_count(&app, "admin_action").await, 0);
+    assert_eq!(app.audit_count("admin_action").await, 0);
     assert_eq!(
-        db_count(&app, "select count(*) from users where disabled").await,
+        app.db_count("select count(*) from users where disabled")
+            .await,
         0
     );
 }

@@ -11,8 +11,8 @@ use serde_json::Value;
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, BufReader};
 use tokio::process::Command;
 
+use crate::helpers::mcp::{Wire, request_body};
 use crate::helpers::{Engine, TestApp, TestDatabase, run_cli};
-use crate::mcp_support::{Wire, connect, post, request_body};
 use crate::on_both_engines;
 
 on_both_engines!(
@@ -23,7 +23,8 @@ on_both_engines!(
 /// `tools/list` with `token`, sent with `Host: host`; (status, body).
 async fn list_as_host(app: &TestApp, token: &str, host: &str) -> (u16, Value) {
     let body = request_body(Wire::V2025_11_25, 1, "tools/list", Value::Null);
-    let response = post(app, Some(token), Wire::V2025_11_25, &body)
+    let response = app
+        .mcp_post(Some(token), Wire::V2025_11_25, &body)
         .header("host", host)
         .send()
         .await
@@ -47,7 +48,7 @@ async fn an_allowed_host_reaches_mcp_and_every_other_host_is_refused(engine: Eng
     })
     .await;
     let user = app.farm_with_member("viewer").await;
-    let tokens = connect(&app, &user, "farm:read").await;
+    let tokens = app.connect(&user, "farm:read").await;
     for host in ["coop.internal:8080", "COOP.Internal:8080", "coop"] {
         let (status, body) = list_as_host(&app, &tokens.access_token, host).await;
         assert_eq!(status, 200, "{host}: {body}");
@@ -74,7 +75,7 @@ async fn an_allowed_host_reaches_mcp_and_every_other_host_is_refused(engine: Eng
 async fn without_the_setting_a_rewritten_host_is_refused(engine: Engine) {
     let app = TestApp::spawn(engine).await;
     let user = app.farm_with_member("viewer").await;
-    let tokens = connect(&app, &user, "farm:read").await;
+    let tokens = app.connect(&user, "farm:read").await;
     let (status, body) = list_as_host(&app, &tokens.access_token, "coop.internal:8080").await;
     assert_host_refused(status, &body, "coop.internal:8080");
 }

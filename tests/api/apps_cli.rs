@@ -1,8 +1,6 @@
 //! `coop admin apps list` and `coop admin apps disconnect`.
 
-use crate::apps_support::{self, assert_cut_off, assert_works};
 use crate::helpers::{Engine, TestApp};
-use crate::oauth_client::{self, db_count};
 use crate::on_both_engines;
 
 on_both_engines!(
@@ -13,10 +11,12 @@ on_both_engines!(
 
 async fn apps_are_listed_with_grant_user_client_scopes_and_last_use(engine: Engine) {
     let app = TestApp::spawn(engine).await;
-    let farm = apps_support::farm(&app, "Hillside Farm").await;
-    let other = apps_support::farm(&app, "Valley Farm").await;
-    let tokens = oauth_client::connect(&app, &farm.worker, "farm:read daily-entries:write").await;
-    oauth_client::connect(&app, &other.owner, "farm:read").await;
+    let farm = app.farm("Hillside Farm").await;
+    let other = app.farm("Valley Farm").await;
+    let tokens = app
+        .connect(&farm.worker, "farm:read daily-entries:write")
+        .await;
+    app.connect(&other.owner, "farm:read").await;
 
     let (code, out, err) = app.cli(&["admin", "apps", "list"]).await;
     assert_eq!(code, 0, "{err}");
@@ -41,7 +41,8 @@ async fn apps_are_listed_with_grant_user_client_scopes_and_last_use(engine: Engi
         ]
     );
 
-    oauth_client::db_execute(&app, "update grants set last_used_at = 1796029200").await;
+    app.db_execute("update grants set last_used_at = 1796029200")
+        .await;
     let (code, out, _) = app
         .cli(&["admin", "apps", "list", "--user", &other.owner.email])
         .await;
@@ -64,10 +65,10 @@ async fn apps_are_listed_with_grant_user_client_scopes_and_last_use(engine: Engi
 
 async fn an_operator_disconnects_a_grant(engine: Engine) {
     let app = TestApp::spawn(engine).await;
-    let farm = apps_support::farm(&app, "Hillside Farm").await;
-    let tokens = oauth_client::connect(&app, &farm.worker, "farm:read").await;
-    let mut other = oauth_client::connect(&app, &farm.owner, "farm:read").await;
-    let grant = apps_support::grant_of(&app, &farm.worker.email).await;
+    let farm = app.farm("Hillside Farm").await;
+    let tokens = app.connect(&farm.worker, "farm:read").await;
+    let mut other = app.connect(&farm.owner, "farm:read").await;
+    let grant = app.grant_of(&farm.worker.email).await;
 
     let (code, out, err) = app.cli(&["admin", "apps", "disconnect", &grant]).await;
     assert_eq!(code, 0, "{err}");
@@ -78,11 +79,10 @@ async fn an_operator_disconnects_a_grant(engine: Engine) {
             farm.worker.email
         )
     );
-    assert_cut_off(&app, &tokens).await;
-    assert_works(&app, &mut other).await;
+    app.assert_cut_off(&tokens).await;
+    app.assert_works(&mut other).await;
     assert_eq!(
-        db_count(
-            &app,
+        app.db_count(
             "select count(*) from audit_log where kind = 'disconnect' and detail like '%operator%'"
         )
         .await,

@@ -1,8 +1,6 @@
 //! `/account/apps`: a person's connected apps, and disconnecting one.
 
-use crate::apps_support::{self, assert_cut_off, assert_page, assert_works, csrf, page, post};
-use crate::helpers::{Engine, TestApp};
-use crate::oauth_client::{self, audit_count, db_count, db_execute, sign_in_browser};
+use crate::helpers::{Engine, TestApp, assert_page};
 use crate::on_both_engines;
 
 on_both_engines!(
@@ -16,13 +14,14 @@ on_both_engines!(
 
 async fn connected_apps_lists_each_active_grant_in_plain_words(engine: Engine) {
     let app = TestApp::spawn(engine).await;
-    let farm = apps_support::farm(&app, "Hillside Farm").await;
-    let tokens = oauth_client::connect(&app, &farm.worker, "farm:read").await;
+    let farm = app.farm("Hillside Farm").await;
+    let tokens = app.connect(&farm.worker, "farm:read").await;
     // Another member's app is not on this person's page.
-    oauth_client::connect(&app, &farm.owner, "farm:read daily-entries:write").await;
+    app.connect(&farm.owner, "farm:read daily-entries:write")
+        .await;
 
-    let browser = sign_in_browser(&app, &farm.worker).await;
-    let (status, html) = page(&browser, &app, "/account/apps").await;
+    let browser = app.signed_in(&farm.worker).await;
+    let (status, html) = browser.page("/account/apps").await;
     assert_eq!(status, 200);
     assert!(
         html.contains("<title>Connected apps · Coop</title>"),
@@ -33,28 +32,25 @@ async fn connected_apps_lists_each_active_grant_in_plain_words(engine: Engine) {
     assert!(html.contains("Read the farm&#39;s records"), "{html}");
     assert!(!html.contains("Record daily entries"), "{html}");
     assert!(html.contains("Not used yet"));
-    let grant = apps_support::grant_of(&app, &farm.worker.email).await;
+    let grant = app.grant_of(&farm.worker.email).await;
     assert!(html.contains(&format!("/account/apps/{grant}/disconnect")));
 
     // Last use as the MCP layer records it (at most once a minute).
-    db_execute(
-        &app,
-        &format!(
-            "update grants set last_used_at = 1796029200 where client_id = '{}'",
-            tokens.client_id
-        ),
-    )
+    app.db_execute(&format!(
+        "update grants set last_used_at = 1796029200 where client_id = '{}'",
+        tokens.client_id
+    ))
     .await;
-    let (_, html) = page(&browser, &app, "/account/apps").await;
+    let (_, html) = browser.page("/account/apps").await;
     assert!(html.contains("30 Nov 2026, 09:00 UTC"), "{html}");
     assert!(!html.contains("Not used yet"));
 }
 
 async fn with_no_app_the_page_explains_connected_apps(engine: Engine) {
     let app = TestApp::spawn(engine).await;
-    let farm = apps_support::farm(&app, "Hillside Farm").await;
-    let browser = sign_in_browser(&app, &farm.worker).await;
-    let (status, html) = page(&browser, &app, "/account/apps").await;
+    let farm = app.farm("Hillside Farm").await;
+    let browser = app.signed_in(&farm.worker).await;
+    let (status, html) = browser.page("/account/apps").await;
     assert_eq!(status, 200);
     assert!(html.contains("No apps are connected"), "{html}");
     assert!(html.contains("waits for your approval"));
@@ -62,66 +58,63 @@ async fn with_no_app_the_page_explains_connected_apps(engine: Engine) {
 
 async fn disconnecting_asks_first_then_ends_the_grant_at_once(engine: Engine) {
     let app = TestApp::spawn(engine).await;
-    let farm = apps_support::farm(&app, "Hillside Farm").await;
-    let mut tokens = oauth_client::connect(&app, &farm.worker, "farm:read").await;
-    let grant = apps_support::grant_of(&app, &farm.worker.email).await;
-    let browser = sign_in_browser(&app, &farm.worker).await;
+    let farm = app.farm("Hillside Farm").await;
+    let mut tokens = app.connect(&farm.worker, "farm:read").await;
+    let grant = app.grant_of(&farm.worker.email).await;
+    let browser = app.signed_in(&farm.worker).await;
 
     // The confirmation step changes nothing.
     let confirm_path = format!("/account/apps/{grant}/disconnect");
-    let (status, html) = page(&browser, &app, &confirm_path).await;
+    let (status, html) = browser.page(&confirm_path).await;
     assert_eq!(status, 200);
     assert!(
         html.contains("Disconnect <bdi>Test Assistant</bdi>?"),
         "{html}"
     );
     assert!(html.contains(&format!("action=\"{confirm_path}\"")));
-    assert_works(&app, &mut tokens).await;
+    app.assert_works(&mut tokens).await;
 
-    let token = csrf(&browser, &app, &confirm_path).await;
-    let response = post(&browser, &app, &confirm_path, &[("csrf", &token)]).await;
+    let token = browser.csrf(&confirm_path).await;
+    let response = browser.submit(&confirm_path, &[("csrf", &token)]).await;
     assert_eq!(response.status(), 303);
     assert_eq!(
         crate::helpers::location(&response),
         "/account/apps?done=disconnected"
     );
-    assert_cut_off(&app, &tokens).await;
+    app.assert_cut_off(&tokens).await;
     assert_eq!(
-        db_count(
-            &app,
-            &format!(
+        app.db_count(&format!(
                 "select count(*) from audit_log where kind = 'disconnect' and client_id = '{}' and grant_id is not null",
                 tokens.client_id
-            )
-        )
+            ))
         .await,
         1
     );
-    let (_, html) = page(&browser, &app, "/account/apps?done=disconnected").await;
+    let (_, html) = browser.page("/account/apps?done=disconnected").await;
     assert!(html.contains("The app is disconnected."));
     assert!(html.contains("No apps are connected"));
     // Disconnected is gone: the confirmation page and the POST are 404.
-    let (status, _) = page(&browser, &app, &confirm_path).await;
+    let (status, _) = browser.page(&confirm_path).await;
     assert_eq!(status, 404);
-    let again = post(&browser, &app, &confirm_path, &[("csrf", &token)]).await;
+    let again = browser.submit(&confirm_path, &[("csrf", &token)]).await;
     assert_page(again, 404, "Not found").await;
-    assert_eq!(audit_count(&app, "disconnect").await, 1);
+    assert_eq!(app.audit_count("disconnect").await, 1);
 }
 
 async fn disconnect_refusals_leave_the_grant_working(engine: Engine) {
     let app = TestApp::spawn(engine).await;
-    let farm = apps_support::farm(&app, "Hillside Farm").await;
-    let other = apps_support::farm(&app, "Valley Farm").await;
-    let mut tokens = oauth_client::connect(&app, &farm.worker, "farm:read").await;
-    let grant = apps_support::grant_of(&app, &farm.worker.email).await;
+    let farm = app.farm("Hillside Farm").await;
+    let other = app.farm("Valley Farm").await;
+    let mut tokens = app.connect(&farm.worker, "farm:read").await;
+    let grant = app.grant_of(&farm.worker.email).await;
     let path = format!("/account/apps/{grant}/disconnect");
 
     // Without the CSRF token.
-    let browser = sign_in_browser(&app, &farm.worker).await;
-    let response = post(&browser, &app, &path, &[]).await;
+    let browser = app.signed_in(&farm.worker).await;
+    let response = browser.submit(&path, &[]).await;
     assert_page(response, 403, "Please try again").await;
     // With the token, from another origin.
-    let token = csrf(&browser, &app, "/account/apps").await;
+    let token = browser.csrf("/account/apps").await;
     let response = browser
         .post(app.url(&path))
         .header("origin", "https://evil.example")
@@ -133,30 +126,30 @@ async fn disconnect_refusals_leave_the_grant_working(engine: Engine) {
 
     // Another member of the same farm, and a member of another farm: 404.
     for someone in [&farm.owner, &other.owner] {
-        let browser = sign_in_browser(&app, someone).await;
-        let (status, html) = page(&browser, &app, &path).await;
+        let browser = app.signed_in(someone).await;
+        let (status, html) = browser.page(&path).await;
         assert_eq!(status, 404, "{html}");
-        let token = csrf(&browser, &app, "/account/apps").await;
-        let response = post(&browser, &app, &path, &[("csrf", &token)]).await;
+        let token = browser.csrf("/account/apps").await;
+        let response = browser.submit(&path, &[("csrf", &token)]).await;
         assert_page(response, 404, "Not found").await;
     }
     // Unknown and malformed grant ids: 404.
     for bad in [uuid::Uuid::now_v7().to_string(), "not-a-grant".to_owned()] {
         let path = format!("/account/apps/{bad}/disconnect");
-        let response = post(&browser, &app, &path, &[("csrf", &token)]).await;
+        let response = browser.submit(&path, &[("csrf", &token)]).await;
         assert_page(response, 404, "Not found").await;
     }
-    assert_works(&app, &mut tokens).await;
-    assert_eq!(audit_count(&app, "disconnect").await, 0);
+    app.assert_works(&mut tokens).await;
+    assert_eq!(app.audit_count("disconnect").await, 0);
 }
 
 async fn the_start_page_shows_farm_role_and_apps_count(engine: Engine) {
     let app = TestApp::spawn(engine).await;
-    let farm = apps_support::farm(&app, "Hillside Farm").await;
-    oauth_client::connect(&app, &farm.worker, "farm:read").await;
-    oauth_client::connect(&app, &farm.worker, "farm:read").await;
-    let browser = sign_in_browser(&app, &farm.worker).await;
-    let (status, html) = page(&browser, &app, "/").await;
+    let farm = app.farm("Hillside Farm").await;
+    app.connect(&farm.worker, "farm:read").await;
+    app.connect(&farm.worker, "farm:read").await;
+    let browser = app.signed_in(&farm.worker).await;
+    let (status, html) = browser.page("/").await;
     assert_eq!(status, 200);
     assert!(
         html.contains("<dt>Farm</dt><dd>Hillside Farm</dd>"),

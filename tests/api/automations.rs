@@ -4,18 +4,16 @@
 
 use serde_json::{Value, json};
 
-use crate::helpers::{Engine, TestApp, TestUser};
-use crate::mcp_support::{
-    Wire, admin, assert_invalid_token, call_tool, farm_with_flocks, tool_names, tool_ok,
-    tool_refused,
-};
-use crate::oauth_client::{self, assert_oauth_error, claims, db_count, db_text};
+use crate::helpers::mcp::Wire;
+use crate::helpers::oauth::{TokenRequest, assert_oauth_error, claims};
+use crate::helpers::{Browser, Engine, Printed, TestApp, TestUser};
 use crate::on_both_engines;
 
 on_both_engines!(
     an_automation_gets_a_short_token_and_acts_with_its_role_and_flocks,
     a_disabled_automation_is_refused_on_its_next_call,
     a_scope_outside_its_allowance_is_invalid_scope,
+    what_an_mcp_client_asks_for_is_narrowed_to_its_allowance,
     a_wrong_or_empty_resource_is_invalid_target,
     a_wrong_or_missing_secret_is_invalid_client,
     an_automation_is_never_an_owner,
@@ -52,14 +50,8 @@ pub async fn add_automation(
     }
     let (code, out, err) = app.cli(&args).await;
     assert_eq!(code, 0, "automation add failed: {err}");
-    let field = |name: &str| {
-        out.lines()
-            .find_map(|l| l.strip_prefix(&format!("{name}: ")))
-            .unwrap()
-            .trim()
-            .to_owned()
-    };
-    (field("client_id"), field("client_secret"))
+    let added = Printed { out, err };
+    (added.field("client_id"), added.field("client_secret"))
 }
 
 /// A client credentials request with the secret in the Basic header.
@@ -71,13 +63,8 @@ pub async fn request_token(
 ) -> reqwest::Response {
     let mut body = vec![("grant_type", "client_credentials")];
     body.extend_from_slice(form);
-    reqwest::Client::new()
-        .post(app.url("/token"))
-        .basic_auth(client_id, Some(secret))
-        .form(&body)
-        .send()
+    app.token(&TokenRequest::fields(&body).basic(client_id, secret))
         .await
-        .unwrap()
 }
 
 /// An access token for the automation (asserting success).
@@ -94,7 +81,7 @@ fn entry(flock: &str) -> Value {
 
 async fn an_automation_gets_a_short_token_and_acts_with_its_role_and_flocks(engine: Engine) {
     let app = TestApp::spawn(engine).await;
-    let owner = farm_with_flocks(&app, "owner").await;
+    let owner = app.farm_with_flocks("owner").await;
     let (client_id, secret) = add_automation(
         &app,
         &owner.farm,
@@ -130,27 +117,24 @@ async fn an_automation_gets_a_short_token_and_acts_with_its_role_and_flocks(engi
 
     // A worker's tools, on every wire; its flocks only.
     for wire in Wire::ALL {
-        let names = tool_names(&app, token, wire).await;
+        let names = app.tool_names(token, wire).await;
         assert!(
             names.contains(&"record_daily_entry".to_owned()),
             "{names:?}"
         );
         assert!(!names.contains(&"stock_levels".to_owned()), "{names:?}");
     }
-    let flocks = tool_ok(&app, token, "list_flocks", json!({})).await;
-    let names: Vec<&str> = flocks["flocks"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|f| f["name"].as_str().unwrap())
-        .collect();
-    assert_eq!(names, ["Hens A"]);
-    let written = tool_ok(&app, token, "record_daily_entry", entry("Hens A")).await;
+    assert_eq!(app.flock_names(token).await, ["Hens A"]);
+    let written = app
+        .tool_ok(token, "record_daily_entry", entry("Hens A"))
+        .await;
     assert_eq!(written["entry"]["recorded_by"], "Barn scale");
-    let text = tool_refused(&app, token, "record_daily_entry", entry("Hens B")).await;
+    let text = app
+        .tool_refused(token, "record_daily_entry", entry("Hens B"))
+        .await;
     assert!(text.contains("no flock named"), "{text}");
     // A manager's tool is hidden from a worker: unknown.
-    let (status, body) = call_tool(&app, token, "stock_levels", json!({})).await;
+    let (status, body) = app.call_tool(token, "stock_levels", json!({})).await;
     assert_eq!(
         (status, body["error"]["code"].as_i64()),
         (200, Some(-32602)),
@@ -159,29 +143,25 @@ async fn an_automation_gets_a_short_token_and_acts_with_its_role_and_flocks(engi
 
     // The write is audited naming the automation, not a person.
     let id = client_id.trim_start_matches("automation-");
-    let audited = db_count(
-        &app,
-        &format!(
+    let audited = app
+        .db_count(&format!(
             "select count(*) from audit_log where kind = 'tool_write' and user_id is null
                and grant_id is null and client_id = '{client_id}'
                and detail like '%\"automation\":\"Barn scale\"%'"
-        ),
-    )
-    .await;
+        ))
+        .await;
     assert_eq!(audited, 1);
     assert!(!id.is_empty());
     // Its last use is recorded.
-    let used = db_count(
-        &app,
-        "select count(*) from automations where last_used_at is not null",
-    )
-    .await;
+    let used = app
+        .db_count("select count(*) from automations where last_used_at is not null")
+        .await;
     assert_eq!(used, 1);
 }
 
 async fn a_disabled_automation_is_refused_on_its_next_call(engine: Engine) {
     let app = TestApp::spawn(engine).await;
-    let owner = farm_with_flocks(&app, "owner").await;
+    let owner = app.farm_with_flocks("owner").await;
     let (client_id, secret) = add_automation(
         &app,
         &owner.farm,
@@ -192,35 +172,41 @@ async fn a_disabled_automation_is_refused_on_its_next_call(engine: Engine) {
     )
     .await;
     let token = automation_token(&app, &client_id, &secret).await;
-    tool_ok(&app, &token, "stock_levels", json!({})).await;
+    app.tool_ok(&token, "stock_levels", json!({})).await;
 
-    admin(&app, &["automation", "disable", &client_id]).await;
-    assert_invalid_token(&app, &token, "disabled automation").await;
+    app.admin(&["automation", "disable", &client_id]).await;
+    app.assert_invalid_token(&token, "disabled automation")
+        .await;
     let response = request_token(&app, &client_id, &secret, &[]).await;
     assert_oauth_error(response, 401, "invalid_client").await;
 
     // Enabled again, the old token stays dead; a new one works.
-    admin(&app, &["automation", "enable", &client_id]).await;
-    assert_invalid_token(&app, &token, "token from before the disable").await;
+    app.admin(&["automation", "enable", &client_id]).await;
+    app.assert_invalid_token(&token, "token from before the disable")
+        .await;
     let fresh = automation_token(&app, &client_id, &secret).await;
-    tool_ok(&app, &fresh, "stock_levels", json!({})).await;
+    app.tool_ok(&fresh, "stock_levels", json!({})).await;
 
     // Deleted: refused at once.
-    admin(&app, &["automation", "delete", &client_id]).await;
-    assert_invalid_token(&app, &fresh, "deleted automation").await;
+    app.admin(&["automation", "delete", &client_id]).await;
+    app.assert_invalid_token(&fresh, "deleted automation").await;
     let response = request_token(&app, &client_id, &secret, &[]).await;
     assert_oauth_error(response, 401, "invalid_client").await;
 }
 
 async fn a_scope_outside_its_allowance_is_invalid_scope(engine: Engine) {
     let app = TestApp::spawn(engine).await;
-    let owner = farm_with_flocks(&app, "owner").await;
+    let owner = app.farm_with_flocks("owner").await;
     let (client_id, secret) =
         add_automation(&app, &owner.farm, "Reader", "viewer", "farm:read", None).await;
+    // Nothing it may hold, or a scope Coop does not know (even beside one
+    // it may hold). Asking for more than it may hold is narrowed instead:
+    // `what_an_mcp_client_asks_for_is_narrowed_to_its_allowance`.
     for scope in [
         "daily-entries:write",
-        "farm:read daily-entries:write",
+        "daily-entries:write offline_access",
         "admin",
+        "farm:read admin",
     ] {
         let response = request_token(&app, &client_id, &secret, &[("scope", scope)]).await;
         assert_oauth_error(response, 400, "invalid_scope").await;
@@ -231,21 +217,76 @@ async fn a_scope_outside_its_allowance_is_invalid_scope(engine: Engine) {
     let body: Value = response.json().await.unwrap();
     assert_eq!(body["scope"], "farm:read");
     // A viewer with only farm:read sees no write tool.
-    let names = tool_names(
-        &app,
-        body["access_token"].as_str().unwrap(),
-        Wire::V2026_07_28,
-    )
-    .await;
+    let names = app
+        .tool_names(body["access_token"].as_str().unwrap(), Wire::V2026_07_28)
+        .await;
     assert!(
         !names.contains(&"record_daily_entry".to_owned()),
         "{names:?}"
     );
 }
 
+/// The official MCP SDKs' client-credentials providers ask for the scopes
+/// of the resource's challenge (both, to a caller not yet known), whatever
+/// the automation may hold, and have no way to ask for less (the Python
+/// SDK 2.3.0 and the TypeScript SDK 2.4.0, `tests/api/real_clients.rs`):
+/// the token carries what it may hold (RFC 6749 §3.3), and `scope` says so.
+async fn what_an_mcp_client_asks_for_is_narrowed_to_its_allowance(engine: Engine) {
+    use coop::domain::{Role, ScopeSet};
+    use coop::mcp::catalog;
+    let app = TestApp::spawn(engine).await;
+    let owner = app.farm_with_flocks("owner").await;
+    let anonymous = reqwest::Client::new()
+        .post(app.url("/mcp"))
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .body(r#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(anonymous.status(), 401);
+    let challenge = anonymous.headers()["www-authenticate"].to_str().unwrap();
+    let asked = challenge
+        .split("scope=\"")
+        .nth(1)
+        .and_then(|rest| rest.split('"').next())
+        .unwrap()
+        .to_owned();
+    assert_eq!(asked, "farm:read daily-entries:write");
+
+    for (role, allowed) in [
+        (Role::Viewer, "farm:read"),
+        (Role::Worker, "daily-entries:write"),
+    ] {
+        let (client_id, secret) = add_automation(
+            &app,
+            &owner.farm,
+            &format!("{} scale", role.as_str()),
+            role.as_str(),
+            allowed,
+            None,
+        )
+        .await;
+        let response = request_token(&app, &client_id, &secret, &[("scope", &asked)]).await;
+        assert_eq!(response.status(), 200, "{allowed}");
+        let body: Value = response.json().await.unwrap();
+        assert_eq!(body["scope"], allowed);
+        assert!(body.get("refresh_token").is_none(), "{body}");
+        let token = body["access_token"].as_str().unwrap();
+        assert_eq!(claims(token)["scope"], allowed);
+        let mut names = app.tool_names(token, Wire::V2026_07_28).await;
+        names.sort();
+        let mut expected: Vec<String> = catalog::visible(role, &ScopeSet::from_stored(allowed))
+            .map(|t| t.name.to_owned())
+            .collect();
+        expected.sort();
+        assert_eq!(names, expected, "{allowed}");
+    }
+}
+
 async fn a_wrong_or_empty_resource_is_invalid_target(engine: Engine) {
     let app = TestApp::spawn(engine).await;
-    let owner = farm_with_flocks(&app, "owner").await;
+    let owner = app.farm_with_flocks("owner").await;
     let (client_id, secret) = add_automation(
         &app,
         &owner.farm,
@@ -274,7 +315,7 @@ async fn a_wrong_or_empty_resource_is_invalid_target(engine: Engine) {
 
 async fn a_wrong_or_missing_secret_is_invalid_client(engine: Engine) {
     let app = TestApp::spawn(engine).await;
-    let owner = farm_with_flocks(&app, "owner").await;
+    let owner = app.farm_with_flocks("owner").await;
     let (client_id, secret) = add_automation(
         &app,
         &owner.farm,
@@ -302,7 +343,7 @@ async fn a_wrong_or_missing_secret_is_invalid_client(engine: Engine) {
             ("client_id", client_id.as_str()),
         ],
     ] {
-        let response = oauth_client::token_request(&app, &form).await;
+        let response = app.token_request(&form).await;
         assert_oauth_error(response, 401, "invalid_client").await;
     }
     // An automation that does not exist.
@@ -310,21 +351,14 @@ async fn a_wrong_or_missing_secret_is_invalid_client(engine: Engine) {
     let response = request_token(&app, &unknown, &secret, &[]).await;
     assert_oauth_error(response, 401, "invalid_client").await;
     // An automation has no other grant.
-    let response = reqwest::Client::new()
-        .post(app.url("/token"))
-        .basic_auth(&client_id, Some(&secret))
-        .form(&[("grant_type", "refresh_token"), ("refresh_token", "x")])
-        .send()
-        .await
-        .unwrap();
+    let refresh = TokenRequest::fields(&[("grant_type", "refresh_token"), ("refresh_token", "x")]);
+    let response = app.token(&refresh.basic(&client_id, &secret)).await;
     assert_oauth_error(response, 400, "unauthorized_client").await;
     // And an OAuth client has no client credentials grant.
-    let public = oauth_client::register_public_client(&app).await;
-    let response = oauth_client::token_request(
-        &app,
-        &[("grant_type", "client_credentials"), ("client_id", &public)],
-    )
-    .await;
+    let public = app.register_public_client().await;
+    let response = app
+        .token_request(&[("grant_type", "client_credentials"), ("client_id", &public)])
+        .await;
     assert_oauth_error(response, 400, "unauthorized_client").await;
     // The right secret still works: nothing was spent.
     automation_token(&app, &client_id, &secret).await;
@@ -332,7 +366,7 @@ async fn a_wrong_or_missing_secret_is_invalid_client(engine: Engine) {
 
 async fn an_automation_is_never_an_owner(engine: Engine) {
     let app = TestApp::spawn(engine).await;
-    let owner = farm_with_flocks(&app, "owner").await;
+    let owner = app.farm_with_flocks("owner").await;
     let (code, _, err) = app
         .cli(&[
             "admin",
@@ -352,7 +386,7 @@ async fn an_automation_is_never_an_owner(engine: Engine) {
     assert_eq!(code, 1);
     assert!(err.contains("cannot be an owner"), "{err}");
     // Through the owner's page: the same refusal.
-    let browser = oauth_client::sign_in_browser(&app, &owner).await;
+    let browser = app.signed_in(&owner).await;
     let response = post_add(
         &app,
         &browser,
@@ -392,12 +426,12 @@ async fn an_automation_is_never_an_owner(engine: Engine) {
         .await;
     assert_eq!(code, 1);
     assert!(err.contains("reordering"), "{err}");
-    assert_eq!(db_count(&app, "select count(*) from automations").await, 0);
+    assert_eq!(app.db_count("select count(*) from automations").await, 0);
 }
 
 async fn a_suspended_farm_or_apps_off_stops_an_automation(engine: Engine) {
     let app = TestApp::spawn(engine).await;
-    let owner = farm_with_flocks(&app, "owner").await;
+    let owner = app.farm_with_flocks("owner").await;
     let (client_id, secret) =
         add_automation(&app, &owner.farm, "Scale", "manager", "farm:read", None).await;
     for (stop, start) in [
@@ -411,20 +445,16 @@ async fn a_suspended_farm_or_apps_off_stops_an_automation(engine: Engine) {
         ),
     ] {
         let token = automation_token(&app, &client_id, &secret).await;
-        admin(&app, &stop).await;
-        assert_invalid_token(&app, &token, &format!("{stop:?}")).await;
+        app.admin(&stop).await;
+        app.assert_invalid_token(&token, &format!("{stop:?}")).await;
         let response = request_token(&app, &client_id, &secret, &[]).await;
         assert_oauth_error(response, 400, "unauthorized_client").await;
-        admin(&app, &start).await;
-        tool_ok(&app, &token, "list_flocks", json!({})).await;
+        app.admin(&start).await;
+        app.tool_ok(&token, "list_flocks", json!({})).await;
     }
 }
 
-async fn post_add(
-    app: &TestApp,
-    browser: &reqwest::Client,
-    fields: &[(&str, &str)],
-) -> reqwest::Response {
+async fn post_add(app: &TestApp, browser: &Browser, fields: &[(&str, &str)]) -> reqwest::Response {
     let page = browser
         .get(app.url("/admin/automations"))
         .send()
@@ -446,8 +476,8 @@ async fn post_add(
 
 async fn the_owner_manages_automations_on_the_admin_pages(engine: Engine) {
     let app = TestApp::spawn(engine).await;
-    let owner = farm_with_flocks(&app, "owner").await;
-    let browser = oauth_client::sign_in_browser(&app, &owner).await;
+    let owner = app.farm_with_flocks("owner").await;
+    let browser = app.signed_in(&owner).await;
     let response = post_add(
         &app,
         &browser,
@@ -489,10 +519,10 @@ async fn the_owner_manages_automations_on_the_admin_pages(engine: Engine) {
     assert!(again.contains("Barn scale") && again.contains(&client_id));
     assert!(!again.contains(&secret));
     // A manager cannot see the tab.
-    let manager =
-        crate::mcp_support::add_member(&app, &owner.farm, "m@hillside.example", "manager", None)
-            .await;
-    let manager_browser = oauth_client::sign_in_browser(&app, &manager).await;
+    let manager = app
+        .add_member(&owner.farm, "m@hillside.example", "manager", None)
+        .await;
+    let manager_browser = app.signed_in(&manager).await;
     let response = manager_browser
         .get(app.url("/admin/automations"))
         .send()
@@ -501,7 +531,8 @@ async fn the_owner_manages_automations_on_the_admin_pages(engine: Engine) {
     assert_eq!(response.status(), 403);
 
     let token = automation_token(&app, &client_id, &secret).await;
-    tool_ok(&app, &token, "record_daily_entry", entry("Hens A")).await;
+    app.tool_ok(&token, "record_daily_entry", entry("Hens A"))
+        .await;
 
     // The connected-apps page shows it as an automation, used; the members
     // page and the audit log name it.
@@ -555,12 +586,11 @@ async fn the_owner_manages_automations_on_the_admin_pages(engine: Engine) {
         crate::helpers::location(&response),
         "/admin?done=disconnected"
     );
-    assert_invalid_token(&app, &token, "disconnected automation").await;
-    let state = db_text(
-        &app,
-        "select case when disabled then 'off' else 'on' end from automations",
-    )
-    .await;
+    app.assert_invalid_token(&token, "disconnected automation")
+        .await;
+    let state = app
+        .db_text("select case when disabled then 'off' else 'on' end from automations")
+        .await;
     assert_eq!(state, "off");
     // Another farm's owner cannot touch it.
     let other_farm = app.add_farm("Other Farm").await;
@@ -576,7 +606,7 @@ async fn the_owner_manages_automations_on_the_admin_pages(engine: Engine) {
         email: "o@other.example".into(),
         password: "correct horse battery staple".into(),
     };
-    let other_browser = oauth_client::sign_in_browser(&app, &other).await;
+    let other_browser = app.signed_in(&other).await;
     let page = other_browser
         .get(app.url("/admin/automations"))
         .send()
@@ -600,9 +630,11 @@ async fn the_owner_manages_automations_on_the_admin_pages(engine: Engine) {
 }
 
 async fn an_automation_with_a_key_set_authenticates_with_assertions_only(engine: Engine) {
-    use crate::private_key_jwt::{ASSERTION_TYPE, ClientKey, claims as assertion_claims, key_set};
+    use crate::helpers::ClientKey;
+    use crate::helpers::client_keys::key_set;
+    use crate::private_key_jwt::{ASSERTION_TYPE, claims as assertion_claims};
     let app = TestApp::spawn(engine).await;
-    let owner = farm_with_flocks(&app, "owner").await;
+    let owner = app.farm_with_flocks("owner").await;
     let key = ClientKey::es256("scale-1");
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("jwks.json");
@@ -636,14 +668,11 @@ async fn an_automation_with_a_key_set_authenticates_with_assertions_only(engine:
     let with_assertion = |assertion: String| {
         let app = &app;
         async move {
-            oauth_client::token_request(
-                app,
-                &[
-                    ("grant_type", "client_credentials"),
-                    ("client_assertion_type", ASSERTION_TYPE),
-                    ("client_assertion", &assertion),
-                ],
-            )
+            app.token_request(&[
+                ("grant_type", "client_credentials"),
+                ("client_assertion_type", ASSERTION_TYPE),
+                ("client_assertion", &assertion),
+            ])
             .await
         }
     };
@@ -655,7 +684,8 @@ async fn an_automation_with_a_key_set_authenticates_with_assertions_only(engine:
     let body: Value = response.json().await.unwrap();
     let token = body["access_token"].as_str().unwrap();
     assert_eq!(claims(token)["sub"], client_id.as_str());
-    tool_ok(&app, token, "record_daily_entry", entry("Hens A")).await;
+    app.tool_ok(token, "record_daily_entry", entry("Hens A"))
+        .await;
 
     // The same assertion again: a replay.
     let response = with_assertion(assertion).await;
@@ -679,7 +709,7 @@ async fn an_automation_with_a_key_set_authenticates_with_assertions_only(engine:
     let response = with_assertion(key.sign(&assertion_claims(&app, &secret_id))).await;
     assert_oauth_error(response, 401, "invalid_client").await;
     // Disabled: a fresh, valid assertion is refused too.
-    admin(&app, &["automation", "disable", &client_id]).await;
+    app.admin(&["automation", "disable", &client_id]).await;
     let response = with_assertion(key.sign(&assertion_claims(&app, &client_id))).await;
     assert_oauth_error(response, 401, "invalid_client").await;
 }

@@ -3,10 +3,9 @@
 //! member's app and flipping the connected-apps switch. Screenshots of each
 //! page at phone and desktop widths go to `<target>/screenshots/`.
 
-use crate::apps_support::{self, assert_cut_off, assert_works};
-use crate::browser_support::Browser;
+use crate::helpers::chromium::Chromium;
+use crate::helpers::oauth::{self, Pkce, REDIRECT_URI};
 use crate::helpers::{Engine, TestApp, TestUser};
-use crate::oauth_client::{self, Pkce, REDIRECT_URI, authorize_path};
 use crate::on_both_engines;
 
 on_both_engines!(
@@ -14,7 +13,7 @@ on_both_engines!(
     an_owner_disconnects_a_members_app_and_flips_the_switch,
 );
 
-async fn sign_in(browser: &Browser, app: &TestApp, user: &TestUser) {
+async fn sign_in(browser: &Chromium, app: &TestApp, user: &TestUser) {
     browser.fill("#email", &user.email).await;
     browser.fill("#password", &user.password).await;
     browser
@@ -25,21 +24,15 @@ async fn sign_in(browser: &Browser, app: &TestApp, user: &TestUser) {
 }
 
 async fn a_person_connects_read_only_then_disconnects(engine: Engine) {
-    let Some(browser) = Browser::start().await else {
+    let Some(browser) = Chromium::start().await else {
         return;
     };
     let shots = engine == Engine::Sqlite;
     let app = TestApp::spawn(engine).await;
-    let farm = apps_support::farm(&app, "Hillside Farm").await;
-    let client_id = oauth_client::register_public_client(&app).await;
+    let farm = app.farm("Hillside Farm").await;
+    let client_id = app.register_public_client().await;
     let pkce = Pkce::new();
-    let path = authorize_path(
-        &app,
-        &client_id,
-        &pkce,
-        "farm:read daily-entries:write",
-        &[],
-    );
+    let path = app.authorize_path(&client_id, &pkce, "farm:read daily-entries:write", &[]);
 
     // Signed out: the authorization request goes through sign-in and back.
     browser.goto(&app.url(&path)).await;
@@ -67,17 +60,15 @@ async fn a_person_connects_read_only_then_disconnects(engine: Engine) {
         .find(|(k, _)| k == "code")
         .map(|(_, v)| v.into_owned())
         .expect("a code");
-    let response = oauth_client::exchange_code(&app, &client_id, &code, &pkce.verifier).await;
+    let response = app.exchange_code(&client_id, &code, &pkce.verifier).await;
     assert_eq!(response.status(), 200);
     let body: serde_json::Value = response.json().await.unwrap();
     assert_eq!(body["scope"], "farm:read");
-    let tokens = oauth_client::Tokens {
+    let tokens = oauth::Tokens {
         access_token: body["access_token"].as_str().unwrap().to_owned(),
         refresh_token: body["refresh_token"].as_str().unwrap().to_owned(),
         client_id: client_id.clone(),
-        scope: "farm:read".into(),
         expires_in: body["expires_in"].as_i64().unwrap(),
-        redirect_uri: REDIRECT_URI.into(),
     };
 
     browser.goto(&app.url("/account/apps")).await;
@@ -103,7 +94,7 @@ async fn a_person_connects_read_only_then_disconnects(engine: Engine) {
     if shots {
         browser.screenshots("connected-apps-empty").await;
     }
-    assert_cut_off(&app, &tokens).await;
+    app.assert_cut_off(&tokens).await;
 
     browser.goto(&app.url("/")).await;
     if shots {
@@ -113,16 +104,17 @@ async fn a_person_connects_read_only_then_disconnects(engine: Engine) {
 }
 
 async fn an_owner_disconnects_a_members_app_and_flips_the_switch(engine: Engine) {
-    let Some(browser) = Browser::start().await else {
+    let Some(browser) = Chromium::start().await else {
         return;
     };
     let shots = engine == Engine::Sqlite;
     let app = TestApp::spawn(engine).await;
-    let farm = apps_support::farm(&app, "Hillside Farm").await;
-    let worker_tokens =
-        oauth_client::connect(&app, &farm.worker, "farm:read daily-entries:write").await;
-    let mut owner_tokens = oauth_client::connect(&app, &farm.owner, "farm:read").await;
-    apps_support::add_flocks(&app, &farm, &["Flock A"]).await;
+    let farm = app.farm("Hillside Farm").await;
+    let worker_tokens = app
+        .connect(&farm.worker, "farm:read daily-entries:write")
+        .await;
+    let mut owner_tokens = app.connect(&farm.owner, "farm:read").await;
+    app.add_flocks(&farm, &["Flock A"]).await;
 
     browser.goto(&app.url("/login")).await;
     sign_in(&browser, &app, &farm.owner).await;
@@ -133,14 +125,14 @@ async fn an_owner_disconnects_a_members_app_and_flips_the_switch(engine: Engine)
     if shots {
         browser.screenshots("admin-apps").await;
     }
-    let grant = apps_support::grant_of(&app, &farm.worker.email).await;
+    let grant = app.grant_of(&farm.worker.email).await;
     browser
         .click(&format!("a[href='/admin/apps/{grant}/disconnect']"))
         .await;
     browser.click("form button.danger").await;
     browser.wait_at("/admin?done=disconnected").await;
-    assert_cut_off(&app, &worker_tokens).await;
-    assert_works(&app, &mut owner_tokens).await;
+    app.assert_cut_off(&worker_tokens).await;
+    app.assert_works(&mut owner_tokens).await;
 
     browser
         .click("form[action='/admin/connected-apps'] button")
@@ -155,12 +147,12 @@ async fn an_owner_disconnects_a_members_app_and_flips_the_switch(engine: Engine)
     if shots {
         browser.screenshots("admin-apps-off").await;
     }
-    assert_cut_off(&app, &owner_tokens).await;
+    app.assert_cut_off(&owner_tokens).await;
     browser
         .click("form[action='/admin/connected-apps'] button")
         .await;
     browser.wait_at("/admin?done=apps-on").await;
-    assert_works(&app, &mut owner_tokens).await;
+    app.assert_works(&mut owner_tokens).await;
 
     for (path, name) in [
         ("/admin/members", "admin-members"),

@@ -5,12 +5,8 @@
 
 use serde_json::{Value, json};
 
-use crate::apps_support;
+use crate::helpers::oauth::{Pkce, REDIRECT_URI, assert_oauth_error, callback};
 use crate::helpers::{Engine, TestApp, location};
-use crate::oauth_client::{
-    self, Pkce, REDIRECT_URI, answer_consent, assert_oauth_error, authorize_path, callback,
-    db_count, db_text, open_consent, sign_in_browser,
-};
 use crate::on_both_engines;
 
 on_both_engines!(
@@ -24,7 +20,7 @@ on_both_engines!(
 );
 
 async fn clients(app: &TestApp) -> i64 {
-    db_count(app, "select count(*) from oauth_clients").await
+    app.db_count("select count(*) from oauth_clients").await
 }
 
 async fn non_canonical_redirect_uris_are_refused_and_nothing_is_stored(engine: Engine) {
@@ -45,7 +41,7 @@ async fn non_canonical_redirect_uris_are_refused_and_nothing_is_stored(engine: E
         "https://app.example/a/../cb",
         "https://app.example",
     ] {
-        let response = oauth_client::register(&app, &json!({"redirect_uris": [uri]})).await;
+        let response = app.register(&json!({"redirect_uris": [uri]})).await;
         let body = assert_oauth_error(response, 400, "invalid_redirect_uri").await;
         assert!(
             body["error_description"]
@@ -55,11 +51,9 @@ async fn non_canonical_redirect_uris_are_refused_and_nothing_is_stored(engine: E
             "{uri:?}: {body}"
         );
         // A canonical URI beside it does not carry it through.
-        let response = oauth_client::register(
-            &app,
-            &json!({"redirect_uris": ["https://app.example/cb", uri]}),
-        )
-        .await;
+        let response = app
+            .register(&json!({"redirect_uris": ["https://app.example/cb", uri]}))
+            .await;
         assert_oauth_error(response, 400, "invalid_redirect_uri").await;
     }
     assert_eq!(clients(&app).await, 0);
@@ -84,11 +78,11 @@ async fn non_canonical_redirect_uris_are_refused_and_nothing_is_stored(engine: E
 async fn a_registered_redirect_uri_is_stored_in_canonical_form(engine: Engine) {
     let app = TestApp::spawn(engine).await;
     let uri = "https://xn--bcher-kva.example/cb?x=%20y";
-    let response = oauth_client::register(&app, &json!({"redirect_uris": [uri, uri]})).await;
+    let response = app.register(&json!({"redirect_uris": [uri, uri]})).await;
     assert_eq!(response.status(), 201);
     let body: Value = response.json().await.unwrap();
     assert_eq!(body["redirect_uris"], json!([uri]));
-    let stored = db_text(&app, "select redirect_uris from oauth_clients").await;
+    let stored = app.db_text("select redirect_uris from oauth_clients").await;
     let stored: Value = serde_json::from_str(&stored).unwrap();
     assert_eq!(stored, json!([uri]));
 }
@@ -96,8 +90,8 @@ async fn a_registered_redirect_uri_is_stored_in_canonical_form(engine: Engine) {
 async fn a_requested_redirect_uri_the_parser_would_rewrite_matches_nothing(engine: Engine) {
     let app = TestApp::spawn(engine).await;
     let user = app.farm_with_member("manager").await;
-    let client_id = oauth_client::register_public_client(&app).await;
-    let browser = sign_in_browser(&app, &user).await;
+    let client_id = app.register_public_client().await;
+    let browser = app.signed_in(&user).await;
     // REDIRECT_URI is http://127.0.0.1:9/callback: a loopback URI, which
     // matches with any port, so each of these parses to a match.
     for requested in [
@@ -108,8 +102,7 @@ async fn a_requested_redirect_uri_the_parser_would_rewrite_matches_nothing(engin
         "HTTP://127.0.0.1:5000/callback",
     ] {
         let pkce = Pkce::new();
-        let path = authorize_path(
-            &app,
+        let path = app.authorize_path(
             &client_id,
             &pkce,
             "farm:read",
@@ -124,9 +117,11 @@ async fn a_requested_redirect_uri_the_parser_would_rewrite_matches_nothing(engin
         );
     }
     // The registered URI itself still works.
-    let path = authorize_path(&app, &client_id, &Pkce::new(), "farm:read", &[]);
-    let html = open_consent(&app, &browser, &path).await;
-    let response = answer_consent(&app, &browser, &html, "approve", &["farm:read"]).await;
+    let path = app.authorize_path(&client_id, &Pkce::new(), "farm:read", &[]);
+    let html = browser.open_consent(&path).await;
+    let response = browser
+        .answer_consent(&html, "approve", &["farm:read"])
+        .await;
     assert!(callback(&response).contains_key("code"));
 }
 
@@ -144,20 +139,16 @@ async fn names_with_bidi_or_invisible_characters_are_refused(engine: Engine) {
         "Claude\u{200F}",
         "Claude\u{2028}Desktop",
     ] {
-        let response = oauth_client::register(
-            &app,
-            &json!({"redirect_uris": [REDIRECT_URI], "client_name": name}),
-        )
-        .await;
+        let response = app
+            .register(&json!({"redirect_uris": [REDIRECT_URI], "client_name": name}))
+            .await;
         assert_oauth_error(response, 400, "invalid_client_metadata").await;
     }
     assert_eq!(clients(&app).await, 0);
     // A right-to-left name is a name like any other.
-    let response = oauth_client::register(
-        &app,
-        &json!({"redirect_uris": [REDIRECT_URI], "client_name": "مساعد المزرعة"}),
-    )
-    .await;
+    let response = app
+        .register(&json!({"redirect_uris": [REDIRECT_URI], "client_name": "مساعد المزرعة"}))
+        .await;
     assert_eq!(response.status(), 201);
 }
 
@@ -165,20 +156,18 @@ async fn client_names_are_isolated_on_every_page(engine: Engine) {
     let app = TestApp::spawn(engine).await;
     let user = app.farm_with_member("owner").await;
     let name = "מסייע";
-    let response = oauth_client::register(
-        &app,
-        &json!({"redirect_uris": [REDIRECT_URI], "client_name": name}),
-    )
-    .await;
+    let response = app
+        .register(&json!({"redirect_uris": [REDIRECT_URI], "client_name": name}))
+        .await;
     let body: Value = response.json().await.unwrap();
     let client_id = body["client_id"].as_str().unwrap().to_owned();
     let isolated = format!("<bdi>{name}</bdi>");
     // Where no element may go (a title, an option), the isolate characters.
     let in_text = format!("&#x2068;{name}&#x2069;");
 
-    let browser = sign_in_browser(&app, &user).await;
-    let path = authorize_path(&app, &client_id, &Pkce::new(), "farm:read", &[]);
-    let html = open_consent(&app, &browser, &path).await;
+    let browser = app.signed_in(&user).await;
+    let path = app.authorize_path(&client_id, &Pkce::new(), "farm:read", &[]);
+    let html = browser.open_consent(&path).await;
     assert_eq!(html.matches(&isolated).count(), 2, "{html}");
     assert!(
         html.contains(&format!("<title>Connect {in_text}")),
@@ -190,10 +179,12 @@ async fn client_names_are_isolated_on_every_page(engine: Engine) {
             .replace(&in_text, "")
             .contains(name)
     );
-    let response = answer_consent(&app, &browser, &html, "approve", &["farm:read"]).await;
+    let response = browser
+        .answer_consent(&html, "approve", &["farm:read"])
+        .await;
     assert!(callback(&response).contains_key("code"));
 
-    let grant = apps_support::grant_of(&app, &user.email).await;
+    let grant = app.grant_of(&user.email).await;
     for path in [
         "/account/apps".to_owned(),
         format!("/account/apps/{grant}/disconnect"),

@@ -4,15 +4,12 @@
 //!
 //! The client's `client_id` is the document's URL
 //! (`https://localhost:<port>/app/client.json`); the document lists
-//! [`REDIRECT_URI`], so the usual helpers of `oauth_client` drive the flow.
+//! [`REDIRECT_URI`], so the harness's usual OAuth steps drive the flow.
 
 use serde_json::{Value, json};
 
+use crate::helpers::oauth::{self, Pkce, REDIRECT_URI, TokenRequest, assert_oauth_error, callback};
 use crate::helpers::{Engine, TestApp, location};
-use crate::oauth_client::{
-    Pkce, REDIRECT_URI, answer_consent, assert_oauth_error, audit_count, authorize_path, callback,
-    db_count, exchange_code, open_consent, refresh, revoke, sign_in_browser, token_request,
-};
 use crate::on_both_engines;
 use crate::tls_host::{Reply, TlsHost};
 
@@ -44,18 +41,16 @@ fn quoted(value: &str) -> String {
 }
 
 async fn grants_of(app: &TestApp, client_id: &str) -> i64 {
-    db_count(
-        app,
-        &format!(
-            "select count(*) from grants where client_id = {} and revoked_at is null",
-            quoted(client_id)
-        ),
-    )
+    app.db_count(&format!(
+        "select count(*) from grants where client_id = {} and revoked_at is null",
+        quoted(client_id)
+    ))
     .await
 }
 
 async fn codes(app: &TestApp) -> i64 {
-    db_count(app, "select count(*) from authorization_codes").await
+    app.db_count("select count(*) from authorization_codes")
+        .await
 }
 
 async fn assert_page_refusal(response: reqwest::Response, words: &str) {
@@ -71,12 +66,12 @@ async fn assert_page_refusal(response: reqwest::Response, words: &str) {
 /// Signs in, consents to `scope` for `client_id`; returns the code and PKCE.
 async fn consent(app: &TestApp, client_id: &str, scope: &str) -> (String, Pkce, String) {
     let user = app.farm_with_member("manager").await;
-    let browser = sign_in_browser(app, &user).await;
+    let browser = app.signed_in(&user).await;
     let pkce = Pkce::new();
-    let path = authorize_path(app, client_id, &pkce, scope, &[]);
-    let html = open_consent(app, &browser, &path).await;
+    let path = app.authorize_path(client_id, &pkce, scope, &[]);
+    let html = browser.open_consent(&path).await;
     let ticked: Vec<&str> = scope.split_whitespace().collect();
-    let response = answer_consent(app, &browser, &html, "approve", &ticked).await;
+    let response = browser.answer_consent(&html, "approve", &ticked).await;
     let params = callback(&response);
     assert_eq!(params.get("iss"), Some(&app.issuer));
     (params["code"].clone(), pkce, html)
@@ -96,19 +91,19 @@ async fn a_document_client_connects_refreshes_and_revokes(engine: Engine) {
     assert!(!html.contains("unverified"), "{html}");
 
     // The URL client exchanges its code with no secret.
-    let response = exchange_code(&app, &client_id, &code, &pkce.verifier).await;
+    let response = app.exchange_code(&client_id, &code, &pkce.verifier).await;
     assert_eq!(response.status(), 200);
     assert_eq!(response.headers()["cache-control"], "no-store");
     let body: Value = response.json().await.unwrap();
     assert_eq!(body["token_type"], "Bearer");
     assert_eq!(body["scope"], "farm:read daily-entries:write");
-    let claims = crate::oauth_client::claims(body["access_token"].as_str().unwrap());
+    let claims = oauth::claims(body["access_token"].as_str().unwrap());
     assert_eq!(claims["client_id"], client_id.as_str());
     assert_eq!(claims["aud"], format!("{}/mcp", app.issuer));
 
     // Refresh rotates.
     let first = body["refresh_token"].as_str().unwrap().to_owned();
-    let response = refresh(&app, &client_id, &first).await;
+    let response = app.refresh(&client_id, &first).await;
     assert_eq!(response.status(), 200);
     let body: Value = response.json().await.unwrap();
     let second = body["refresh_token"].as_str().unwrap().to_owned();
@@ -118,45 +113,39 @@ async fn a_document_client_connects_refreshes_and_revokes(engine: Engine) {
     // under its URL for the pages that name it.
     assert_eq!(grants_of(&app, &client_id).await, 1);
     assert_eq!(
-        db_count(
-            &app,
-            &format!(
-                "select count(*) from oauth_clients where client_id = {} \
+        app.db_count(&format!(
+            "select count(*) from oauth_clients where client_id = {} \
                  and kind = 'metadata_document' and client_name = {}",
-                quoted(&client_id),
-                quoted(NAME)
-            ),
-        )
+            quoted(&client_id),
+            quoted(NAME)
+        ))
         .await,
         1
     );
-    assert_eq!(audit_count(&app, "consent").await, 1);
+    assert_eq!(app.audit_count("consent").await, 1);
 
     // Revocation as a public URL client ends the grant.
-    let response = revoke(&app, &client_id, &second).await;
+    let response = app.revoke(&client_id, &second).await;
     assert_eq!(response.status(), 200);
     assert_eq!(grants_of(&app, &client_id).await, 0);
-    assert_oauth_error(
-        refresh(&app, &client_id, &second).await,
-        400,
-        "invalid_grant",
-    )
-    .await;
+    assert_oauth_error(app.refresh(&client_id, &second).await, 400, "invalid_grant").await;
 }
 
 async fn consent_to_a_document_client_is_remembered(engine: Engine) {
     let (host, app, client_id) = setup(engine).await;
     let user = app.farm_with_member("manager").await;
-    let browser = sign_in_browser(&app, &user).await;
-    let path = authorize_path(&app, &client_id, &Pkce::new(), "farm:read", &[]);
-    let html = open_consent(&app, &browser, &path).await;
-    let response = answer_consent(&app, &browser, &html, "approve", &["farm:read"]).await;
+    let browser = app.signed_in(&user).await;
+    let path = app.authorize_path(&client_id, &Pkce::new(), "farm:read", &[]);
+    let html = browser.open_consent(&path).await;
+    let response = browser
+        .answer_consent(&html, "approve", &["farm:read"])
+        .await;
     assert!(callback(&response).contains_key("code"));
 
     // Its redirect is a loopback address, which any program can listen on
     // under its name: the screen again (RFC 8252 §8.6), the scope marked.
-    let path = authorize_path(&app, &client_id, &Pkce::new(), "farm:read", &[]);
-    let html = open_consent(&app, &browser, &path).await;
+    let path = app.authorize_path(&client_id, &Pkce::new(), "farm:read", &[]);
+    let html = browser.open_consent(&path).await;
     assert!(html.contains("allowed before"), "{html}");
     assert!(html.contains("You connected this app before"), "{html}");
 
@@ -164,12 +153,14 @@ async fn consent_to_a_document_client_is_remembered(engine: Engine) {
     // code at once.
     let web = host.serve_client_document("/app/web.json", "Egg Web", &[WEB_REDIRECT]);
     let redirect = [("redirect_uri", Some(WEB_REDIRECT))];
-    let path = authorize_path(&app, &web, &Pkce::new(), "farm:read", &redirect);
-    let html = open_consent(&app, &browser, &path).await;
-    let first = answer_consent(&app, &browser, &html, "approve", &["farm:read"]).await;
+    let path = app.authorize_path(&web, &Pkce::new(), "farm:read", &redirect);
+    let html = browser.open_consent(&path).await;
+    let first = browser
+        .answer_consent(&html, "approve", &["farm:read"])
+        .await;
     assert!(location(&first).starts_with(&format!("{WEB_REDIRECT}?code=")));
     let pkce = Pkce::new();
-    let path = authorize_path(&app, &web, &pkce, "farm:read", &redirect);
+    let path = app.authorize_path(&web, &pkce, "farm:read", &redirect);
     let response = browser.get(app.url(&path)).send().await.unwrap();
     assert_eq!(response.status(), 303);
     let target = url::Url::parse(&location(&response)).unwrap();
@@ -177,30 +168,24 @@ async fn consent_to_a_document_client_is_remembered(engine: Engine) {
         target.query_pairs().into_owned().collect();
     assert_eq!(params.get("state").map(String::as_str), Some("state-123"));
     let resource = format!("{}/mcp", app.issuer);
-    let response = token_request(
-        &app,
-        &[
-            ("grant_type", "authorization_code"),
-            ("client_id", &web),
-            ("code", &params["code"]),
-            ("code_verifier", &pkce.verifier),
-            ("redirect_uri", WEB_REDIRECT),
-            ("resource", &resource),
-        ],
-    )
-    .await;
+    let response = app
+        .token(
+            &TokenRequest::code(&web, &params["code"], &pkce.verifier)
+                .field("redirect_uri", WEB_REDIRECT)
+                .field("resource", &resource),
+        )
+        .await;
     assert_eq!(response.status(), 200);
     assert_eq!(grants_of(&app, &web).await, 1);
 
     // Asking for more: the screen again.
-    let path = authorize_path(
-        &app,
+    let path = app.authorize_path(
         &web,
         &Pkce::new(),
         "farm:read daily-entries:write",
         &redirect,
     );
-    open_consent(&app, &browser, &path).await;
+    browser.open_consent(&path).await;
 }
 
 const WEB_REDIRECT: &str = "https://web.example/callback";
@@ -208,13 +193,12 @@ const WEB_REDIRECT: &str = "https://web.example/callback";
 async fn a_redirect_uri_the_document_does_not_list_gets_a_page(engine: Engine) {
     let (_host, app, client_id) = setup(engine).await;
     let user = app.farm_with_member("manager").await;
-    let browser = sign_in_browser(&app, &user).await;
+    let browser = app.signed_in(&user).await;
     for evil in [
         "https://evil.example/callback",
         "http://127.0.0.1:9/callback/extra",
     ] {
-        let path = authorize_path(
-            &app,
+        let path = app.authorize_path(
             &client_id,
             &Pkce::new(),
             "farm:read",
@@ -225,8 +209,7 @@ async fn a_redirect_uri_the_document_does_not_list_gets_a_page(engine: Engine) {
     }
     // The redirect URI is checked before any later parameter: a bad
     // response type with a bad redirect URI is still a page.
-    let path = authorize_path(
-        &app,
+    let path = app.authorize_path(
         &client_id,
         &Pkce::new(),
         "farm:read",
@@ -252,28 +235,21 @@ async fn a_document_naming_another_client_id_gets_a_page(engine: Engine) {
         })),
     );
     let user = app.farm_with_member("manager").await;
-    let browser = sign_in_browser(&app, &user).await;
-    let path = authorize_path(&app, &client_id, &Pkce::new(), "farm:read", &[]);
+    let browser = app.signed_in(&user).await;
+    let path = app.authorize_path(&client_id, &Pkce::new(), "farm:read", &[]);
     let response = browser.get(app.url(&path)).send().await.unwrap();
     assert_page_refusal(response, "names another client_id than its own address").await;
     assert_eq!(host.hits(path_of), 1);
     // Nothing recorded for it.
     assert_eq!(
-        db_count(&app, "select count(*) from oauth_clients").await,
+        app.db_count("select count(*) from oauth_clients").await,
         0,
         "no client row for a refused document"
     );
     // And the token endpoint refuses it as a client.
-    let response = token_request(
-        &app,
-        &[
-            ("grant_type", "authorization_code"),
-            ("client_id", &client_id),
-            ("code", "x"),
-            ("code_verifier", &Pkce::new().verifier),
-        ],
-    )
-    .await;
+    let response = app
+        .token(&TokenRequest::code(&client_id, "x", &Pkce::new().verifier))
+        .await;
     assert_oauth_error(response, 401, "invalid_client").await;
 }
 
@@ -287,26 +263,20 @@ async fn an_unreachable_document_is_a_page_at_authorize_and_invalid_client_at_to
         listener.local_addr().unwrap().port()
     };
     let user = app.farm_with_member("manager").await;
-    let browser = sign_in_browser(&app, &user).await;
+    let browser = app.signed_in(&user).await;
     for client_id in [
         host.url("/app/missing.json"),
         format!("https://localhost:{closed}/app/client.json"),
     ] {
-        let path = authorize_path(&app, &client_id, &Pkce::new(), "farm:read", &[]);
+        let path = app.authorize_path(&client_id, &Pkce::new(), "farm:read", &[]);
         let response = browser.get(app.url(&path)).send().await.unwrap();
         assert_page_refusal(response, "could not be fetched from its address").await;
 
-        let response = token_request(
-            &app,
-            &[
-                ("grant_type", "refresh_token"),
-                ("client_id", &client_id),
-                ("refresh_token", "whatever"),
-            ],
-        )
-        .await;
+        let response = app
+            .token(&TokenRequest::refresh(&client_id, "whatever"))
+            .await;
         assert_oauth_error(response, 401, "invalid_client").await;
-        let response = revoke(&app, &client_id, "whatever").await;
+        let response = app.revoke(&client_id, "whatever").await;
         assert_oauth_error(response, 401, "invalid_client").await;
     }
     assert_eq!(codes(&app).await, 0);
@@ -369,7 +339,7 @@ async fn the_document_is_fetched_again_once_stale_and_a_refused_refresh_spends_n
 ) {
     let (host, app, client_id) = setup(engine).await;
     let (code, pkce, _) = consent(&app, &client_id, "farm:read").await;
-    let response = exchange_code(&app, &client_id, &code, &pkce.verifier).await;
+    let response = app.exchange_code(&client_id, &code, &pkce.verifier).await;
     let body: Value = response.json().await.unwrap();
     let token = body["refresh_token"].as_str().unwrap().to_owned();
     let fetched = host.hits(DOCUMENT);
@@ -378,18 +348,13 @@ async fn the_document_is_fetched_again_once_stale_and_a_refused_refresh_spends_n
     // headers) goes stale; the client is no longer known.
     host.serve(DOCUMENT, Reply::status(404));
     app.clock.advance(time::Duration::seconds(61));
-    assert_oauth_error(
-        refresh(&app, &client_id, &token).await,
-        401,
-        "invalid_client",
-    )
-    .await;
+    assert_oauth_error(app.refresh(&client_id, &token).await, 401, "invalid_client").await;
     assert_eq!(host.hits(DOCUMENT), fetched + 1);
 
     // Back again: the same refresh token still works (nothing was spent).
     host.serve_client_document(DOCUMENT, NAME, &[REDIRECT_URI]);
     app.clock.advance(time::Duration::seconds(61));
-    let response = refresh(&app, &client_id, &token).await;
+    let response = app.refresh(&client_id, &token).await;
     assert_eq!(response.status(), 200);
 }
 
@@ -398,7 +363,7 @@ async fn without_the_loopback_setting_a_loopback_document_is_refused(engine: Eng
     let client_id = host.serve_client_document(DOCUMENT, NAME, &[REDIRECT_URI]);
     let settings = host.cimd_settings(false);
     let app = TestApp::spawn_with(engine, |c| c.cimd_test = settings).await;
-    let path = authorize_path(&app, &client_id, &Pkce::new(), "farm:read", &[]);
+    let path = app.authorize_path(&client_id, &Pkce::new(), "farm:read", &[]);
     let response = app.get(&path).await;
     assert!(location(&response).is_empty());
     assert_page_refusal(response, "could not be fetched from its address").await;

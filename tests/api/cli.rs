@@ -6,7 +6,7 @@
 //! are checked by their effect where the server shows one (a generated
 //! password signs in, a disabled user cannot).
 
-use crate::helpers::{Engine, TestApp, location};
+use crate::helpers::{Engine, TestApp, flock_add, location};
 use crate::on_both_engines;
 
 on_both_engines!(
@@ -418,32 +418,6 @@ async fn house_add_refuses_duplicates_and_unknown_farms(engine: Engine) {
         "the house name must be 1 to 100 printable characters",
     )
     .await;
-}
-
-fn flock_add<'a>(
-    farm: &'a str,
-    house: &'a str,
-    name: &'a str,
-    placed: &'a str,
-    head_count: &'a str,
-) -> Vec<&'a str> {
-    vec![
-        "admin",
-        "flock",
-        "add",
-        "--farm",
-        farm,
-        "--house",
-        house,
-        "--name",
-        name,
-        "--breed",
-        "ISA Brown",
-        "--placed",
-        placed,
-        "--head-count",
-        head_count,
-    ]
 }
 
 async fn flock_add_checks_house_date_head_count_and_duplicates(engine: Engine) {

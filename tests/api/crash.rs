@@ -23,12 +23,11 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use coop::config::DatabaseUrl;
 use serde_json::{Value, json};
 
+use crate::helpers::mcp::{self, BOTH_SCOPES, Wire};
+use crate::helpers::oauth::Tokens;
 use crate::helpers::{Engine, TestApp, TestDatabase};
-use crate::mcp_support::{self, BOTH_SCOPES, Wire};
-use crate::oauth_client::{Tokens, db_count};
 use crate::on_both_engines;
 use crate::serve::Server;
 
@@ -125,36 +124,30 @@ async fn kill_9_loses_no_acknowledged_call_and_leaves_one_live_token_per_family(
     let app = Arc::new(TestApp::attach(&server.issuer, db.clone()));
 
     let user = app.farm_with_member("manager").await;
-    mcp_support::admin(
-        &app,
-        &["house", "add", "--farm", &user.farm, "--name", "Barn"],
-    )
-    .await;
+    app.admin(&["house", "add", "--farm", &user.farm, "--name", "Barn"])
+        .await;
     for flock in FLOCKS {
-        mcp_support::admin(
-            &app,
-            &[
-                "flock",
-                "add",
-                "--farm",
-                &user.farm,
-                "--house",
-                "Barn",
-                "--name",
-                flock,
-                "--breed",
-                "ISA Brown",
-                "--placed",
-                "2000-01-01",
-                "--head-count",
-                "1000",
-            ],
-        )
+        app.admin(&[
+            "flock",
+            "add",
+            "--farm",
+            &user.farm,
+            "--house",
+            "Barn",
+            "--name",
+            flock,
+            "--breed",
+            "ISA Brown",
+            "--placed",
+            "2000-01-01",
+            "--head-count",
+            "1000",
+        ])
         .await;
     }
     let ledger: Shared = Arc::default();
     for _ in 0..GRANTS {
-        let tokens = mcp_support::connect(&app, &user, BOTH_SCOPES).await;
+        let tokens = app.connect(&user, BOTH_SCOPES).await;
         ledger.lock().unwrap().tokens.push(tokens);
     }
     let next_key = Arc::new(AtomicUsize::new(0));
@@ -222,7 +215,7 @@ async fn write_until_gone(
             return;
         };
         let token = ledger.lock().unwrap().tokens[grant].access_token.clone();
-        let body = mcp_support::request_body(
+        let body = mcp::request_body(
             Wire::V2025_11_25,
             1,
             "tools/call",
@@ -232,7 +225,7 @@ async fn write_until_gone(
             }}),
         );
         let mut request = client.post(app.url("/mcp")).bearer_auth(&token).json(&body);
-        for (name, value) in mcp_support::wire_headers(Wire::V2025_11_25, &body) {
+        for (name, value) in mcp::wire_headers(Wire::V2025_11_25, &body) {
             request = request.header(name, value);
         }
         let answer = match request.send().await {
@@ -337,17 +330,15 @@ async fn check(app: &TestApp, ledger: &Shared) -> Vec<String> {
 
     let families = "select count(*) from (select grant_id from refresh_tokens
          where used_at is null group by grant_id having count(*) > 1) doubled";
-    let doubled = db_count(app, families).await;
+    let doubled = app.db_count(families).await;
     if doubled > 0 {
         failures.push(format!(
             "{doubled} refresh-token families have two live tokens"
         ));
     }
-    let revoked = db_count(
-        app,
-        "select count(*) from grants where revoked_at is not null",
-    )
-    .await;
+    let revoked = app
+        .db_count("select count(*) from grants where revoked_at is not null")
+        .await;
     if revoked > 0 {
         failures.push(format!("{revoked} grants were revoked"));
     }
@@ -363,7 +354,7 @@ async fn check(app: &TestApp, ledger: &Shared) -> Vec<String> {
             Err(()) => failures.push(format!("lost: grant {grant}'s refresh got no answer")),
         }
     }
-    if db_count(app, families).await > 0 {
+    if app.db_count(families).await > 0 {
         failures.push("after the refreshes, a family has two live tokens".to_owned());
     }
     failures
@@ -374,20 +365,7 @@ const ENTRIES: &str = "select f.name, cast(e.entry_date as text), e.eggs_collect
 const AUDITED: &str = "select detail from audit_log where kind = 'tool_write'";
 
 async fn entries(app: &TestApp) -> Vec<Entry> {
-    let rows: Vec<(String, String, i64, String)> = match &app.db.url {
-        DatabaseUrl::Sqlite(url) => {
-            let pool = sqlx::SqlitePool::connect(url).await.unwrap();
-            let rows = sqlx::query_as(ENTRIES).fetch_all(&pool).await.unwrap();
-            pool.close().await;
-            rows
-        }
-        DatabaseUrl::Postgres(url) => {
-            let pool = sqlx::PgPool::connect(url).await.unwrap();
-            let rows = sqlx::query_as(ENTRIES).fetch_all(&pool).await.unwrap();
-            pool.close().await;
-            rows
-        }
-    };
+    let rows: Vec<(String, String, i64, String)> = app.db_rows(ENTRIES).await;
     rows.into_iter()
         .map(|(flock, date, eggs, notes)| Entry {
             flock,
@@ -399,23 +377,10 @@ async fn entries(app: &TestApp) -> Vec<Entry> {
 }
 
 async fn audited_writes(app: &TestApp) -> HashSet<(String, String)> {
-    let details: Vec<String> = match &app.db.url {
-        DatabaseUrl::Sqlite(url) => {
-            let pool = sqlx::SqlitePool::connect(url).await.unwrap();
-            let rows = sqlx::query_scalar(AUDITED).fetch_all(&pool).await.unwrap();
-            pool.close().await;
-            rows
-        }
-        DatabaseUrl::Postgres(url) => {
-            let pool = sqlx::PgPool::connect(url).await.unwrap();
-            let rows = sqlx::query_scalar(AUDITED).fetch_all(&pool).await.unwrap();
-            pool.close().await;
-            rows
-        }
-    };
+    let details: Vec<(String,)> = app.db_rows(AUDITED).await;
     details
         .iter()
-        .map(|detail| {
+        .map(|(detail,)| {
             let detail: Value = serde_json::from_str(detail).unwrap();
             (
                 detail["flock"].as_str().unwrap().to_owned(),

@@ -8,8 +8,6 @@ use futures::future::join_all;
 use serde_json::json;
 
 use crate::helpers::{Engine, TestApp, postgres_available};
-use crate::mcp_support::{self, call_tool};
-use crate::oauth_client::db_execute;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn connections_dropped_in_a_quiet_spell_are_replaced_before_use() {
@@ -17,16 +15,15 @@ async fn connections_dropped_in_a_quiet_spell_are_replaced_before_use() {
         return;
     }
     let app = TestApp::spawn(Engine::Postgres).await;
-    let user = mcp_support::farm_with_flocks(&app, "worker").await;
-    let tokens = mcp_support::connect(&app, &user, "farm:read").await;
-    let call = || call_tool(&app, &tokens.access_token, "list_flocks", json!({}));
+    let user = app.farm_with_flocks("worker").await;
+    let tokens = app.connect(&user, "farm:read").await;
+    let call = || app.call_tool(&tokens.access_token, "list_flocks", json!({}));
     // Calls at once, so the pool holds several connections.
     for (status, body) in join_all((0..8).map(|_| call())).await {
         assert_eq!(status, 200, "{body}");
     }
 
-    db_execute(
-        &app,
+    app.db_execute(
         "select pg_terminate_backend(pid) from pg_stat_activity
          where datname = current_database() and pid <> pg_backend_pid()",
     )

@@ -28,12 +28,11 @@ use std::time::Duration;
 use coop::config::DatabaseUrl;
 use serde_json::{Value, json};
 
-use crate::apps_support;
+use crate::helpers::mcp::{self, BOTH_SCOPES, Wire};
+use crate::helpers::oauth::{Tokens, assert_oauth_error};
 use crate::helpers::{
-    Engine, TestApp, TestDatabase, TestUser, browser, form_value, postgres_available,
+    Browser, Engine, TestApp, TestDatabase, TestUser, cookie_jar, postgres_available,
 };
-use crate::mcp_support::{self, BOTH_SCOPES, Wire};
-use crate::oauth_client::{self, Tokens, assert_oauth_error, db_count};
 use crate::pg_proxy::PgProxy;
 use crate::serve::Server;
 
@@ -51,13 +50,13 @@ async fn tool_call(
     args: Value,
     id: &str,
 ) -> reqwest::Response {
-    let body = mcp_support::request_body(
+    let body = mcp::request_body(
         Wire::V2025_11_25,
         7,
         "tools/call",
         json!({"name": tool, "arguments": args}),
     );
-    mcp_support::post(app, Some(token), Wire::V2025_11_25, &body)
+    app.mcp_post(Some(token), Wire::V2025_11_25, &body)
         .header("x-request-id", id)
         .send()
         .await
@@ -100,7 +99,7 @@ async fn refresh(app: &TestApp, tokens: &Tokens, id: &str) -> reqwest::Response 
 /// The sign-in page for a new visitor: no session, no database (its form's
 /// CSRF token is a cookie), so it shows whatever the database's state.
 async fn login_page(app: &TestApp, id: &str) -> reqwest::Response {
-    browser()
+    cookie_jar()
         .get(app.url("/login"))
         .header("x-request-id", id)
         .send()
@@ -110,19 +109,10 @@ async fn login_page(app: &TestApp, id: &str) -> reqwest::Response {
 
 /// A sign-in with the right password, from a fresh browser.
 async fn sign_in(app: &TestApp, user: &TestUser, id: &str) -> reqwest::Response {
-    let browser = browser();
-    let page = browser.get(app.url("/login")).send().await.unwrap();
-    assert_eq!(page.status(), 200);
-    let csrf = form_value(&page.text().await.unwrap(), "csrf").unwrap();
-    browser
-        .post(app.url("/login"))
+    Browser::new(app)
+        .sign_in_request(&user.email, &user.password, Some("/"))
+        .await
         .header("x-request-id", id)
-        .form(&[
-            ("csrf", csrf.as_str()),
-            ("email", user.email.as_str()),
-            ("password", user.password.as_str()),
-            ("return_to", "/"),
-        ])
         .send()
         .await
         .unwrap()
@@ -187,17 +177,14 @@ where
 }
 
 async fn entries_on(app: &TestApp, date: &str) -> (i64, i64) {
-    let entries = db_count(
-        app,
-        &format!("select count(*) from daily_entries where entry_date = '{date}'"),
-    )
-    .await;
-    let audited = db_count(
-        app,
-        &format!(
+    let entries = app
+        .db_count(&format!(
+            "select count(*) from daily_entries where entry_date = '{date}'"
+        ))
+        .await;
+    let audited = app.db_count(&format!(
             "select count(*) from audit_log where kind = 'tool_write' and detail like '%\"date\":\"{date}\"%'"
-        ),
-    )
+        ))
     .await;
     (entries, audited)
 }
@@ -222,7 +209,7 @@ struct Proxied {
     proxy: PgProxy,
     user: TestUser,
     tokens: Tokens,
-    browser: reqwest::Client,
+    browser: Browser,
 }
 
 async fn proxied() -> Proxied {
@@ -246,9 +233,9 @@ async fn proxied() -> Proxied {
         config.token_rate_limit = 0;
     })
     .await;
-    let user = mcp_support::farm_with_flocks(&app, "manager").await;
-    let tokens = mcp_support::connect(&app, &user, BOTH_SCOPES).await;
-    let browser = oauth_client::sign_in_browser(&app, &user).await;
+    let user = app.farm_with_flocks("manager").await;
+    let tokens = app.connect(&user, BOTH_SCOPES).await;
+    let browser = app.signed_in(&user).await;
     assert_tool_ok(list_flocks(&app, &tokens, "warm").await).await;
     Proxied {
         app,
@@ -358,11 +345,8 @@ async fn a_postgres_connection_cut_mid_call_is_503_and_spends_nothing() {
     .await;
     assert_tool_ok(list_flocks(&app, &next, "new token").await).await;
     assert_eq!(
-        db_count(
-            &app,
-            "select count(*) from grants where revoked_at is not null"
-        )
-        .await,
+        app.db_count("select count(*) from grants where revoked_at is not null")
+            .await,
         0
     );
 }
@@ -379,15 +363,10 @@ async fn a_token_signed_by_a_key_another_replica_made_is_not_refused_while_postg
     assert_eq!(code, 0, "{err}");
     let issuer = coop::config::Issuer::parse(&b.issuer).unwrap();
     let a = TestApp::spawn_on(b.db.clone(), |config| config.issuer = Some(issuer)).await;
-    let user = mcp_support::add_member(
-        &a,
-        &farm_of(&b).await,
-        "a@hillside.example",
-        "manager",
-        None,
-    )
-    .await;
-    let tokens = mcp_support::connect(&a, &user, BOTH_SCOPES).await;
+    let user = a
+        .add_member(&farm_of(&b).await, "a@hillside.example", "manager", None)
+        .await;
+    let tokens = a.connect(&user, BOTH_SCOPES).await;
     // B reloads its key set for an unknown key at most every 5 seconds.
     tokio::time::sleep(Duration::from_millis(5200)).await;
 
@@ -400,7 +379,7 @@ async fn a_token_signed_by_a_key_another_replica_made_is_not_refused_while_postg
 
 /// The slug of the one farm in `app`'s database.
 async fn farm_of(app: &TestApp) -> String {
-    oauth_client::db_text(app, "select slug from farms").await
+    app.db_text("select slug from farms").await
 }
 
 // ---- SQLite on a full disk or a read-only file ---------------------------
@@ -572,25 +551,22 @@ async fn sqlite_fault_is_503_for_writes_while_reads_go_on(fault: SqliteFault) {
     )
     .await;
     let app = TestApp::attach(&server.issuer, db);
-    let user = mcp_support::farm_with_flocks(&app, "manager").await;
-    let tokens = mcp_support::connect(&app, &user, BOTH_SCOPES).await;
+    let user = app.farm_with_flocks("manager").await;
+    let tokens = app.connect(&user, BOTH_SCOPES).await;
     // Records the grant's last use now, so the calls below do not try to.
     assert_tool_ok(list_flocks(&app, &tokens, "warm").await).await;
     // A signed-in person about to disconnect the app.
-    let person = oauth_client::sign_in_browser(&app, &user).await;
-    let grant = apps_support::grant_of(&app, &user.email).await;
+    let person = app.signed_in(&user).await;
+    let grant = app.grant_of(&user.email).await;
     let disconnect = format!("/account/apps/{grant}/disconnect");
-    let csrf = apps_support::csrf(&person, &app, &disconnect).await;
+    let csrf = person.csrf(&disconnect).await;
     // Another session of theirs whose CSRF token is gone (as for a session
     // made before it had one): showing a form must store one, after the
     // handler, in the session save.
-    let other = oauth_client::sign_in_browser(&app, &user).await;
-    oauth_client::db_execute(
-        &app,
-        &format!(
-            "update sessions set data = json_remove(data, '$.csrf') where data not like '%{csrf}%'"
-        ),
-    )
+    let other = app.signed_in(&user).await;
+    app.db_execute(&format!(
+        "update sessions set data = json_remove(data, '$.csrf') where data not like '%{csrf}%'"
+    ))
     .await;
 
     let Some(broken) = fault.apply(&path).await else {

@@ -7,10 +7,10 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 
-use crate::dpop_support::*;
+use crate::helpers::dpop::{self, ALGS, ProofKey, assert_dpop_refusal, bound_from, challenges};
+use crate::helpers::mcp::{self, BOTH_SCOPES, challenge};
+use crate::helpers::oauth::{self, assert_oauth_error, claims};
 use crate::helpers::{Engine, TestApp};
-use crate::mcp_support::{self, BOTH_SCOPES, challenge, invalid_token_challenge, metadata_url};
-use crate::oauth_client::{assert_oauth_error, claims, db_count};
 use crate::on_both_engines;
 
 on_both_engines!(
@@ -36,32 +36,31 @@ on_both_engines!(
 
 async fn a_code_exchanged_with_a_proof_gives_a_token_bound_to_its_key(engine: Engine) {
     let app = TestApp::spawn(engine).await;
-    let user = mcp_support::farm_with_flocks(&app, "manager").await;
+    let user = app.farm_with_flocks("manager").await;
     let key = ProofKey::es256();
-    let bound = connect_bound(&app, &user, BOTH_SCOPES, &key).await;
+    let bound = app.connect_bound(&user, BOTH_SCOPES, &key).await;
     assert_eq!(bound.token_type, "DPoP");
     assert_eq!(
         claims(&bound.access_token)["cnf"],
         json!({"jkt": key.thumbprint()})
     );
 
-    let response = list_with_key(&app, &bound.access_token, &key).await;
+    let response = app.list_with_key(&bound.access_token, &key).await;
     assert_eq!(response.status(), 200);
     let body: Value = response.json().await.unwrap();
     assert!(
         body["result"]["tools"].as_array().unwrap().len() > 3,
         "{body}"
     );
-    let (status, body) =
-        call_with_key(&app, &bound.access_token, &key, "list_flocks", json!({})).await;
+    let (status, body) = app
+        .call_with_key(&bound.access_token, &key, "list_flocks", json!({}))
+        .await;
     assert_eq!(status, 200, "{body}");
     assert_ne!(body["result"]["isError"], true, "{body}");
     // Every call needs its own proof, on the cached signature as on the first.
     for _ in 0..2 {
         assert_eq!(
-            list_with_key(&app, &bound.access_token, &key)
-                .await
-                .status(),
+            app.list_with_key(&bound.access_token, &key).await.status(),
             200
         );
     }
@@ -71,14 +70,14 @@ async fn each_algorithm_binds_and_calls(engine: Engine) {
     let app = TestApp::spawn(engine).await;
     let user = app.farm_with_member("viewer").await;
     for key in [ProofKey::ed25519(), ProofKey::rs256(), ProofKey::ps256()] {
-        let bound = connect_bound(&app, &user, "farm:read", &key).await;
+        let bound = app.connect_bound(&user, "farm:read", &key).await;
         assert_eq!(
             claims(&bound.access_token)["cnf"]["jkt"],
             key.thumbprint(),
             "{}",
             key.alg
         );
-        let response = list_with_key(&app, &bound.access_token, &key).await;
+        let response = app.list_with_key(&bound.access_token, &key).await;
         assert_eq!(response.status(), 200, "{}", key.alg);
     }
 }
@@ -86,29 +85,26 @@ async fn each_algorithm_binds_and_calls(engine: Engine) {
 async fn a_token_request_without_a_proof_still_gets_a_bearer_token(engine: Engine) {
     let app = TestApp::spawn(engine).await;
     let user = app.farm_with_member("viewer").await;
-    let (client_id, code, verifier) = approved_code(&app, &user, "farm:read").await;
-    let response = exchange_with(&app, &client_id, &code, &verifier, None).await;
+    let (client_id, code, verifier) = app.approved_code(&user, "farm:read").await;
+    let response = app.exchange_with(&client_id, &code, &verifier, None).await;
     assert!(response.headers().get("dpop-nonce").is_none());
     let bearer = bound_from(response, &client_id).await;
     assert_eq!(bearer.token_type, "Bearer");
     assert!(claims(&bearer.access_token).get("cnf").is_none());
-    assert_eq!(
-        mcp_support::list_with(&app, &bearer.access_token)
-            .await
-            .status(),
-        200
-    );
+    assert_eq!(app.list_with(&bearer.access_token).await.status(), 200);
     // Its refresh token is not bound: refreshed without a proof, a bearer again.
-    let response = refresh_with(&app, &client_id, &bearer.refresh_token, None).await;
+    let response = app
+        .refresh_with(&client_id, &bearer.refresh_token, None)
+        .await;
     assert_eq!(bound_from(response, &client_id).await.token_type, "Bearer");
 }
 
 async fn a_bad_proof_at_the_token_endpoint_is_refused_and_spends_nothing(engine: Engine) {
     let app = TestApp::spawn(engine).await;
     let user = app.farm_with_member("viewer").await;
-    let (client_id, code, verifier) = approved_code(&app, &user, "farm:read").await;
+    let (client_id, code, verifier) = app.approved_code(&user, "farm:read").await;
     let key = ProofKey::es256();
-    let token = token_url(&app);
+    let token = app.token_url();
     let header_without_jwk = {
         let mut h = key.header();
         h.as_object_mut().unwrap().remove("jwk");
@@ -116,7 +112,7 @@ async fn a_bad_proof_at_the_token_endpoint_is_refused_and_spends_nothing(engine:
     };
     let cases: Vec<(&str, Vec<String>)> = vec![
         ("htm GET", vec![key.proof("GET", &token, None)]),
-        ("htu of /mcp", vec![key.proof("POST", &mcp_url(&app), None)]),
+        ("htu of /mcp", vec![key.proof("POST", &app.mcp_url(), None)]),
         (
             "iat an hour ago",
             vec![key.proof_with(&token, None, |c| {
@@ -125,7 +121,7 @@ async fn a_bad_proof_at_the_token_endpoint_is_refused_and_spends_nothing(engine:
         ),
         (
             "no jwk",
-            vec![key.sign(&header_without_jwk, &claims_for(&token))],
+            vec![key.sign_with_header(&header_without_jwk, &claims_for(&token))],
         ),
         (
             "two proofs",
@@ -140,7 +136,7 @@ async fn a_bad_proof_at_the_token_endpoint_is_refused_and_spends_nothing(engine:
         let proofs: Vec<&str> = proofs.iter().map(String::as_str).collect();
         let form = exchange_form(&app, &client_id, &code, &verifier);
         let form: Vec<(&str, &str)> = form.iter().map(|(k, v)| (*k, v.as_str())).collect();
-        let response = token_with_proofs(&app, &form, &proofs).await;
+        let response = app.token_with_proofs(&form, &proofs).await;
         assert_eq!(response.status(), 400, "{what}");
         assert!(response.headers().get("dpop-nonce").is_none(), "{what}");
         assert_oauth_error(response, 400, "invalid_dpop_proof").await;
@@ -155,14 +151,17 @@ async fn a_bad_proof_at_the_token_endpoint_is_refused_and_spends_nothing(engine:
         ("code_verifier", verifier.as_str()),
         ("resource", "https://elsewhere.example/mcp"),
     ];
-    let response = token_with_proofs(&app, &wrong_resource, &[&proof]).await;
+    let response = app.token_with_proofs(&wrong_resource, &[&proof]).await;
     assert_oauth_error(response, 400, "invalid_target").await;
-    let response = exchange_with(&app, &client_id, &code, &verifier, Some(&proof)).await;
+    let response = app
+        .exchange_with(&client_id, &code, &verifier, Some(&proof))
+        .await;
     assert_oauth_error(response, 400, "invalid_dpop_proof").await;
     // Nothing was spent: the code still exchanges with a good proof.
     let good = key.proof("POST", &token, None);
     let bound = bound_from(
-        exchange_with(&app, &client_id, &code, &verifier, Some(&good)).await,
+        app.exchange_with(&client_id, &code, &verifier, Some(&good))
+            .await,
         &client_id,
     )
     .await;
@@ -170,7 +169,7 @@ async fn a_bad_proof_at_the_token_endpoint_is_refused_and_spends_nothing(engine:
 }
 
 fn claims_for(htu: &str) -> Value {
-    crate::dpop_support::claims("POST", htu, None)
+    dpop::claims("POST", htu, None)
 }
 
 fn exchange_form(
@@ -184,8 +183,8 @@ fn exchange_form(
         ("client_id", client_id.to_owned()),
         ("code", code.to_owned()),
         ("code_verifier", verifier.to_owned()),
-        ("redirect_uri", crate::oauth_client::REDIRECT_URI.to_owned()),
-        ("resource", mcp_url(app)),
+        ("redirect_uri", oauth::REDIRECT_URI.to_owned()),
+        ("resource", app.mcp_url()),
     ]
 }
 
@@ -195,14 +194,18 @@ async fn the_token_endpoints_htu_is_the_issuers_not_the_host(engine: Engine) {
     })
     .await;
     let user = app.farm_with_member("viewer").await;
-    let (client_id, code, verifier) = approved_code(&app, &user, "farm:read").await;
+    let (client_id, code, verifier) = app.approved_code(&user, "farm:read").await;
     let key = ProofKey::es256();
     // The address the request went to (its Host) is not the issuer.
     let by_host = key.proof("POST", &app.url("/token"), None);
-    let response = exchange_with(&app, &client_id, &code, &verifier, Some(&by_host)).await;
+    let response = app
+        .exchange_with(&client_id, &code, &verifier, Some(&by_host))
+        .await;
     assert_oauth_error(response, 400, "invalid_dpop_proof").await;
     let by_issuer = key.proof("POST", "https://coop.example/token", None);
-    let response = exchange_with(&app, &client_id, &code, &verifier, Some(&by_issuer)).await;
+    let response = app
+        .exchange_with(&client_id, &code, &verifier, Some(&by_issuer))
+        .await;
     assert_eq!(bound_from(response, &client_id).await.token_type, "DPoP");
 }
 
@@ -210,11 +213,10 @@ async fn a_public_clients_refresh_token_is_bound_to_its_key(engine: Engine) {
     let app = TestApp::spawn(engine).await;
     let user = app.farm_with_member("viewer").await;
     let key = ProofKey::es256();
-    let bound = connect_bound(&app, &user, "farm:read", &key).await;
-    let token = token_url(&app);
+    let bound = app.connect_bound(&user, "farm:read", &key).await;
+    let token = app.token_url();
     let rows = || {
-        db_count(
-            &app,
+        app.db_count(
             "select count(*) from refresh_tokens where used_at is null and dpop_jkt is not null",
         )
     };
@@ -222,72 +224,70 @@ async fn a_public_clients_refresh_token_is_bound_to_its_key(engine: Engine) {
 
     // Another key, or none: invalid_grant, and nothing is spent.
     let other = ProofKey::es256();
-    let response = refresh_with(
-        &app,
-        &bound.client_id,
-        &bound.refresh_token,
-        Some(&other.proof("POST", &token, None)),
-    )
-    .await;
+    let response = app
+        .refresh_with(
+            &bound.client_id,
+            &bound.refresh_token,
+            Some(&other.proof("POST", &token, None)),
+        )
+        .await;
     assert_oauth_error(response, 400, "invalid_grant").await;
-    let response = refresh_with(&app, &bound.client_id, &bound.refresh_token, None).await;
+    let response = app
+        .refresh_with(&bound.client_id, &bound.refresh_token, None)
+        .await;
     assert_oauth_error(response, 400, "invalid_grant").await;
     assert_eq!(
-        db_count(
-            &app,
-            "select count(*) from refresh_tokens where used_at is not null"
-        )
-        .await,
+        app.db_count("select count(*) from refresh_tokens where used_at is not null")
+            .await,
         0
     );
     assert_eq!(
-        db_count(
-            &app,
-            "select count(*) from grants where revoked_at is not null"
-        )
-        .await,
+        app.db_count("select count(*) from grants where revoked_at is not null")
+            .await,
         0
     );
 
     // Its own key: a new bound pair, the successor bound as well.
-    let response = refresh_with(
-        &app,
-        &bound.client_id,
-        &bound.refresh_token,
-        Some(&key.proof("POST", &token, None)),
-    )
-    .await;
+    let response = app
+        .refresh_with(
+            &bound.client_id,
+            &bound.refresh_token,
+            Some(&key.proof("POST", &token, None)),
+        )
+        .await;
     let next = bound_from(response, &bound.client_id).await;
     assert_eq!(next.token_type, "DPoP");
     assert_eq!(claims(&next.access_token)["cnf"]["jkt"], key.thumbprint());
-    let response = refresh_with(&app, &bound.client_id, &next.refresh_token, None).await;
+    let response = app
+        .refresh_with(&bound.client_id, &next.refresh_token, None)
+        .await;
     assert_oauth_error(response, 400, "invalid_grant").await;
-    let response = refresh_with(
-        &app,
-        &bound.client_id,
-        &next.refresh_token,
-        Some(&other.proof("POST", &token, None)),
-    )
-    .await;
+    let response = app
+        .refresh_with(
+            &bound.client_id,
+            &next.refresh_token,
+            Some(&other.proof("POST", &token, None)),
+        )
+        .await;
     assert_oauth_error(response, 400, "invalid_grant").await;
     assert_eq!(rows().await, 1);
     // The rotated-away token presented again within the reuse window with
     // its key gets the same successor, never with another key.
-    let response = refresh_with(
-        &app,
-        &bound.client_id,
-        &bound.refresh_token,
-        Some(&other.proof("POST", &token, None)),
-    )
-    .await;
+    let response = app
+        .refresh_with(
+            &bound.client_id,
+            &bound.refresh_token,
+            Some(&other.proof("POST", &token, None)),
+        )
+        .await;
     assert_oauth_error(response, 400, "invalid_grant").await;
-    let response = refresh_with(
-        &app,
-        &bound.client_id,
-        &bound.refresh_token,
-        Some(&key.proof("POST", &token, None)),
-    )
-    .await;
+    let response = app
+        .refresh_with(
+            &bound.client_id,
+            &bound.refresh_token,
+            Some(&key.proof("POST", &token, None)),
+        )
+        .await;
     assert_eq!(
         bound_from(response, &bound.client_id).await.refresh_token,
         next.refresh_token
@@ -297,34 +297,29 @@ async fn a_public_clients_refresh_token_is_bound_to_its_key(engine: Engine) {
 async fn a_confidential_clients_refresh_token_is_not_bound(engine: Engine) {
     let app = TestApp::spawn(engine).await;
     let user = app.farm_with_member("viewer").await;
-    let response = crate::oauth_client::register(
-        &app,
-        &json!({
+    let response = app
+        .register(&json!({
             "client_name": "Server App",
-            "redirect_uris": [crate::oauth_client::REDIRECT_URI],
+            "redirect_uris": [oauth::REDIRECT_URI],
             "token_endpoint_auth_method": "client_secret_post",
-        }),
-    )
-    .await;
+        }))
+        .await;
     assert_eq!(response.status(), 201);
     let registered: Value = response.json().await.unwrap();
     let client_id = registered["client_id"].as_str().unwrap();
     let secret = registered["client_secret"].as_str().unwrap();
-    let (code, verifier) = approved_code_for(&app, &user, client_id, "farm:read").await;
+    let (code, verifier) = app.approved_code_for(&user, client_id, "farm:read").await;
     let key = ProofKey::es256();
-    let token = token_url(&app);
+    let token = app.token_url();
     let mut form = exchange_form(&app, client_id, &code, &verifier);
     form.push(("client_secret", secret.to_owned()));
     let form: Vec<(&str, &str)> = form.iter().map(|(k, v)| (*k, v.as_str())).collect();
     let proof = key.proof("POST", &token, None);
-    let bound = bound_from(token_with_proofs(&app, &form, &[&proof]).await, client_id).await;
+    let bound = bound_from(app.token_with_proofs(&form, &[&proof]).await, client_id).await;
     assert_eq!(bound.token_type, "DPoP");
     assert_eq!(
-        db_count(
-            &app,
-            "select count(*) from refresh_tokens where dpop_jkt is not null"
-        )
-        .await,
+        app.db_count("select count(*) from refresh_tokens where dpop_jkt is not null")
+            .await,
         0
     );
     // Its secret binds its refresh token: a refresh without a proof is a bearer token.
@@ -334,7 +329,7 @@ async fn a_confidential_clients_refresh_token_is_not_bound(engine: Engine) {
         ("client_secret", secret),
         ("refresh_token", bound.refresh_token.as_str()),
     ];
-    let next = bound_from(token_with_proofs(&app, &refresh, &[]).await, client_id).await;
+    let next = bound_from(app.token_with_proofs(&refresh, &[]).await, client_id).await;
     assert_eq!(next.token_type, "Bearer");
 }
 
@@ -342,16 +337,16 @@ async fn each_wrong_proof_at_mcp_is_invalid_dpop_proof(engine: Engine) {
     let app = TestApp::spawn(engine).await;
     let user = app.farm_with_member("viewer").await;
     let key = ProofKey::es256();
-    let bound = connect_bound(&app, &user, "farm:read", &key).await;
+    let bound = app.connect_bound(&user, "farm:read", &key).await;
     let at = bound.access_token.as_str();
-    let mcp = mcp_url(&app);
+    let mcp = app.mcp_url();
     let now = || time::OffsetDateTime::now_utc().unix_timestamp();
     let header = |change: &dyn Fn(&mut Value)| {
         let mut h = key.header();
         change(&mut h);
         h
     };
-    let good_claims = || crate::dpop_support::claims("POST", &mcp, Some(at));
+    let good_claims = || dpop::claims("POST", &mcp, Some(at));
     let other = ProofKey::es256();
     let tampered = {
         let proof = key.proof("POST", &mcp, Some(at));
@@ -374,32 +369,32 @@ async fn each_wrong_proof_at_mcp_is_invalid_dpop_proof(engine: Engine) {
         ),
         (
             "typ JWT",
-            vec![key.sign(&header(&|h| h["typ"] = "JWT".into()), &good_claims())],
+            vec![key.sign_with_header(&header(&|h| h["typ"] = "JWT".into()), &good_claims())],
         ),
         (
             "alg none",
-            vec![key.sign(&header(&|h| h["alg"] = "none".into()), &good_claims())],
+            vec![key.sign_with_header(&header(&|h| h["alg"] = "none".into()), &good_claims())],
         ),
         (
             "alg HS256",
-            vec![key.sign(&header(&|h| h["alg"] = "HS256".into()), &good_claims())],
+            vec![key.sign_with_header(&header(&|h| h["alg"] = "HS256".into()), &good_claims())],
         ),
         (
             "private jwk",
-            vec![key.sign(
+            vec![key.sign_with_header(
                 &header(&|h| h["jwk"]["d"] = "c2VjcmV0".into()),
                 &good_claims(),
             )],
         ),
         (
             "another key's jwk",
-            vec![key.sign(&header(&|h| h["jwk"] = other.public_jwk()), &good_claims())],
+            vec![key.sign_with_header(&header(&|h| h["jwk"] = other.public_jwk()), &good_claims())],
         ),
         ("altered claims", vec![tampered]),
         ("htm GET", vec![key.proof("GET", &mcp, Some(at))]),
         (
             "htu /token",
-            vec![key.proof("POST", &token_url(&app), Some(at))],
+            vec![key.proof("POST", &app.token_url(), Some(at))],
         ),
         (
             "htu another host",
@@ -431,12 +426,12 @@ async fn each_wrong_proof_at_mcp_is_invalid_dpop_proof(engine: Engine) {
     ];
     for (what, proofs) in cases {
         let proofs: Vec<&str> = proofs.iter().map(String::as_str).collect();
-        let response = list_as(&app, "DPoP", at, &proofs).await;
+        let response = app.list_as("DPoP", at, &proofs).await;
         assert_dpop_refusal(response, &app, "invalid_dpop_proof", what).await;
     }
     // The query and fragment of htu are not compared.
     let proof = key.proof("POST", &format!("{mcp}?x=1#top"), Some(at));
-    assert_eq!(list_as(&app, "DPoP", at, &[&proof]).await.status(), 200);
+    assert_eq!(app.list_as("DPoP", at, &[&proof]).await.status(), 200);
 }
 
 async fn a_replayed_proof_is_refused_on_every_replica(engine: Engine) {
@@ -445,12 +440,12 @@ async fn a_replayed_proof_is_refused_on_every_replica(engine: Engine) {
     let b = TestApp::spawn_on(Arc::clone(&a.db), |c| c.issuer = Some(issuer)).await;
     let user = a.farm_with_member("viewer").await;
     let key = ProofKey::es256();
-    let bound = connect_bound(&a, &user, "farm:read", &key).await;
-    let proof = key.proof("POST", &mcp_url(&a), Some(&bound.access_token));
+    let bound = a.connect_bound(&user, "farm:read", &key).await;
+    let proof = key.proof("POST", &a.mcp_url(), Some(&bound.access_token));
     // The issuer is a's address; b is reached at its own address with a's Host.
     let send = |app: &TestApp| {
-        let wire = mcp_support::Wire::V2025_11_25;
-        let body = mcp_support::request_body(wire, 1, "tools/list", Value::Null).to_string();
+        let wire = mcp::Wire::V2025_11_25;
+        let body = mcp::request_body(wire, 1, "tools/list", Value::Null).to_string();
         let authorization = format!("DPoP {}", bound.access_token);
         let host = a.issuer.trim_start_matches("http://").to_owned();
         reqwest::Client::new()
@@ -487,17 +482,17 @@ async fn a_bound_token_sent_as_bearer_is_refused(engine: Engine) {
     let app = TestApp::spawn(engine).await;
     let user = app.farm_with_member("viewer").await;
     let key = ProofKey::es256();
-    let bound = connect_bound(&app, &user, "farm:read", &key).await;
-    let metadata = metadata_url(&app);
+    let bound = app.connect_bound(&user, "farm:read", &key).await;
+    let metadata = app.metadata_url();
     // Without a proof, and even with a good one: the scheme says bearer.
-    let proof = key.proof("POST", &mcp_url(&app), Some(&bound.access_token));
+    let proof = key.proof("POST", &app.mcp_url(), Some(&bound.access_token));
     for proofs in [vec![], vec![proof.as_str()]] {
-        let response = list_as(&app, "Bearer", &bound.access_token, &proofs).await;
+        let response = app.list_as("Bearer", &bound.access_token, &proofs).await;
         assert_eq!(response.status(), 401);
         assert_eq!(
             challenges(&response),
             vec![
-                invalid_token_challenge(&app),
+                app.invalid_token_challenge(),
                 format!(
                     r#"DPoP algs="{ALGS}", error="invalid_token", resource_metadata="{metadata}""#
                 ),
@@ -511,60 +506,56 @@ async fn a_bound_token_sent_as_bearer_is_refused(engine: Engine) {
 async fn a_bearer_token_sent_with_the_dpop_scheme_is_refused(engine: Engine) {
     let app = TestApp::spawn(engine).await;
     let user = app.farm_with_member("viewer").await;
-    let tokens = mcp_support::connect(&app, &user, "farm:read").await;
+    let tokens = app.connect(&user, "farm:read").await;
     let key = ProofKey::es256();
-    let response = list_with_key(&app, &tokens.access_token, &key).await;
+    let response = app.list_with_key(&tokens.access_token, &key).await;
     assert_dpop_refusal(response, &app, "invalid_token", "an unbound token as DPoP").await;
     // And an expired bound token with a good proof is invalid_token, in the DPoP challenge.
-    let bound = connect_bound(&app, &user, "farm:read", &key).await;
-    let forged = mcp_support::forge(&app, &bound.access_token, |c| {
-        c["exp"] = (c["iat"].as_i64().unwrap() - 1).into()
-    })
-    .await;
-    let response = list_with_key(&app, &forged, &key).await;
+    let bound = app.connect_bound(&user, "farm:read", &key).await;
+    let forged = app
+        .forge(&bound.access_token, |c| {
+            c["exp"] = (c["iat"].as_i64().unwrap() - 1).into()
+        })
+        .await;
+    let response = app.list_with_key(&forged, &key).await;
     assert_dpop_refusal(response, &app, "invalid_token", "expired").await;
     assert_eq!(
-        challenge(&mcp_support::list_with(&app, &forged).await),
-        invalid_token_challenge(&app)
+        challenge(&app.list_with(&forged).await),
+        app.invalid_token_challenge()
     );
 }
 
 async fn a_bound_token_short_of_scope_gets_the_dpop_challenge(engine: Engine) {
     let app = TestApp::spawn(engine).await;
-    let user = mcp_support::farm_with_flocks(&app, "manager").await;
+    let user = app.farm_with_flocks("manager").await;
     let key = ProofKey::es256();
-    let bound = connect_bound(&app, &user, "farm:read", &key).await;
-    let (status, _) = call_with_key(
-        &app,
-        &bound.access_token,
-        &key,
-        "record_daily_entry",
-        json!({}),
-    )
-    .await;
+    let bound = app.connect_bound(&user, "farm:read", &key).await;
+    let (status, _) = app
+        .call_with_key(&bound.access_token, &key, "record_daily_entry", json!({}))
+        .await;
     assert_eq!(status, 403);
-    let wire = mcp_support::Wire::V2025_11_25;
-    let body = mcp_support::request_body(
+    let wire = mcp::Wire::V2025_11_25;
+    let body = mcp::request_body(
         wire,
         1,
         "tools/call",
         json!({"name": "record_daily_entry", "arguments": {}}),
     );
-    let proof = key.proof("POST", &mcp_url(&app), Some(&bound.access_token));
+    let proof = key.proof("POST", &app.mcp_url(), Some(&bound.access_token));
     let authorization = format!("DPoP {}", bound.access_token);
-    let response = mcp_support::post_with(
-        &app,
-        None,
-        wire,
-        &body.to_string(),
-        &[("authorization", Some(&authorization))],
-    )
-    .header("dpop", proof)
-    .send()
-    .await
-    .unwrap();
+    let response = app
+        .mcp_post_with(
+            None,
+            wire,
+            &body.to_string(),
+            &[("authorization", Some(&authorization))],
+        )
+        .header("dpop", proof)
+        .send()
+        .await
+        .unwrap();
     assert_eq!(response.status(), 403);
-    let metadata = metadata_url(&app);
+    let metadata = app.metadata_url();
     assert_eq!(
         challenges(&response),
         vec![
@@ -579,19 +570,19 @@ async fn a_bound_token_short_of_scope_gets_the_dpop_challenge(engine: Engine) {
 async fn nonces_are_required_at_both_endpoints_when_configured(engine: Engine) {
     let app = TestApp::spawn_with(engine, |c| c.dpop_require_nonce = true).await;
     let user = app.farm_with_member("viewer").await;
-    let (client_id, code, verifier) = approved_code(&app, &user, "farm:read").await;
+    let (client_id, code, verifier) = app.approved_code(&user, "farm:read").await;
     let key = ProofKey::es256();
-    let token = token_url(&app);
+    let token = app.token_url();
 
     // The token endpoint: no nonce, use_dpop_nonce with one to use.
-    let response = exchange_with(
-        &app,
-        &client_id,
-        &code,
-        &verifier,
-        Some(&key.proof("POST", &token, None)),
-    )
-    .await;
+    let response = app
+        .exchange_with(
+            &client_id,
+            &code,
+            &verifier,
+            Some(&key.proof("POST", &token, None)),
+        )
+        .await;
     let nonce = response.headers()["dpop-nonce"]
         .to_str()
         .unwrap()
@@ -602,24 +593,30 @@ async fn nonces_are_required_at_both_endpoints_when_configured(engine: Engine) {
     let forged = key.proof_with(&token, None, |c| {
         c["nonce"] = format!("{window}.AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA").into()
     });
-    let response = exchange_with(&app, &client_id, &code, &verifier, Some(&forged)).await;
+    let response = app
+        .exchange_with(&client_id, &code, &verifier, Some(&forged))
+        .await;
     assert_oauth_error(response, 400, "use_dpop_nonce").await;
     let with_nonce = key.proof_with(&token, None, |c| c["nonce"] = nonce.clone().into());
-    let response = exchange_with(&app, &client_id, &code, &verifier, Some(&with_nonce)).await;
+    let response = app
+        .exchange_with(&client_id, &code, &verifier, Some(&with_nonce))
+        .await;
     assert!(response.headers().get("dpop-nonce").is_some());
     let bound = bound_from(response, &client_id).await;
 
     // The resource: the same, with the challenge.
     let at = bound.access_token.as_str();
-    let mcp = mcp_url(&app);
-    let response = list_as(&app, "DPoP", at, &[&key.proof("POST", &mcp, Some(at))]).await;
+    let mcp = app.mcp_url();
+    let response = app
+        .list_as("DPoP", at, &[&key.proof("POST", &mcp, Some(at))])
+        .await;
     let nonce = response.headers()["dpop-nonce"]
         .to_str()
         .unwrap()
         .to_owned();
     assert_dpop_refusal(response, &app, "use_dpop_nonce", "no nonce at /mcp").await;
     let proof = key.proof_with(&mcp, Some(at), |c| c["nonce"] = nonce.clone().into());
-    let response = list_as(&app, "DPoP", at, &[&proof]).await;
+    let response = app.list_as("DPoP", at, &[&proof]).await;
     assert_eq!(response.status(), 200);
     assert!(response.headers().get("dpop-nonce").is_some());
 
@@ -630,7 +627,7 @@ async fn nonces_are_required_at_both_endpoints_when_configured(engine: Engine) {
         c["nonce"] = nonce.clone().into();
         c["iat"] = later.into();
     });
-    let response = list_as(&app, "DPoP", at, &[&stale]).await;
+    let response = app.list_as("DPoP", at, &[&stale]).await;
     let fresh = response.headers()["dpop-nonce"]
         .to_str()
         .unwrap()
@@ -638,8 +635,8 @@ async fn nonces_are_required_at_both_endpoints_when_configured(engine: Engine) {
     assert_ne!(fresh, nonce);
     assert_dpop_refusal(response, &app, "use_dpop_nonce", "a stale nonce").await;
     // A bearer client is not asked for anything.
-    let bearer = mcp_support::connect(&app, &user, "farm:read").await;
-    let response = mcp_support::list_with(&app, &bearer.access_token).await;
+    let bearer = app.connect(&user, "farm:read").await;
+    let response = app.list_with(&bearer.access_token).await;
     assert!(response.headers().get("dpop-nonce").is_none());
 }
 
@@ -647,18 +644,12 @@ async fn both_metadata_documents_advertise_dpop(engine: Engine) {
     let app = TestApp::spawn(engine).await;
     let algs = json!(["ES256", "EdDSA", "RS256", "PS256"]);
     let server: Value = app
-        .get("/.well-known/oauth-authorization-server")
-        .await
-        .json()
-        .await
-        .unwrap();
+        .get_json("/.well-known/oauth-authorization-server")
+        .await;
     assert_eq!(server["dpop_signing_alg_values_supported"], algs);
     let resource: Value = app
-        .get("/.well-known/oauth-protected-resource/mcp")
-        .await
-        .json()
-        .await
-        .unwrap();
+        .get_json("/.well-known/oauth-protected-resource/mcp")
+        .await;
     assert_eq!(resource["dpop_signing_alg_values_supported"], algs);
     assert_eq!(resource["dpop_bound_access_tokens_required"], false);
 }
@@ -667,23 +658,21 @@ async fn seen_proofs_are_forgotten_once_too_old(engine: Engine) {
     let app = TestApp::spawn(engine).await;
     let user = app.farm_with_member("viewer").await;
     let key = ProofKey::es256();
-    let bound = connect_bound(&app, &user, "farm:read", &key).await;
+    let bound = app.connect_bound(&user, "farm:read", &key).await;
     assert_eq!(
-        list_with_key(&app, &bound.access_token, &key)
-            .await
-            .status(),
+        app.list_with_key(&bound.access_token, &key).await.status(),
         200
     );
-    assert_eq!(db_count(&app, "select count(*) from dpop_proofs").await, 2);
+    assert_eq!(app.db_count("select count(*) from dpop_proofs").await, 2);
     let store = coop::storage::Store::connect(&app.db.url).await.unwrap();
     let now = app.clock.now();
     coop::oauth::housekeeping::sweep(&store, now).await.unwrap();
-    assert_eq!(db_count(&app, "select count(*) from dpop_proofs").await, 2);
+    assert_eq!(app.db_count("select count(*) from dpop_proofs").await, 2);
     let swept = coop::oauth::housekeeping::sweep(&store, now + time::Duration::minutes(6))
         .await
         .unwrap();
     assert_eq!(swept.dpop_proofs, 2);
-    assert_eq!(db_count(&app, "select count(*) from dpop_proofs").await, 0);
+    assert_eq!(app.db_count("select count(*) from dpop_proofs").await, 0);
 }
 
 async fn a_browser_client_may_send_a_proof_and_read_the_nonce(engine: Engine) {
@@ -703,16 +692,16 @@ async fn a_browser_client_may_send_a_proof_and_read_the_nonce(engine: Engine) {
         .to_owned();
     assert!(allowed.split(", ").any(|h| h == "dpop"), "{allowed}");
     let key = ProofKey::es256();
-    let response = token_with_proofs(
-        &app,
-        &[
-            ("grant_type", "refresh_token"),
-            ("client_id", "nobody"),
-            ("refresh_token", "x"),
-        ],
-        &[&key.proof("POST", &token_url(&app), None)],
-    )
-    .await;
+    let response = app
+        .token_with_proofs(
+            &[
+                ("grant_type", "refresh_token"),
+                ("client_id", "nobody"),
+                ("refresh_token", "x"),
+            ],
+            &[&key.proof("POST", &app.token_url(), None)],
+        )
+        .await;
     assert_eq!(
         response.headers()["access-control-expose-headers"],
         "dpop-nonce"
@@ -721,7 +710,7 @@ async fn a_browser_client_may_send_a_proof_and_read_the_nonce(engine: Engine) {
 
 async fn an_automations_token_is_bound_for_a_proof(engine: Engine) {
     let app = TestApp::spawn(engine).await;
-    let owner = mcp_support::farm_with_flocks(&app, "owner").await;
+    let owner = app.farm_with_flocks("owner").await;
     let (client_id, secret) =
         crate::automations::add_automation(&app, &owner.farm, "Scale", "viewer", "farm:read", None)
             .await;
@@ -736,7 +725,7 @@ async fn an_automations_token_is_bound_for_a_proof(engine: Engine) {
         }
         request.send()
     };
-    let response = send(vec![key.proof("POST", &token_url(&app), None)])
+    let response = send(vec![key.proof("POST", &app.token_url(), None)])
         .await
         .unwrap();
     assert_eq!(response.status(), 200);
@@ -744,12 +733,12 @@ async fn an_automations_token_is_bound_for_a_proof(engine: Engine) {
     assert_eq!(body["token_type"], "DPoP");
     let token = body["access_token"].as_str().unwrap();
     assert_eq!(claims(token)["cnf"]["jkt"], key.thumbprint());
-    assert_eq!(list_with_key(&app, token, &key).await.status(), 200);
-    let response = list_as(&app, "Bearer", token, &[]).await;
+    assert_eq!(app.list_with_key(token, &key).await.status(), 200);
+    let response = app.list_as("Bearer", token, &[]).await;
     assert_eq!(response.status(), 401);
-    assert_eq!(challenge(&response), invalid_token_challenge(&app));
+    assert_eq!(challenge(&response), app.invalid_token_challenge());
     // A bad proof is refused before any token is made.
-    let response = send(vec![key.proof("GET", &token_url(&app), None)])
+    let response = send(vec![key.proof("GET", &app.token_url(), None)])
         .await
         .unwrap();
     assert_oauth_error(response, 400, "invalid_dpop_proof").await;
@@ -758,47 +747,23 @@ async fn an_automations_token_is_bound_for_a_proof(engine: Engine) {
 async fn introspection_describes_a_bound_token_with_its_key(engine: Engine) {
     let app = TestApp::spawn(engine).await;
     let user = app.farm_with_member("viewer").await;
-    let (code, out, err) = app
-        .cli(&[
-            "admin",
-            "client",
-            "add",
-            "--name",
-            "Gateway",
-            "--introspection",
-        ])
-        .await;
-    assert_eq!(code, 0, "{err}");
-    let field = |name: &str| {
-        out.lines()
-            .find_map(|l| l.strip_prefix(&format!("{name}: ")))
-            .unwrap()
-            .trim()
-            .to_owned()
-    };
-    let (gateway, secret) = (field("client_id"), field("client_secret"));
-    let introspect = |token: String| {
-        reqwest::Client::new()
-            .post(app.url("/introspect"))
-            .basic_auth(&gateway, Some(&secret))
-            .form(&[("token", token)])
-            .send()
-    };
+    let (gateway, secret) = app.introspector().await;
+    let gateway = Some((gateway.as_str(), secret.as_str()));
     let key = ProofKey::es256();
-    let bound = connect_bound(&app, &user, "farm:read", &key).await;
-    let body: Value = introspect(bound.access_token.clone())
+    let bound = app.connect_bound(&user, "farm:read", &key).await;
+    let body: Value = app
+        .introspect_as(gateway, &bound.access_token)
         .await
-        .unwrap()
         .json()
         .await
         .unwrap();
     assert_eq!(body["active"], true, "{body}");
     assert_eq!(body["token_type"], "DPoP");
     assert_eq!(body["cnf"], json!({"jkt": key.thumbprint()}));
-    let bearer = mcp_support::connect(&app, &user, "farm:read").await;
-    let body: Value = introspect(bearer.access_token)
+    let bearer = app.connect(&user, "farm:read").await;
+    let body: Value = app
+        .introspect_as(gateway, &bearer.access_token)
         .await
-        .unwrap()
         .json()
         .await
         .unwrap();

@@ -4,9 +4,9 @@
 use serde_json::{Value, json};
 
 use crate::automations::{add_automation, automation_token};
+use crate::helpers::mcp::BOTH_SCOPES;
+use crate::helpers::oauth::{REDIRECT_URI, TokenRequest, assert_oauth_error, claims};
 use crate::helpers::{Engine, TestApp};
-use crate::mcp_support::{BOTH_SCOPES, add_member, admin, connect, farm_with_flocks};
-use crate::oauth_client::{self, assert_oauth_error, claims};
 use crate::on_both_engines;
 
 on_both_engines!(
@@ -19,43 +19,10 @@ on_both_engines!(
 );
 
 /// A client registered for introspection: (client_id, secret).
-async fn introspector(app: &TestApp) -> (String, String) {
-    let (code, out, err) = app
-        .cli(&[
-            "admin",
-            "client",
-            "add",
-            "--name",
-            "Gateway",
-            "--introspection",
-        ])
-        .await;
-    assert_eq!(code, 0, "{err}");
-    let field = |name: &str| {
-        out.lines()
-            .find_map(|l| l.strip_prefix(&format!("{name}: ")))
-            .unwrap()
-            .trim()
-            .to_owned()
-    };
-    (field("client_id"), field("client_secret"))
-}
-
-async fn introspect_as(
-    app: &TestApp,
-    client: Option<(&str, &str)>,
-    token: &str,
-) -> reqwest::Response {
-    let request = reqwest::Client::new().post(app.url("/introspect"));
-    let request = match client {
-        Some((id, secret)) => request.basic_auth(id, Some(secret)),
-        None => request,
-    };
-    request.form(&[("token", token)]).send().await.unwrap()
-}
-
 async fn answer(app: &TestApp, gateway: &(String, String), token: &str) -> Value {
-    let response = introspect_as(app, Some((&gateway.0, &gateway.1)), token).await;
+    let response = app
+        .introspect_as(Some((&gateway.0, &gateway.1)), token)
+        .await;
     assert_eq!(response.status(), 200);
     assert_eq!(response.headers()["cache-control"], "no-store");
     response.json().await.unwrap()
@@ -63,12 +30,12 @@ async fn answer(app: &TestApp, gateway: &(String, String), token: &str) -> Value
 
 async fn a_stranger_or_an_unregistered_client_is_refused(engine: Engine) {
     let app = TestApp::spawn(engine).await;
-    let user = farm_with_flocks(&app, "owner").await;
-    let tokens = connect(&app, &user, BOTH_SCOPES).await;
+    let user = app.farm_with_flocks("owner").await;
+    let tokens = app.connect(&user, BOTH_SCOPES).await;
     let token = tokens.access_token.as_str();
 
     // No client authentication at all.
-    let response = introspect_as(&app, None, token).await;
+    let response = app.introspect_as(None, token).await;
     assert_oauth_error(response, 401, "invalid_client").await;
     // A public client naming itself.
     let response = reqwest::Client::new()
@@ -79,11 +46,8 @@ async fn a_stranger_or_an_unregistered_client_is_refused(engine: Engine) {
         .unwrap();
     assert_oauth_error(response, 401, "invalid_client").await;
     // A confidential client not registered for introspection.
-    let (code, out, _) = app
-        .cli(&[
-            "admin",
-            "client",
-            "add",
+    let web = app
+        .add_client(&[
             "--name",
             "Web",
             "--redirect-uri",
@@ -91,31 +55,23 @@ async fn a_stranger_or_an_unregistered_client_is_refused(engine: Engine) {
             "--confidential",
         ])
         .await;
-    assert_eq!(code, 0);
-    let id = out
-        .lines()
-        .find_map(|l| l.strip_prefix("client_id: "))
-        .unwrap()
-        .trim();
-    let secret = out
-        .lines()
-        .find_map(|l| l.strip_prefix("client_secret: "))
-        .unwrap()
-        .trim();
-    let response = introspect_as(&app, Some((id, secret)), token).await;
+    let (id, secret) = (web.field("client_id"), web.field("client_secret"));
+    let response = app.introspect_as(Some((&id, &secret)), token).await;
     assert_eq!(
         response.headers()["www-authenticate"],
         "Basic realm=\"coop\""
     );
     assert_oauth_error(response, 401, "invalid_client").await;
     // The introspector with a wrong secret.
-    let gateway = introspector(&app).await;
-    let response = introspect_as(&app, Some((&gateway.0, "wrong")), token).await;
+    let gateway = app.introspector().await;
+    let response = app.introspect_as(Some((&gateway.0, "wrong")), token).await;
     assert_oauth_error(response, 401, "invalid_client").await;
     // An automation is not an introspector either.
     let (auto_id, auto_secret) =
         add_automation(&app, &user.farm, "Scale", "worker", "farm:read", None).await;
-    let response = introspect_as(&app, Some((&auto_id, &auto_secret)), token).await;
+    let response = app
+        .introspect_as(Some((&auto_id, &auto_secret)), token)
+        .await;
     assert_oauth_error(response, 401, "invalid_client").await;
     // No token parameter.
     let response = reqwest::Client::new()
@@ -130,9 +86,9 @@ async fn a_stranger_or_an_unregistered_client_is_refused(engine: Engine) {
 
 async fn an_active_token_is_described(engine: Engine) {
     let app = TestApp::spawn(engine).await;
-    let user = farm_with_flocks(&app, "owner").await;
-    let tokens = connect(&app, &user, BOTH_SCOPES).await;
-    let gateway = introspector(&app).await;
+    let user = app.farm_with_flocks("owner").await;
+    let tokens = app.connect(&user, BOTH_SCOPES).await;
+    let gateway = app.introspector().await;
     let body = answer(&app, &gateway, &tokens.access_token).await;
     let c = claims(&tokens.access_token);
     assert_eq!(body["active"], true, "{body}");
@@ -170,12 +126,12 @@ async fn an_active_token_is_described(engine: Engine) {
 
 async fn each_kind_of_revocation_answers_inactive(engine: Engine) {
     let app = TestApp::spawn(engine).await;
-    let user = farm_with_flocks(&app, "owner").await;
-    let gateway = introspector(&app).await;
+    let user = app.farm_with_flocks("owner").await;
+    let gateway = app.introspector().await;
     let inactive = json!({"active": false});
 
     // The access token revoked on its own (RFC 7009).
-    let tokens = connect(&app, &user, BOTH_SCOPES).await;
+    let tokens = app.connect(&user, BOTH_SCOPES).await;
     let response = reqwest::Client::new()
         .post(app.url("/revoke"))
         .form(&[
@@ -194,12 +150,12 @@ async fn each_kind_of_revocation_answers_inactive(engine: Engine) {
     );
 
     // The grant ended (its refresh token revoked: disconnected).
-    let tokens = connect(&app, &user, BOTH_SCOPES).await;
+    let tokens = app.connect(&user, BOTH_SCOPES).await;
     assert_eq!(
         answer(&app, &gateway, &tokens.access_token).await["active"],
         true
     );
-    let response = oauth_client::revoke(&app, &tokens.client_id, &tokens.refresh_token).await;
+    let response = app.revoke(&tokens.client_id, &tokens.refresh_token).await;
     assert_eq!(response.status(), 200);
     assert_eq!(
         answer(&app, &gateway, &tokens.access_token).await,
@@ -218,19 +174,19 @@ async fn each_kind_of_revocation_answers_inactive(engine: Engine) {
             Some(vec!["user", "enable", user.email.as_str()]),
         ),
     ] {
-        let tokens = connect(&app, &user, BOTH_SCOPES).await;
+        let tokens = app.connect(&user, BOTH_SCOPES).await;
         assert_eq!(
             answer(&app, &gateway, &tokens.access_token).await["active"],
             true
         );
-        admin(&app, &stop).await;
+        app.admin(&stop).await;
         assert_eq!(
             answer(&app, &gateway, &tokens.access_token).await,
             inactive,
             "{stop:?}"
         );
         if let Some(start) = start {
-            admin(&app, &start).await;
+            app.admin(&start).await;
         }
     }
 
@@ -239,7 +195,9 @@ async fn each_kind_of_revocation_answers_inactive(engine: Engine) {
     let (auto_id, auto_secret) =
         add_automation(&app, &user.farm, "Scale", "worker", "farm:read", None).await;
     // Another member: sign-ins are throttled per account.
-    let other = add_member(&app, &user.farm, "m@hillside.example", "manager", None).await;
+    let other = app
+        .add_member(&user.farm, "m@hillside.example", "manager", None)
+        .await;
     for (stop, start) in [
         (
             vec!["farm", "suspend", user.farm.as_str()],
@@ -250,9 +208,9 @@ async fn each_kind_of_revocation_answers_inactive(engine: Engine) {
             vec!["farm", "connected-apps", user.farm.as_str(), "on"],
         ),
     ] {
-        let tokens = connect(&app, &other, BOTH_SCOPES).await;
+        let tokens = app.connect(&other, BOTH_SCOPES).await;
         let automation = automation_token(&app, &auto_id, &auto_secret).await;
-        admin(&app, &stop).await;
+        app.admin(&stop).await;
         assert_eq!(
             answer(&app, &gateway, &tokens.access_token).await,
             inactive,
@@ -263,12 +221,12 @@ async fn each_kind_of_revocation_answers_inactive(engine: Engine) {
             inactive,
             "{stop:?}"
         );
-        admin(&app, &start).await;
+        app.admin(&start).await;
         // Back on: the same tokens are active again (nothing cached).
         assert_eq!(answer(&app, &gateway, &automation).await["active"], true);
     }
     let automation = automation_token(&app, &auto_id, &auto_secret).await;
-    admin(&app, &["automation", "disable", &auto_id]).await;
+    app.admin(&["automation", "disable", &auto_id]).await;
     assert_eq!(
         answer(&app, &gateway, &automation).await,
         inactive,
@@ -278,9 +236,9 @@ async fn each_kind_of_revocation_answers_inactive(engine: Engine) {
 
 async fn refresh_tokens_are_inactive_for_anyone_but_their_client(engine: Engine) {
     let app = TestApp::spawn(engine).await;
-    let user = farm_with_flocks(&app, "owner").await;
-    let gateway = introspector(&app).await;
-    let tokens = connect(&app, &user, BOTH_SCOPES).await;
+    let user = app.farm_with_flocks("owner").await;
+    let gateway = app.introspector().await;
+    let tokens = app.connect(&user, BOTH_SCOPES).await;
     for hint in ["refresh_token", "access_token"] {
         let response = reqwest::Client::new()
             .post(app.url("/introspect"))
@@ -299,15 +257,11 @@ async fn refresh_tokens_are_inactive_for_anyone_but_their_client(engine: Engine)
 }
 
 async fn a_refresh_token_is_active_for_its_own_client_while_usable(engine: Engine) {
-    use crate::oauth_client::{Pkce, REDIRECT_URI, answer_consent, authorize_path, callback};
     let app = TestApp::spawn(engine).await;
-    let user = farm_with_flocks(&app, "owner").await;
+    let user = app.farm_with_flocks("owner").await;
     // A confidential client that also introspects (a gateway that is a client).
-    let (code, out, err) = app
-        .cli(&[
-            "admin",
-            "client",
-            "add",
+    let added = app
+        .add_client(&[
             "--name",
             "Gateway app",
             "--redirect-uri",
@@ -315,39 +269,11 @@ async fn a_refresh_token_is_active_for_its_own_client_while_usable(engine: Engin
             "--introspection",
         ])
         .await;
-    assert_eq!(code, 0, "{err}");
-    let field = |name: &str| {
-        out.lines()
-            .find_map(|l| l.strip_prefix(&format!("{name}: ")))
-            .unwrap()
-            .trim()
-            .to_owned()
-    };
-    let own = (field("client_id"), field("client_secret"));
-    let browser = oauth_client::sign_in_browser(&app, &user).await;
-    let pkce = Pkce::new();
-    let path = authorize_path(&app, &own.0, &pkce, "farm:read", &[]);
-    let html = browser
-        .get(app.url(&path))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
-    let redirected = answer_consent(&app, &browser, &html, "approve", &["farm:read"]).await;
-    let code = callback(&redirected)["code"].clone();
-    let response = reqwest::Client::new()
-        .post(app.url("/token"))
-        .basic_auth(&own.0, Some(&own.1))
-        .form(&[
-            ("grant_type", "authorization_code"),
-            ("code", code.as_str()),
-            ("code_verifier", pkce.verifier.as_str()),
-        ])
-        .send()
-        .await
-        .unwrap();
+    let own = (added.field("client_id"), added.field("client_secret"));
+    let (code, verifier) = app.approved_code_for(&user, &own.0, "farm:read").await;
+    let response = app
+        .token(&TokenRequest::confidential_code(&code, &verifier).basic(&own.0, &own.1))
+        .await;
     assert_eq!(response.status(), 200);
     let body: Value = response.json().await.unwrap();
     let refresh = body["refresh_token"].as_str().unwrap().to_owned();
@@ -358,33 +284,28 @@ async fn a_refresh_token_is_active_for_its_own_client_while_usable(engine: Engin
     assert_eq!(mine["scope"], "farm:read");
     assert!(mine.get("token_type").is_none(), "{mine}");
     // Another introspector learns nothing about it.
-    let other = introspector(&app).await;
+    let other = app.introspector().await;
     assert_eq!(
         answer(&app, &other, &refresh).await,
         json!({"active": false})
     );
     // Spent by a refresh: inactive for its client too.
-    let response = reqwest::Client::new()
-        .post(app.url("/token"))
-        .basic_auth(&own.0, Some(&own.1))
-        .form(&[
-            ("grant_type", "refresh_token"),
-            ("refresh_token", refresh.as_str()),
-        ])
-        .send()
-        .await
-        .unwrap();
+    let spend = TokenRequest::fields(&[
+        ("grant_type", "refresh_token"),
+        ("refresh_token", refresh.as_str()),
+    ]);
+    let response = app.token(&spend.basic(&own.0, &own.1)).await;
     assert_eq!(response.status(), 200);
     assert_eq!(answer(&app, &own, &refresh).await, json!({"active": false}));
 }
 
 async fn introspection_is_rate_limited(engine: Engine) {
     let app = TestApp::spawn_with(engine, |config| config.introspection_rate_limit = 2).await;
-    let gateway = introspector(&app).await;
+    let gateway = app.introspector().await;
     for _ in 0..2 {
         assert_eq!(answer(&app, &gateway, "x").await["active"], false);
     }
-    let response = introspect_as(&app, Some((&gateway.0, &gateway.1)), "x").await;
+    let response = app.introspect_as(Some((&gateway.0, &gateway.1)), "x").await;
     assert_eq!(response.status(), 429);
     assert!(response.headers().get("retry-after").is_some());
 }

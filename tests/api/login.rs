@@ -1,6 +1,6 @@
 //! Sign-in, sign-out and password change, and every refusal they make.
 
-use crate::helpers::{Engine, TestApp, browser, form_value, location};
+use crate::helpers::{Browser, Engine, TestApp, form_value, location, retry_after};
 use crate::on_both_engines;
 
 on_both_engines!(
@@ -81,11 +81,7 @@ async fn sign_in_is_throttled_per_account(engine: Engine) {
     // Even the right password is refused while throttled.
     let throttled = app.sign_in(&user.email, &user.password).await;
     assert_eq!(throttled.status(), 429);
-    let retry_after: u64 = throttled.headers()["retry-after"]
-        .to_str()
-        .unwrap()
-        .parse()
-        .unwrap();
+    let retry_after = retry_after(&throttled);
     assert!((1..=60).contains(&retry_after), "{retry_after}");
     let body = throttled.text().await.unwrap();
     assert!(
@@ -135,7 +131,7 @@ async fn a_user_who_must_change_password_can_do_nothing_else(engine: Engine) {
     assert!(page.contains("You must choose a new password"));
     let csrf = form_value(&page, "csrf").unwrap();
     let changed = app
-        .client
+        .browser
         .post(app.url("/account/password"))
         .form(&[
             ("csrf", csrf.as_str()),
@@ -169,10 +165,10 @@ async fn moving_the_epoch_kills_every_session(engine: Engine) {
 async fn a_login_without_its_csrf_token_is_refused(engine: Engine) {
     let app = TestApp::spawn(engine).await;
     let user = app.farm_with_member("owner").await;
-    let _ = app.login_csrf().await;
+    let _ = app.browser.login_csrf().await;
     for csrf in ["", "forged-token"] {
         let response = app
-            .client
+            .browser
             .post(app.url("/login"))
             .form(&[
                 ("csrf", csrf),
@@ -190,9 +186,9 @@ async fn a_login_without_its_csrf_token_is_refused(engine: Engine) {
 async fn a_post_from_another_origin_is_refused(engine: Engine) {
     let app = TestApp::spawn(engine).await;
     let user = app.farm_with_member("owner").await;
-    let csrf = app.login_csrf().await;
+    let csrf = app.browser.login_csrf().await;
     let response = app
-        .client
+        .browser
         .post(app.url("/login"))
         .header("origin", "https://evil.example")
         .form(&[
@@ -206,7 +202,7 @@ async fn a_post_from_another_origin_is_refused(engine: Engine) {
     assert_eq!(response.status(), 403);
     // The same form from our own origin works.
     let response = app
-        .client
+        .browser
         .post(app.url("/login"))
         .header("origin", app.issuer.as_str())
         .form(&[
@@ -229,27 +225,9 @@ async fn a_foreign_return_url_is_replaced_by_the_start_page(engine: Engine) {
         ("/\\evil.example", "/"),
         ("/account/password", "/account/password"),
     ] {
-        let client = browser();
-        let page = client
-            .get(app.url("/login"))
-            .send()
-            .await
-            .unwrap()
-            .text()
-            .await
-            .unwrap();
-        let csrf = form_value(&page, "csrf").unwrap();
-        let response = client
-            .post(app.url("/login"))
-            .form(&[
-                ("csrf", csrf.as_str()),
-                ("email", user.email.as_str()),
-                ("password", user.password.as_str()),
-                ("return_to", return_to),
-            ])
-            .send()
-            .await
-            .unwrap();
+        let response = Browser::new(&app)
+            .sign_in_returning(&user.email, &user.password, Some(return_to))
+            .await;
         assert_eq!(response.status(), 303);
         assert_eq!(location(&response), want, "return_to {return_to:?}");
     }
@@ -294,7 +272,7 @@ async fn changing_the_password_keeps_this_session_and_ends_the_others(engine: En
     let page = app.get("/account/password").await.text().await.unwrap();
     let csrf = form_value(&page, "csrf").unwrap();
     let post = |current: &str, new: &str, confirm: &str| {
-        app.client.post(app.url("/account/password")).form(&[
+        app.browser.post(app.url("/account/password")).form(&[
             ("csrf", csrf.clone()),
             ("current_password", current.to_owned()),
             ("new_password", new.to_owned()),
@@ -367,7 +345,7 @@ async fn signing_out_needs_the_csrf_token(engine: Engine) {
     let user = app.farm_with_member("owner").await;
     assert_eq!(app.sign_in(&user.email, &user.password).await.status(), 303);
     let refused = app
-        .client
+        .browser
         .post(app.url("/logout"))
         .form(&[("csrf", "")])
         .send()
@@ -379,7 +357,7 @@ async fn signing_out_needs_the_csrf_token(engine: Engine) {
     let page = app.get("/").await.text().await.unwrap();
     let csrf = form_value(&page, "csrf").unwrap();
     let out = app
-        .client
+        .browser
         .post(app.url("/logout"))
         .form(&[("csrf", csrf.as_str())])
         .send()

@@ -6,6 +6,15 @@
 //! real `coop admin` command, as an operator would.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+/// The test support shared with the unit tests (`src/testing/`).
+#[path = "../../src/testing"]
+mod testing {
+    pub use coop::config::DatabaseUrl;
+    pub mod client_keys;
+    pub mod databases;
+    pub mod dpop_keys;
+}
+
 mod helpers;
 mod tls_host;
 
@@ -21,7 +30,6 @@ mod crash;
 mod database;
 mod db_faults;
 mod dpop;
-mod dpop_support;
 mod health;
 mod introspection;
 mod login;
@@ -29,14 +37,12 @@ mod mcp_auth;
 mod mcp_client;
 mod mcp_limits;
 mod mcp_metadata;
-mod mcp_support;
 mod mcp_tools;
 mod mcp_wire;
 mod metrics;
 mod oauth_auth_method;
 mod oauth_authorize;
 mod oauth_cli;
-mod oauth_client;
 mod oauth_flow;
 mod oauth_logs;
 mod oauth_metadata;
@@ -55,9 +61,6 @@ mod serve;
 mod sessions;
 mod signin_throttle;
 mod slow_clients;
-
-mod apps_support;
-mod browser_support;
 
 mod admin_access;
 mod admin_apps;

@@ -3,9 +3,9 @@
 
 use serde_json::{Value, json};
 
+use crate::helpers::mcp::{Wire, challenge, foreign_key, request_body, sign};
+use crate::helpers::oauth;
 use crate::helpers::{Engine, TestApp};
-use crate::mcp_support::*;
-use crate::oauth_client::{self, db_count, db_execute};
 use crate::on_both_engines;
 
 on_both_engines!(
@@ -30,17 +30,18 @@ async fn no_token_gets_the_challenge_with_metadata_and_scopes(engine: Engine) {
     let app = TestApp::spawn(engine).await;
     let expected = format!(
         r#"Bearer resource_metadata="{}", scope="farm:read daily-entries:write""#,
-        metadata_url(&app)
+        app.metadata_url()
     );
     for wire in Wire::ALL {
         let body = request_body(wire, 1, "tools/list", Value::Null);
-        let response = post(&app, None, wire, &body).send().await.unwrap();
+        let response = app.mcp_post(None, wire, &body).send().await.unwrap();
         assert_eq!(response.status(), 401, "{wire:?}");
         assert_eq!(challenge(&response), expected, "{wire:?}");
     }
     // A scheme other than Bearer is no token either.
     let body = request_body(Wire::V2025_11_25, 1, "tools/list", Value::Null);
-    let response = post(&app, None, Wire::V2025_11_25, &body)
+    let response = app
+        .mcp_post(None, Wire::V2025_11_25, &body)
         .header("authorization", "Basic YTpi")
         .send()
         .await
@@ -49,7 +50,8 @@ async fn no_token_gets_the_challenge_with_metadata_and_scopes(engine: Engine) {
     assert_eq!(challenge(&response), expected);
     // server/discover is authenticated like everything else.
     let body = request_body(Wire::V2026_07_28, 1, "server/discover", Value::Null);
-    let response = post(&app, None, Wire::V2026_07_28, &body)
+    let response = app
+        .mcp_post(None, Wire::V2026_07_28, &body)
         .send()
         .await
         .unwrap();
@@ -59,7 +61,7 @@ async fn no_token_gets_the_challenge_with_metadata_and_scopes(engine: Engine) {
 async fn a_token_in_the_query_string_is_refused(engine: Engine) {
     let app = TestApp::spawn(engine).await;
     let user = app.farm_with_member("viewer").await;
-    let tokens = connect(&app, &user, "farm:read").await;
+    let tokens = app.connect(&user, "farm:read").await;
     let body = request_body(Wire::V2025_11_25, 1, "tools/list", Value::Null);
     let url = format!("{}?access_token={}", app.url("/mcp"), tokens.access_token);
     let send = |with_header: bool| {
@@ -85,7 +87,7 @@ async fn a_token_in_the_query_string_is_refused(engine: Engine) {
         challenge(&response),
         format!(
             r#"Bearer resource_metadata="{}", error="invalid_request""#,
-            metadata_url(&app)
+            app.metadata_url()
         )
     );
     let json: Value = response.json().await.unwrap();
@@ -100,8 +102,8 @@ async fn refused_after(engine: Engine, command: &[&str], undo: Option<&[&str]>) 
     let app = TestApp::spawn(engine).await;
     let member = app.farm_with_member("manager").await;
     let farm = member.farm.clone();
-    let tokens = connect(&app, &member, "farm:read").await;
-    assert_eq!(list_with(&app, &tokens.access_token).await.status(), 200);
+    let tokens = app.connect(&member, "farm:read").await;
+    assert_eq!(app.list_with(&tokens.access_token).await.status(), 200);
     let fill = |args: &[&str]| -> Vec<String> {
         let mut full: Vec<String> = args
             .iter()
@@ -120,17 +122,20 @@ async fn refused_after(engine: Engine, command: &[&str], undo: Option<&[&str]>) 
     };
     if command.is_empty() {
         // Revoking the refresh token ends the grant and its access tokens.
-        let response = oauth_client::revoke(&app, &tokens.client_id, &tokens.refresh_token).await;
+        let response = app.revoke(&tokens.client_id, &tokens.refresh_token).await;
         assert_eq!(response.status(), 200);
     } else {
         let args = fill(command);
-        admin(&app, &args.iter().map(String::as_str).collect::<Vec<_>>()).await;
+        app.admin(&args.iter().map(String::as_str).collect::<Vec<_>>())
+            .await;
     }
-    assert_invalid_token(&app, &tokens.access_token, &command.join(" ")).await;
+    app.assert_invalid_token(&tokens.access_token, &command.join(" "))
+        .await;
     if let Some(undo) = undo {
         let args = fill(undo);
-        admin(&app, &args.iter().map(String::as_str).collect::<Vec<_>>()).await;
-        assert_eq!(list_with(&app, &tokens.access_token).await.status(), 200);
+        app.admin(&args.iter().map(String::as_str).collect::<Vec<_>>())
+            .await;
+        assert_eq!(app.list_with(&tokens.access_token).await.status(), 200);
     }
 }
 
@@ -171,83 +176,91 @@ async fn connected_apps_off_refuses_every_token_of_the_farm(engine: Engine) {
 async fn a_revoked_access_token_is_refused(engine: Engine) {
     let app = TestApp::spawn(engine).await;
     let user = app.farm_with_member("viewer").await;
-    let tokens = connect(&app, &user, "farm:read").await;
-    let response = oauth_client::revoke(&app, &tokens.client_id, &tokens.access_token).await;
+    let tokens = app.connect(&user, "farm:read").await;
+    let response = app.revoke(&tokens.client_id, &tokens.access_token).await;
     assert_eq!(response.status(), 200);
-    assert_invalid_token(&app, &tokens.access_token, "revoked access token").await;
+    app.assert_invalid_token(&tokens.access_token, "revoked access token")
+        .await;
     // The grant lives on: a refreshed token works.
-    let refreshed: Value = oauth_client::refresh(&app, &tokens.client_id, &tokens.refresh_token)
+    let refreshed: Value = app
+        .refresh(&tokens.client_id, &tokens.refresh_token)
         .await
         .json()
         .await
         .unwrap();
     let fresh = refreshed["access_token"].as_str().unwrap();
-    assert_eq!(list_with(&app, fresh).await.status(), 200);
+    assert_eq!(app.list_with(fresh).await.status(), 200);
 }
 
 async fn claims_signature_and_key_are_checked(engine: Engine) {
     let app = TestApp::spawn(engine).await;
     let user = app.farm_with_member("viewer").await;
-    let tokens = connect(&app, &user, "farm:read").await;
+    let tokens = app.connect(&user, "farm:read").await;
     let real = tokens.access_token.as_str();
-    assert_eq!(list_with(&app, real).await.status(), 200);
+    assert_eq!(app.list_with(real).await.status(), 200);
 
     // Signed with Coop's own key: only the claim is wrong.
-    let no_audience = forge(&app, real, |c| {
-        c.as_object_mut().unwrap().remove("aud");
-    })
-    .await;
-    assert_invalid_token(&app, &no_audience, "no audience").await;
-    let other_audience = forge(&app, real, |c| {
-        c["aud"] = json!("https://elsewhere.example/mcp")
-    })
-    .await;
-    assert_invalid_token(&app, &other_audience, "another audience").await;
-    let issuer_as_audience = forge(&app, real, |c| c["aud"] = json!(app.issuer)).await;
-    assert_invalid_token(&app, &issuer_as_audience, "the issuer as audience").await;
-    let other_issuer = forge(&app, real, |c| {
-        c["iss"] = json!("https://elsewhere.example")
-    })
-    .await;
-    assert_invalid_token(&app, &other_issuer, "another issuer").await;
+    let no_audience = app
+        .forge(real, |c| {
+            c.as_object_mut().unwrap().remove("aud");
+        })
+        .await;
+    app.assert_invalid_token(&no_audience, "no audience").await;
+    let other_audience = app
+        .forge(real, |c| c["aud"] = json!("https://elsewhere.example/mcp"))
+        .await;
+    app.assert_invalid_token(&other_audience, "another audience")
+        .await;
+    let issuer_as_audience = app.forge(real, |c| c["aud"] = json!(app.issuer)).await;
+    app.assert_invalid_token(&issuer_as_audience, "the issuer as audience")
+        .await;
+    let other_issuer = app
+        .forge(real, |c| c["iss"] = json!("https://elsewhere.example"))
+        .await;
+    app.assert_invalid_token(&other_issuer, "another issuer")
+        .await;
     // The forging itself is sound: unchanged claims pass.
-    let same = forge(&app, real, |_| {}).await;
-    assert_eq!(list_with(&app, &same).await.status(), 200);
+    let same = app.forge(real, |_| {}).await;
+    assert_eq!(app.list_with(&same).await.status(), 200);
 
     // A key Coop never issued, under Coop's kid: the signature fails.
-    let (kid, _) = stolen_signing_key(&app).await;
-    let claims = oauth_client::claims(real);
+    let (kid, _) = app.stolen_signing_key().await;
+    let claims = oauth::claims(real);
     let bad_signature = sign(&claims, &kid, &foreign_key());
-    assert_invalid_token(&app, &bad_signature, "bad signature").await;
+    app.assert_invalid_token(&bad_signature, "bad signature")
+        .await;
     // The same, under a kid Coop does not know.
     let unknown_kid = sign(&claims, "not-a-coop-key", &foreign_key());
-    assert_invalid_token(&app, &unknown_kid, "unknown kid").await;
+    app.assert_invalid_token(&unknown_kid, "unknown kid").await;
     // Not a JWT at all.
-    assert_invalid_token(&app, "not-a-token", "garbage").await;
+    app.assert_invalid_token("not-a-token", "garbage").await;
 }
 
 async fn an_expired_token_is_refused(engine: Engine) {
     let app = TestApp::spawn(engine).await;
     let user = app.farm_with_member("viewer").await;
-    let tokens = connect(&app, &user, "farm:read").await;
-    assert_eq!(list_with(&app, &tokens.access_token).await.status(), 200);
+    let tokens = app.connect(&user, "farm:read").await;
+    assert_eq!(app.list_with(&tokens.access_token).await.status(), 200);
     app.clock
         .advance(time::Duration::seconds(tokens.expires_in + 1));
-    assert_invalid_token(&app, &tokens.access_token, "expired").await;
+    app.assert_invalid_token(&tokens.access_token, "expired")
+        .await;
 }
 
 async fn a_token_without_an_mcp_scope_is_insufficient_scope(engine: Engine) {
     let app = TestApp::spawn(engine).await;
     let user = app.farm_with_member("viewer").await;
-    let tokens = connect(&app, &user, "farm:read").await;
-    let scopeless = forge(&app, &tokens.access_token, |c| c["scope"] = json!("openid")).await;
-    let response = list_with(&app, &scopeless).await;
+    let tokens = app.connect(&user, "farm:read").await;
+    let scopeless = app
+        .forge(&tokens.access_token, |c| c["scope"] = json!("openid"))
+        .await;
+    let response = app.list_with(&scopeless).await;
     assert_eq!(response.status(), 403);
     assert_eq!(
         challenge(&response),
         format!(
             r#"Bearer error="insufficient_scope", scope="farm:read daily-entries:write", resource_metadata="{}""#,
-            metadata_url(&app)
+            app.metadata_url()
         )
     );
 }
@@ -256,7 +269,8 @@ async fn every_url_comes_from_the_issuer_not_host(engine: Engine) {
     let app = TestApp::spawn(engine).await;
     let body = request_body(Wire::V2025_11_25, 1, "tools/list", Value::Null);
     // A forged Host is refused before anything else, and no URL is built from it.
-    let response = post(&app, None, Wire::V2025_11_25, &body)
+    let response = app
+        .mcp_post(None, Wire::V2025_11_25, &body)
         .header("host", "evil.example")
         .send()
         .await
@@ -278,44 +292,45 @@ async fn every_url_comes_from_the_issuer_not_host(engine: Engine) {
 async fn last_used_is_written_at_most_once_a_minute(engine: Engine) {
     let app = TestApp::spawn(engine).await;
     let user = app.farm_with_member("viewer").await;
-    let tokens = connect(&app, &user, "farm:read").await;
+    let tokens = app.connect(&user, "farm:read").await;
     let last_used = || {
-        db_count(
-            &app,
-            "select coalesce(max(last_used_at), 0) from grants where revoked_at is null",
-        )
+        app.db_count("select coalesce(max(last_used_at), 0) from grants where revoked_at is null")
     };
     assert_eq!(last_used().await, 0);
-    assert_eq!(list_with(&app, &tokens.access_token).await.status(), 200);
+    assert_eq!(app.list_with(&tokens.access_token).await.status(), 200);
     let first = last_used().await;
     assert!(first > 0);
     // Mark it as used 30 s ago: a call now must not write.
-    db_execute(
-        &app,
-        &format!("update grants set last_used_at = {}", first - 30),
-    )
-    .await;
-    assert_eq!(list_with(&app, &tokens.access_token).await.status(), 200);
+    app.db_execute(&format!("update grants set last_used_at = {}", first - 30))
+        .await;
+    assert_eq!(app.list_with(&tokens.access_token).await.status(), 200);
     assert_eq!(last_used().await, first - 30);
     // A minute later it is written again.
     app.clock.advance(time::Duration::seconds(61));
-    assert_eq!(list_with(&app, &tokens.access_token).await.status(), 200);
+    assert_eq!(app.list_with(&tokens.access_token).await.status(), 200);
     assert!(last_used().await >= first + 61);
 }
 
 async fn a_token_naming_another_user_or_client_is_refused(engine: Engine) {
     let app = TestApp::spawn(engine).await;
     let user = app.farm_with_member("owner").await;
-    let other = add_member(&app, &user.farm, "other@hillside.example", "owner", None).await;
-    let tokens = connect(&app, &user, "farm:read").await;
-    let others = connect(&app, &other, "farm:read").await;
-    let other_sub = oauth_client::claims(&others.access_token)["sub"].clone();
+    let other = app
+        .add_member(&user.farm, "other@hillside.example", "owner", None)
+        .await;
+    let tokens = app.connect(&user, "farm:read").await;
+    let others = app.connect(&other, "farm:read").await;
+    let other_sub = oauth::claims(&others.access_token)["sub"].clone();
     // Coop's own key, the grant of `user`, but another user or client named.
-    let stolen_grant = forge(&app, &tokens.access_token, |c| c["sub"] = other_sub).await;
-    assert_invalid_token(&app, &stolen_grant, "another user").await;
-    let other_client = forge(&app, &tokens.access_token, |c| {
-        c["client_id"] = json!(others.client_id)
-    })
-    .await;
-    assert_invalid_token(&app, &other_client, "another client").await;
+    let stolen_grant = app
+        .forge(&tokens.access_token, |c| c["sub"] = other_sub)
+        .await;
+    app.assert_invalid_token(&stolen_grant, "another user")
+        .await;
+    let other_client = app
+        .forge(&tokens.access_token, |c| {
+            c["client_id"] = json!(others.client_id)
+        })
+        .await;
+    app.assert_invalid_token(&other_client, "another client")
+        .await;
 }

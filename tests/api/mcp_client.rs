@@ -9,8 +9,8 @@ use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use serde_json::json;
 
+use crate::helpers::mcp::BOTH_SCOPES;
 use crate::helpers::{Engine, TestApp};
-use crate::mcp_support::*;
 use crate::on_both_engines;
 
 on_both_engines!(the_rmcp_client_works_on_every_revision);
@@ -40,8 +40,8 @@ async fn client(
 
 async fn the_rmcp_client_works_on_every_revision(engine: Engine) {
     let app = TestApp::spawn(engine).await;
-    let worker = farm_with_flocks(&app, "worker").await;
-    let tokens = connect(&app, &worker, BOTH_SCOPES).await;
+    let worker = app.farm_with_flocks("worker").await;
+    let tokens = app.connect(&worker, BOTH_SCOPES).await;
     for (i, version) in [
         ProtocolVersion::V_2025_06_18,
         ProtocolVersion::V_2025_11_25,

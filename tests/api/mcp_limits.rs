@@ -2,9 +2,8 @@
 
 use serde_json::{Value, json};
 
-use crate::helpers::{Engine, TestApp};
-use crate::mcp_support::*;
-use crate::oauth_client::db_count;
+use crate::helpers::mcp::{BOTH_SCOPES, Wire, request_body};
+use crate::helpers::{Engine, TestApp, retry_after};
 use crate::on_both_engines;
 
 on_both_engines!(
@@ -19,8 +18,8 @@ on_both_engines!(
 
 async fn a_body_over_64_kib_is_refused_unread(engine: Engine) {
     let app = TestApp::spawn(engine).await;
-    let owner = farm_with_flocks(&app, "owner").await;
-    let tokens = connect(&app, &owner, BOTH_SCOPES).await;
+    let owner = app.farm_with_flocks("owner").await;
+    let tokens = app.connect(&owner, BOTH_SCOPES).await;
     let call = |notes: String| {
         request_body(
             Wire::V2025_11_25,
@@ -32,7 +31,8 @@ async fn a_body_over_64_kib_is_refused_unread(engine: Engine) {
     };
     let big = call("x".repeat(64 * 1024));
     assert!(big.to_string().len() > 64 * 1024);
-    let response = post(&app, Some(&tokens.access_token), Wire::V2025_11_25, &big)
+    let response = app
+        .mcp_post(Some(&tokens.access_token), Wire::V2025_11_25, &big)
         .send()
         .await
         .unwrap();
@@ -40,18 +40,17 @@ async fn a_body_over_64_kib_is_refused_unread(engine: Engine) {
     let body: Value = response.json().await.unwrap();
     assert_eq!(body["error"]["code"], -32600);
     // Refused before the token is even looked at.
-    let response = post(&app, None, Wire::V2025_11_25, &big)
+    let response = app
+        .mcp_post(None, Wire::V2025_11_25, &big)
         .send()
         .await
         .unwrap();
     assert_eq!(response.status(), 413);
-    assert_eq!(
-        db_count(&app, "select count(*) from daily_entries").await,
-        0
-    );
+    assert_eq!(app.db_count("select count(*) from daily_entries").await, 0);
     // Just under the cap is read (and then judged by the tool).
     let small = call("x".repeat(1000));
-    let response = post(&app, Some(&tokens.access_token), Wire::V2025_11_25, &small)
+    let response = app
+        .mcp_post(Some(&tokens.access_token), Wire::V2025_11_25, &small)
         .send()
         .await
         .unwrap();
@@ -61,25 +60,21 @@ async fn a_body_over_64_kib_is_refused_unread(engine: Engine) {
 async fn each_grant_has_its_request_budget(engine: Engine) {
     let app = TestApp::spawn_with(engine, |c| c.mcp_rate_limit = 3).await;
     let viewer = app.farm_with_member("viewer").await;
-    let tokens = connect(&app, &viewer, "farm:read").await;
+    let tokens = app.connect(&viewer, "farm:read").await;
     for _ in 0..3 {
-        assert_eq!(list_with(&app, &tokens.access_token).await.status(), 200);
+        assert_eq!(app.list_with(&tokens.access_token).await.status(), 200);
     }
-    let response = list_with(&app, &tokens.access_token).await;
+    let response = app.list_with(&tokens.access_token).await;
     assert_eq!(response.status(), 429);
-    let retry_after: u64 = response.headers()["retry-after"]
-        .to_str()
-        .unwrap()
-        .parse()
-        .unwrap();
+    let retry_after = retry_after(&response);
     assert!((1..=20).contains(&retry_after), "{retry_after}");
     let body: Value = response.json().await.unwrap();
     assert_eq!(body["jsonrpc"], "2.0");
     assert_eq!(body["error"]["code"], -32600);
     assert_eq!(body["error"]["data"]["retryAfterSeconds"], retry_after);
     // Another grant of the same user has its own budget.
-    let other = connect(&app, &viewer, "farm:read").await;
-    assert_eq!(list_with(&app, &other.access_token).await.status(), 200);
+    let other = app.connect(&viewer, "farm:read").await;
+    assert_eq!(app.list_with(&other.access_token).await.status(), 200);
 }
 
 /// More apps do not mean more requests (issue 13): the subject's budget
@@ -91,14 +86,14 @@ async fn a_person_has_one_budget_over_all_their_apps(engine: Engine) {
     })
     .await;
     let viewer = app.farm_with_member("viewer").await;
-    let first = connect(&app, &viewer, "farm:read").await;
-    let second = connect(&app, &viewer, "farm:read").await;
+    let first = app.connect(&viewer, "farm:read").await;
+    let second = app.connect(&viewer, "farm:read").await;
     assert_ne!(first.client_id, second.client_id);
     for tokens in [&first, &second, &first, &second] {
-        assert_eq!(list_with(&app, &tokens.access_token).await.status(), 200);
+        assert_eq!(app.list_with(&tokens.access_token).await.status(), 200);
     }
     for tokens in [&first, &second] {
-        let response = list_with(&app, &tokens.access_token).await;
+        let response = app.list_with(&tokens.access_token).await;
         assert_eq!(response.status(), 429);
         assert!(response.headers().contains_key("retry-after"));
         let body: Value = response.json().await.unwrap();
@@ -119,18 +114,19 @@ async fn a_person_has_one_budget_over_all_their_apps(engine: Engine) {
         email: "viewer@valley.example".to_owned(),
         password: password.to_owned(),
     };
-    let theirs = connect(&app, &other, "farm:read").await;
-    assert_eq!(list_with(&app, &theirs.access_token).await.status(), 200);
+    let theirs = app.connect(&other, "farm:read").await;
+    assert_eq!(app.list_with(&theirs.access_token).await.status(), 200);
 }
 
 async fn a_foreign_origin_is_refused_before_the_token(engine: Engine) {
     let app = TestApp::spawn(engine).await;
     let viewer = app.farm_with_member("viewer").await;
-    let tokens = connect(&app, &viewer, "farm:read").await;
+    let tokens = app.connect(&viewer, "farm:read").await;
     let body = request_body(Wire::V2025_11_25, 1, "tools/list", Value::Null);
     for token in [Some(tokens.access_token.as_str()), None] {
         for origin in ["http://evil.example", "null", "http://127.0.0.1:1"] {
-            let response = post(&app, token, Wire::V2025_11_25, &body)
+            let response = app
+                .mcp_post(token, Wire::V2025_11_25, &body)
                 .header("origin", origin)
                 .send()
                 .await
@@ -140,7 +136,8 @@ async fn a_foreign_origin_is_refused_before_the_token(engine: Engine) {
             assert_eq!(json["error"]["code"], -32600);
         }
     }
-    let response = post(&app, Some(&tokens.access_token), Wire::V2025_11_25, &body)
+    let response = app
+        .mcp_post(Some(&tokens.access_token), Wire::V2025_11_25, &body)
         .header("origin", &app.issuer)
         .send()
         .await
@@ -151,10 +148,11 @@ async fn a_foreign_origin_is_refused_before_the_token(engine: Engine) {
 async fn batches_are_refused(engine: Engine) {
     let app = TestApp::spawn(engine).await;
     let viewer = app.farm_with_member("viewer").await;
-    let tokens = connect(&app, &viewer, "farm:read").await;
+    let tokens = app.connect(&viewer, "farm:read").await;
     let one = request_body(Wire::V2025_11_25, 1, "tools/list", Value::Null);
     let batch = json!([one, one]);
-    let response = post(&app, Some(&tokens.access_token), Wire::V2025_11_25, &batch)
+    let response = app
+        .mcp_post(Some(&tokens.access_token), Wire::V2025_11_25, &batch)
         .send()
         .await
         .unwrap();
@@ -174,7 +172,7 @@ async fn a_chunked_body_over_64_kib_is_cut_while_reading(engine: Engine) {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     let app = TestApp::spawn(engine).await;
     let viewer = app.farm_with_member("viewer").await;
-    let tokens = connect(&app, &viewer, "farm:read").await;
+    let tokens = app.connect(&viewer, "farm:read").await;
     let authority = app.address.trim_start_matches("http://").to_owned();
     let mut stream = tokio::net::TcpStream::connect(&authority).await.unwrap();
     // No Content-Length: the cap can only be applied while reading.

@@ -44,10 +44,7 @@ async fn both_forms_serve_the_resource_exactly(engine: Engine) {
     }
     // The authorization server metadata names the same issuer, byte for byte.
     let server: Value = app
-        .get("/.well-known/oauth-authorization-server")
-        .await
-        .json()
-        .await
-        .unwrap();
+        .get_json("/.well-known/oauth-authorization-server")
+        .await;
     assert_eq!(server["issuer"], app.issuer);
 }

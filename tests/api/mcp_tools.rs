@@ -4,9 +4,8 @@
 
 use serde_json::{Value, json};
 
+use crate::helpers::mcp::{BOTH_SCOPES, Wire, challenge, request_body};
 use crate::helpers::{Engine, TestApp};
-use crate::mcp_support::*;
-use crate::oauth_client::{audit_count, db_count};
 use crate::on_both_engines;
 
 on_both_engines!(
@@ -54,16 +53,18 @@ async fn tools_list_is_role_and_scope(engine: Engine) {
     for role in ["owner", "manager", "worker", "viewer"] {
         for scopes in ["farm:read", "daily-entries:write", BOTH_SCOPES] {
             let email = format!("{role}-{}@hillside.example", scopes.len());
-            let member = add_member(&app, &owner.farm, &email, role, None).await;
-            let tokens = connect(&app, &member, scopes).await;
+            let member = app.add_member(&owner.farm, &email, role, None).await;
+            let tokens = app.connect(&member, scopes).await;
             let mut want = expected(role, scopes);
             want.sort();
-            let mut got = tool_names(&app, &tokens.access_token, Wire::V2025_11_25).await;
+            let mut got = app
+                .tool_names(&tokens.access_token, Wire::V2025_11_25)
+                .await;
             got.sort();
             assert_eq!(got, want, "{role} with {scopes}");
             if role == "worker" && scopes == BOTH_SCOPES {
                 for wire in Wire::ALL {
-                    let mut got = tool_names(&app, &tokens.access_token, wire).await;
+                    let mut got = app.tool_names(&tokens.access_token, wire).await;
                     got.sort();
                     assert_eq!(got, want, "{wire:?}");
                 }
@@ -74,8 +75,8 @@ async fn tools_list_is_role_and_scope(engine: Engine) {
 
 async fn a_hidden_tool_is_refused_like_an_unknown_tool(engine: Engine) {
     let app = TestApp::spawn(engine).await;
-    let viewer = farm_with_flocks(&app, "viewer").await;
-    let tokens = connect(&app, &viewer, BOTH_SCOPES).await;
+    let viewer = app.farm_with_flocks("viewer").await;
+    let tokens = app.connect(&viewer, BOTH_SCOPES).await;
     let args = json!({"flock": "Hens A", "date": "2025-03-01", "eggs_collected": 900});
     for (tool, arguments) in [
         ("no_such_tool", json!({})),
@@ -83,32 +84,29 @@ async fn a_hidden_tool_is_refused_like_an_unknown_tool(engine: Engine) {
         ("stock_levels", json!({})),
     ] {
         for wire in Wire::ALL {
-            let (status, body) = rpc(
-                &app,
-                &tokens.access_token,
-                wire,
-                "tools/call",
-                json!({"name": tool, "arguments": arguments}),
-            )
-            .await;
+            let (status, body) = app
+                .rpc(
+                    &tokens.access_token,
+                    wire,
+                    "tools/call",
+                    json!({"name": tool, "arguments": arguments}),
+                )
+                .await;
             assert_eq!(status, 200, "{tool} {wire:?}: {body}");
             assert_eq!(body["error"]["code"], -32602, "{tool} {wire:?}: {body}");
             assert_eq!(body["error"]["message"], format!("Unknown tool: {tool}"));
         }
     }
-    assert_eq!(
-        db_count(&app, "select count(*) from daily_entries").await,
-        0
-    );
+    assert_eq!(app.db_count("select count(*) from daily_entries").await, 0);
 }
 
 async fn a_write_with_a_read_token_asks_for_step_up(engine: Engine) {
     let app = TestApp::spawn(engine).await;
-    let worker = farm_with_flocks(&app, "worker").await;
-    let tokens = connect(&app, &worker, "farm:read").await;
+    let worker = app.farm_with_flocks("worker").await;
+    let tokens = app.connect(&worker, "farm:read").await;
     let expected = format!(
         r#"Bearer error="insufficient_scope", scope="daily-entries:write", resource_metadata="{}""#,
-        metadata_url(&app)
+        app.metadata_url()
     );
     for wire in Wire::ALL {
         let body = request_body(
@@ -118,132 +116,107 @@ async fn a_write_with_a_read_token_asks_for_step_up(engine: Engine) {
             json!({"name": "record_daily_entry", "arguments":
                 {"flock": "Hens A", "date": "2025-03-01", "eggs_collected": 900}}),
         );
-        let response = post(&app, Some(&tokens.access_token), wire, &body)
+        let response = app
+            .mcp_post(Some(&tokens.access_token), wire, &body)
             .send()
             .await
             .unwrap();
         assert_eq!(response.status(), 403, "{wire:?}");
         assert_eq!(challenge(&response), expected, "{wire:?}");
     }
-    assert_eq!(
-        db_count(&app, "select count(*) from daily_entries").await,
-        0
-    );
-    assert_eq!(audit_count(&app, "tool_write").await, 0);
+    assert_eq!(app.db_count("select count(*) from daily_entries").await, 0);
+    assert_eq!(app.audit_count("tool_write").await, 0);
 }
 
 async fn another_farms_data_is_not_found(engine: Engine) {
     let app = TestApp::spawn(engine).await;
-    let _hillside = farm_with_flocks(&app, "owner").await;
+    let _hillside = app.farm_with_flocks("owner").await;
     let other_farm = app.add_farm("Valley Farm").await;
-    admin(
-        &app,
-        &["house", "add", "--farm", &other_farm, "--name", "Barn"],
-    )
-    .await;
-    add_flock(&app, &other_farm, "Barn", "Valley Hens").await;
-    let valley = add_member(&app, &other_farm, "owner@valley.example", "owner", None).await;
-    let tokens = connect(&app, &valley, BOTH_SCOPES).await;
+    app.admin(&["house", "add", "--farm", &other_farm, "--name", "Barn"])
+        .await;
+    app.add_flock(&other_farm, "Barn", "Valley Hens").await;
+    let valley = app
+        .add_member(&other_farm, "owner@valley.example", "owner", None)
+        .await;
+    let tokens = app.connect(&valley, BOTH_SCOPES).await;
 
-    let flocks = tool_ok(&app, &tokens.access_token, "list_flocks", json!({})).await;
-    let names: Vec<&str> = flocks["flocks"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|f| f["name"].as_str().unwrap())
-        .collect();
-    assert_eq!(names, ["Valley Hens"]);
-    let text = tool_refused(
-        &app,
-        &tokens.access_token,
-        "get_flock",
-        json!({"flock": "Hens A"}),
-    )
-    .await;
+    assert_eq!(app.flock_names(&tokens.access_token).await, ["Valley Hens"]);
+    let text = app
+        .tool_refused(
+            &tokens.access_token,
+            "get_flock",
+            json!({"flock": "Hens A"}),
+        )
+        .await;
     assert!(text.contains("no flock named \"Hens A\""), "{text}");
-    let text = tool_refused(
-        &app,
-        &tokens.access_token,
-        "record_daily_entry",
-        json!({"flock": "Hens A", "date": "2025-03-01", "eggs_collected": 1}),
-    )
-    .await;
+    let text = app
+        .tool_refused(
+            &tokens.access_token,
+            "record_daily_entry",
+            json!({"flock": "Hens A", "date": "2025-03-01", "eggs_collected": 1}),
+        )
+        .await;
     assert!(text.contains("no flock named"), "{text}");
-    assert_eq!(
-        db_count(&app, "select count(*) from daily_entries").await,
-        0
-    );
+    assert_eq!(app.db_count("select count(*) from daily_entries").await, 0);
 }
 
 async fn a_worker_sees_only_their_flocks(engine: Engine) {
     let app = TestApp::spawn(engine).await;
-    let owner = farm_with_flocks(&app, "owner").await;
-    let worker = add_member(
-        &app,
-        &owner.farm,
-        "w@hillside.example",
-        "worker",
-        Some("Hens A"),
-    )
-    .await;
-    let tokens = connect(&app, &worker, BOTH_SCOPES).await;
-    let flocks = tool_ok(&app, &tokens.access_token, "list_flocks", json!({})).await;
-    let names: Vec<&str> = flocks["flocks"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|f| f["name"].as_str().unwrap())
-        .collect();
-    assert_eq!(names, ["Hens A"]);
-    let text = tool_refused(
-        &app,
-        &tokens.access_token,
-        "get_flock",
-        json!({"flock": "Hens B"}),
-    )
-    .await;
+    let owner = app.farm_with_flocks("owner").await;
+    let worker = app
+        .add_member(&owner.farm, "w@hillside.example", "worker", Some("Hens A"))
+        .await;
+    let tokens = app.connect(&worker, BOTH_SCOPES).await;
+    assert_eq!(app.flock_names(&tokens.access_token).await, ["Hens A"]);
+    let text = app
+        .tool_refused(
+            &tokens.access_token,
+            "get_flock",
+            json!({"flock": "Hens B"}),
+        )
+        .await;
     assert!(text.contains("no flock named"), "{text}");
-    let text = tool_refused(
-        &app,
-        &tokens.access_token,
-        "record_daily_entry",
-        json!({"flock": "Hens B", "date": "2025-03-01", "eggs_collected": 1}),
-    )
-    .await;
+    let text = app
+        .tool_refused(
+            &tokens.access_token,
+            "record_daily_entry",
+            json!({"flock": "Hens B", "date": "2025-03-01", "eggs_collected": 1}),
+        )
+        .await;
     assert!(text.contains("no flock named"), "{text}");
-    let written = tool_ok(
-        &app,
-        &tokens.access_token,
-        "record_daily_entry",
-        json!({"flock": "Hens A", "date": "2025-03-01", "eggs_collected": 1}),
-    )
-    .await;
+    let written = app
+        .tool_ok(
+            &tokens.access_token,
+            "record_daily_entry",
+            json!({"flock": "Hens A", "date": "2025-03-01", "eggs_collected": 1}),
+        )
+        .await;
     assert_eq!(written["change"], "created");
 }
 
 async fn an_ambiguous_flock_name_lists_the_candidates(engine: Engine) {
     let app = TestApp::spawn(engine).await;
-    let manager = farm_with_flocks(&app, "manager").await;
-    let tokens = connect(&app, &manager, "farm:read").await;
-    let text = tool_refused(
-        &app,
-        &tokens.access_token,
-        "get_flock",
-        json!({"flock": "Layers"}),
-    )
-    .await;
+    let manager = app.farm_with_flocks("manager").await;
+    let tokens = app.connect(&manager, "farm:read").await;
+    let text = app
+        .tool_refused(
+            &tokens.access_token,
+            "get_flock",
+            json!({"flock": "Layers"}),
+        )
+        .await;
     assert!(
         text.contains("several flocks are named \"Layers\""),
         "{text}"
     );
     assert!(text.contains("North") && text.contains("South"), "{text}");
-    let flock = tool_ok(
-        &app,
-        &tokens.access_token,
-        "get_flock",
-        json!({"flock": "Layers", "house": "South"}),
-    )
-    .await;
+    let flock = app
+        .tool_ok(
+            &tokens.access_token,
+            "get_flock",
+            json!({"flock": "Layers", "house": "South"}),
+        )
+        .await;
     assert_eq!(flock["flock"]["house"], "South", "{flock}");
 }
 
@@ -253,28 +226,26 @@ fn entry(eggs: i64) -> Value {
 
 async fn a_replayed_write_changes_nothing_and_audits_once(engine: Engine) {
     let app = TestApp::spawn(engine).await;
-    let worker = farm_with_flocks(&app, "worker").await;
-    let tokens = connect(&app, &worker, BOTH_SCOPES).await;
-    let first = tool_ok(&app, &tokens.access_token, "record_daily_entry", entry(900)).await;
+    let worker = app.farm_with_flocks("worker").await;
+    let tokens = app.connect(&worker, BOTH_SCOPES).await;
+    let first = app
+        .tool_ok(&tokens.access_token, "record_daily_entry", entry(900))
+        .await;
     assert_eq!(first["replayed"], false);
     assert_eq!(first["change"], "created");
-    let again = tool_ok(&app, &tokens.access_token, "record_daily_entry", entry(900)).await;
+    let again = app
+        .tool_ok(&tokens.access_token, "record_daily_entry", entry(900))
+        .await;
     assert_eq!(again["replayed"], true);
     assert_eq!(again["entry"]["version"], first["entry"]["version"]);
-    assert_eq!(audit_count(&app, "tool_write").await, 1);
-    assert_eq!(
-        db_count(&app, "select count(*) from daily_entries").await,
-        1
-    );
+    assert_eq!(app.audit_count("tool_write").await, 1);
+    assert_eq!(app.db_count("select count(*) from daily_entries").await, 1);
     // The audit row names the grant and the client.
     assert_eq!(
-        db_count(
-            &app,
-            &format!(
+        app.db_count(&format!(
                 "select count(*) from audit_log where kind = 'tool_write' and client_id = '{}' and grant_id is not null",
                 tokens.client_id
-            )
-        )
+            ))
         .await,
         1
     );
@@ -282,41 +253,55 @@ async fn a_replayed_write_changes_nothing_and_audits_once(engine: Engine) {
 
 async fn a_stale_version_is_a_conflict_showing_the_current_entry(engine: Engine) {
     let app = TestApp::spawn(engine).await;
-    let manager = farm_with_flocks(&app, "manager").await;
-    let tokens = connect(&app, &manager, BOTH_SCOPES).await;
-    let first = tool_ok(&app, &tokens.access_token, "record_daily_entry", entry(900)).await;
+    let manager = app.farm_with_flocks("manager").await;
+    let tokens = app.connect(&manager, BOTH_SCOPES).await;
+    let first = app
+        .tool_ok(&tokens.access_token, "record_daily_entry", entry(900))
+        .await;
     let version = first["entry"]["version"].as_i64().unwrap();
     let mut stale = entry(950);
     stale["expected_version"] = json!(version + 4);
-    let text = tool_refused(&app, &tokens.access_token, "record_daily_entry", stale).await;
+    let text = app
+        .tool_refused(&tokens.access_token, "record_daily_entry", stale)
+        .await;
     assert!(text.contains("conflict"), "{text}");
     assert!(text.contains(&format!("is at version {version}")), "{text}");
     assert!(text.contains("900"), "the current entry is shown: {text}");
     let mut fresh = entry(950);
     fresh["expected_version"] = json!(version);
-    let updated = tool_ok(&app, &tokens.access_token, "record_daily_entry", fresh).await;
+    let updated = app
+        .tool_ok(&tokens.access_token, "record_daily_entry", fresh)
+        .await;
     assert_eq!(updated["change"], "updated");
     assert_eq!(updated["entry"]["version"], version + 1);
-    assert_eq!(audit_count(&app, "tool_write").await, 2);
+    assert_eq!(app.audit_count("tool_write").await, 2);
 }
 
 async fn a_refused_write_can_be_retried_once_the_cause_is_fixed(engine: Engine) {
     let app = TestApp::spawn(engine).await;
-    let owner = farm_with_flocks(&app, "owner").await;
-    let tokens = connect(&app, &owner, BOTH_SCOPES).await;
+    let owner = app.farm_with_flocks("owner").await;
+    let tokens = app.connect(&owner, BOTH_SCOPES).await;
     // Refused by the domain: more deaths than birds.
     let mut impossible = entry(900);
     impossible["mortality"] = json!(5000);
-    let text = tool_refused(&app, &tokens.access_token, "record_daily_entry", impossible).await;
+    let text = app
+        .tool_refused(&tokens.access_token, "record_daily_entry", impossible)
+        .await;
     assert!(text.contains("exceeds"), "{text}");
     // Refused by the transport: the farm's connected apps are off.
-    admin(&app, &["farm", "connected-apps", &owner.farm, "off"]).await;
-    let (status, _) = call_tool(&app, &tokens.access_token, "record_daily_entry", entry(900)).await;
+    app.admin(&["farm", "connected-apps", &owner.farm, "off"])
+        .await;
+    let (status, _) = app
+        .call_tool(&tokens.access_token, "record_daily_entry", entry(900))
+        .await;
     assert_eq!(status, 401);
-    admin(&app, &["farm", "connected-apps", &owner.farm, "on"]).await;
+    app.admin(&["farm", "connected-apps", &owner.farm, "on"])
+        .await;
     // Neither refusal was remembered as done: the retry creates the entry.
-    let done = tool_ok(&app, &tokens.access_token, "record_daily_entry", entry(900)).await;
+    let done = app
+        .tool_ok(&tokens.access_token, "record_daily_entry", entry(900))
+        .await;
     assert_eq!(done["replayed"], false);
     assert_eq!(done["change"], "created");
-    assert_eq!(audit_count(&app, "tool_write").await, 1);
+    assert_eq!(app.audit_count("tool_write").await, 1);
 }

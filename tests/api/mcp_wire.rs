@@ -5,8 +5,8 @@
 
 use serde_json::{Value, json};
 
+use crate::helpers::mcp::{Wire, modern_meta, request_body};
 use crate::helpers::{Engine, TestApp};
-use crate::mcp_support::*;
 use crate::on_both_engines;
 
 on_both_engines!(
@@ -48,7 +48,7 @@ fn code(answer: &Answer) -> i64 {
 
 async fn viewer_token(app: &TestApp) -> String {
     let viewer = app.farm_with_member("viewer").await;
-    connect(app, &viewer, "farm:read").await.access_token
+    app.connect(&viewer, "farm:read").await.access_token
 }
 
 async fn an_unsupported_version_header_is_400_32022(engine: Engine) {
@@ -58,8 +58,7 @@ async fn an_unsupported_version_header_is_400_32022(engine: Engine) {
         let list = request_body(wire, 5, "tools/list", Value::Null);
         // A version outside Coop's set (rmcp alone would serve 2025-03-26).
         for version in ["2025-03-26", "2024-11-05", "2099-01-01"] {
-            let a = send(post_with(
-                &app,
+            let a = send(app.mcp_post_with(
                 Some(&token),
                 wire,
                 &list.to_string(),
@@ -84,8 +83,7 @@ async fn a_missing_version_header_is_400_32020(engine: Engine) {
     for wire in [Wire::V2025_11_25, Wire::V2026_07_28] {
         let list = request_body(wire, 5, "tools/list", Value::Null);
         // No version header at all.
-        let a = send(post_with(
-            &app,
+        let a = send(app.mcp_post_with(
             Some(&token),
             wire,
             &list.to_string(),
@@ -103,7 +101,7 @@ async fn a_batch_is_400_32600(engine: Engine) {
     for wire in [Wire::V2025_11_25, Wire::V2026_07_28] {
         let list = request_body(wire, 5, "tools/list", Value::Null);
         // A batch.
-        let a = send(post(&app, Some(&token), wire, &json!([list.clone()]))).await;
+        let a = send(app.mcp_post(Some(&token), wire, &json!([list.clone()]))).await;
         assert_eq!((a.status, code(&a)), (400, -32600), "{wire:?} batch");
         assert_eq!(a.body["id"], Value::Null);
         assert!(
@@ -122,8 +120,7 @@ async fn malformed_json_is_400_32700(engine: Engine) {
     let token = viewer_token(&app).await;
     for wire in [Wire::V2025_11_25, Wire::V2026_07_28] {
         // Malformed JSON.
-        let a = send(post_with(
-            &app,
+        let a = send(app.mcp_post_with(
             Some(&token),
             wire,
             "{\"jsonrpc\": \"2.0\", \"id\": 1,",
@@ -143,13 +140,7 @@ async fn json_that_is_not_json_rpc_is_400_32600(engine: Engine) {
     let token = viewer_token(&app).await;
     for wire in [Wire::V2025_11_25, Wire::V2026_07_28] {
         // JSON, but not a JSON-RPC message.
-        let a = send(post(
-            &app,
-            Some(&token),
-            wire,
-            &json!({"id": 3, "hello": true}),
-        ))
-        .await;
+        let a = send(app.mcp_post(Some(&token), wire, &json!({"id": 3, "hello": true}))).await;
         assert_eq!((a.status, code(&a)), (400, -32600), "{wire:?} not JSON-RPC");
     }
 }
@@ -180,8 +171,7 @@ async fn accept_and_content_type_are_checked(engine: Engine) {
         let list = request_body(wire, 5, "tools/list", Value::Null);
         // An Accept without event streams, and a body that is not JSON.
         let list_text = list.to_string();
-        let a = send(post_with(
-            &app,
+        let a = send(app.mcp_post_with(
             Some(&token),
             wire,
             &list_text,
@@ -189,8 +179,7 @@ async fn accept_and_content_type_are_checked(engine: Engine) {
         ))
         .await;
         assert_eq!(a.status, 406, "{wire:?} accept");
-        let a = send(post_with(
-            &app,
+        let a = send(app.mcp_post_with(
             Some(&token),
             wire,
             &list_text,
@@ -208,8 +197,7 @@ async fn a_session_id_is_ignored_and_never_minted(engine: Engine) {
         let list = request_body(wire, 5, "tools/list", Value::Null);
         let list_text = list.to_string();
         // A session id is ignored, never minted.
-        let a = send(post_with(
-            &app,
+        let a = send(app.mcp_post_with(
             Some(&token),
             wire,
             &list_text,
@@ -233,13 +221,12 @@ async fn the_legacy_wire(engine: Engine) {
         let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
             "protocolVersion": wire.version(), "capabilities": {},
             "clientInfo": {"name": "probe", "version": "1"}}});
-        let a = send(post(&app, Some(&token), wire, &init)).await;
+        let a = send(app.mcp_post(Some(&token), wire, &init)).await;
         assert_eq!(a.status, 200, "{wire:?}: {}", a.body);
         assert_eq!(a.body["result"]["protocolVersion"], wire.version());
         assert_eq!(a.body["result"]["serverInfo"]["name"], "coop");
         assert!(!a.headers.contains_key("mcp-session-id"));
-        let a = send(post_with(
-            &app,
+        let a = send(app.mcp_post_with(
             Some(&token),
             wire,
             &init.to_string(),
@@ -252,8 +239,7 @@ async fn the_legacy_wire(engine: Engine) {
         // with the newest legacy one.
         let mut old = init.clone();
         old["params"]["protocolVersion"] = json!("2024-11-05");
-        let a = send(post_with(
-            &app,
+        let a = send(app.mcp_post_with(
             Some(&token),
             wire,
             &old.to_string(),
@@ -265,12 +251,11 @@ async fn the_legacy_wire(engine: Engine) {
 
         // notifications/initialized: 202, no body.
         let note = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
-        let a = send(post(&app, Some(&token), wire, &note)).await;
+        let a = send(app.mcp_post(Some(&token), wire, &note)).await;
         assert_eq!(a.status, 202, "{wire:?}");
 
         // Unknown method: a JSON-RPC error in a 200.
-        let a = send(post(
-            &app,
+        let a = send(app.mcp_post(
             Some(&token),
             wire,
             &request_body(wire, 7, "foo/bar", Value::Null),
@@ -279,8 +264,7 @@ async fn the_legacy_wire(engine: Engine) {
         assert_eq!((a.status, code(&a)), (200, -32601), "{wire:?}");
 
         // ping works; results carry no 2026 fields.
-        let a = send(post(
-            &app,
+        let a = send(app.mcp_post(
             Some(&token),
             wire,
             &request_body(wire, 8, "ping", Value::Null),
@@ -288,8 +272,7 @@ async fn the_legacy_wire(engine: Engine) {
         .await;
         assert_eq!(a.status, 200);
         assert_eq!(a.body["result"], json!({}));
-        let a = send(post(
-            &app,
+        let a = send(app.mcp_post(
             Some(&token),
             wire,
             &request_body(wire, 9, "tools/list", Value::Null),
@@ -311,7 +294,7 @@ async fn the_modern_wire(engine: Engine) {
     let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
         "protocolVersion": "2026-07-28", "capabilities": {},
         "clientInfo": {"name": "probe", "version": "1"}, "_meta": modern_meta()}});
-    let a = send(post(&app, Some(&token), wire, &init)).await;
+    let a = send(app.mcp_post(Some(&token), wire, &init)).await;
     assert_eq!(
         (a.status, code(&a)),
         (404, -32601),
@@ -322,8 +305,7 @@ async fn the_modern_wire(engine: Engine) {
 
     // Unknown and removed methods: 404.
     for method in ["foo/bar", "ping", "logging/setLevel"] {
-        let a = send(post(
-            &app,
+        let a = send(app.mcp_post(
             Some(&token),
             wire,
             &request_body(wire, 2, method, Value::Null),
@@ -334,14 +316,13 @@ async fn the_modern_wire(engine: Engine) {
 
     // _meta missing: 400 -32602.
     let bare = json!({"jsonrpc": "2.0", "id": 3, "method": "tools/list", "params": {}});
-    let a = send(post(&app, Some(&token), wire, &bare)).await;
+    let a = send(app.mcp_post(Some(&token), wire, &bare)).await;
     assert_eq!((a.status, code(&a)), (400, -32602), "{}", a.body);
 
     // Mcp-Method disagreeing with the body, and missing: 400 -32020.
     let list = request_body(wire, 4, "tools/list", Value::Null);
     let list_text = list.to_string();
-    let a = send(post_with(
-        &app,
+    let a = send(app.mcp_post_with(
         Some(&token),
         wire,
         &list_text,
@@ -349,20 +330,13 @@ async fn the_modern_wire(engine: Engine) {
     ))
     .await;
     assert_eq!((a.status, code(&a)), (400, -32020));
-    let a = send(post_with(
-        &app,
-        Some(&token),
-        wire,
-        &list_text,
-        &[("mcp-method", None)],
-    ))
-    .await;
+    let a = send(app.mcp_post_with(Some(&token), wire, &list_text, &[("mcp-method", None)])).await;
     assert_eq!((a.status, code(&a)), (400, -32020), "missing Mcp-Method");
 
     // A _meta version other than the header's: 400 -32020.
     let mut mismatched = list.clone();
     mismatched["params"]["_meta"]["io.modelcontextprotocol/protocolVersion"] = json!("2025-11-25");
-    let a = send(post(&app, Some(&token), wire, &mismatched)).await;
+    let a = send(app.mcp_post(Some(&token), wire, &mismatched)).await;
     assert_eq!(a.status, 400, "{}", a.body);
 
     // Mcp-Name disagreeing with the tool.
@@ -372,8 +346,7 @@ async fn the_modern_wire(engine: Engine) {
         "tools/call",
         json!({"name": "list_flocks", "arguments": {}}),
     );
-    let a = send(post_with(
-        &app,
+    let a = send(app.mcp_post_with(
         Some(&token),
         wire,
         &call.to_string(),
@@ -383,8 +356,7 @@ async fn the_modern_wire(engine: Engine) {
     assert_eq!((a.status, code(&a)), (400, -32020));
 
     // server/discover: Coop's versions, serverInfo, a complete result.
-    let a = send(post(
-        &app,
+    let a = send(app.mcp_post(
         Some(&token),
         wire,
         &request_body(wire, 6, "server/discover", Value::Null),
@@ -404,14 +376,14 @@ async fn the_modern_wire(engine: Engine) {
     assert!(a.body["result"]["capabilities"]["tools"].is_object());
 
     // tools/list: complete, private, not cached.
-    let a = send(post(&app, Some(&token), wire, &list)).await;
+    let a = send(app.mcp_post(Some(&token), wire, &list)).await;
     assert_eq!(a.status, 200);
     assert_eq!(a.body["result"]["resultType"], "complete");
     assert_eq!(a.body["result"]["cacheScope"], "private");
     assert_eq!(a.body["result"]["ttlMs"], 0);
 
     // tools/call: complete, with structured content.
-    let a = send(post(&app, Some(&token), wire, &call)).await;
+    let a = send(app.mcp_post(Some(&token), wire, &call)).await;
     assert_eq!(a.status, 200, "{}", a.body);
     assert_eq!(a.body["result"]["resultType"], "complete");
     assert!(a.body["result"]["structuredContent"]["flocks"].is_array());

@@ -17,7 +17,7 @@ async fn requests_are_counted_by_route_and_status(engine: Engine) {
     assert_eq!(app.get("/login").await.status(), 200);
     assert_eq!(app.get("/no/such/page?code=secret").await.status(), 404);
     let post = app
-        .client
+        .browser
         .post(app.url("/login"))
         .form(&[("csrf", "forged")])
         .send()

@@ -5,11 +5,10 @@ use std::collections::HashMap;
 
 use serde_json::json;
 
-use crate::helpers::{Engine, TestApp, browser, form_value, location};
-use crate::oauth_client::{
-    self, HTTPS_REDIRECT, Pkce, REDIRECT_URI, answer_consent, audit_count, authorize_path,
-    callback, db_count, https_callback, open_consent, register_https_client, sign_in_browser,
+use crate::helpers::oauth::{
+    self, HTTPS_REDIRECT, Pkce, REDIRECT_URI, TokenRequest, callback, https_callback,
 };
+use crate::helpers::{Browser, Engine, TestApp, TestUser, form_value, location};
 use crate::on_both_engines;
 
 on_both_engines!(
@@ -38,15 +37,11 @@ on_both_engines!(
 );
 
 /// Signs in, registers a client and returns (browser, client_id).
-async fn setup(app: &TestApp, role: &str) -> (reqwest::Client, String, crate::helpers::TestUser) {
+async fn setup(app: &TestApp, role: &str) -> (Browser, String, TestUser) {
     let user = app.farm_with_member(role).await;
-    let client_id = oauth_client::register_public_client(app).await;
-    let browser = sign_in_browser(app, &user).await;
+    let client_id = app.register_public_client().await;
+    let browser = app.signed_in(&user).await;
     (browser, client_id, user)
-}
-
-async fn get(browser: &reqwest::Client, app: &TestApp, path: &str) -> reqwest::Response {
-    browser.get(app.url(path)).send().await.unwrap()
 }
 
 /// Asserts an error sent back to the client: `error`, `state`, `iss`.
@@ -64,7 +59,8 @@ fn assert_error_redirect(response: &reqwest::Response, app: &TestApp, error: &st
 }
 
 async fn codes(app: &TestApp) -> i64 {
-    db_count(app, "select count(*) from authorization_codes").await
+    app.db_count("select count(*) from authorization_codes")
+        .await
 }
 
 async fn assert_page_refusal(response: reqwest::Response, words: &str) {
@@ -78,12 +74,12 @@ async fn an_unknown_or_missing_client_gets_a_page_not_a_redirect(engine: Engine)
     let app = TestApp::spawn(engine).await;
     let (browser, _, _) = setup(&app, "manager").await;
     let pkce = Pkce::new();
-    let path = authorize_path(&app, "no-such-client", &pkce, "farm:read", &[]);
-    assert_page_refusal(get(&browser, &app, &path).await, "not known to Coop").await;
-    let path = authorize_path(&app, "x", &pkce, "farm:read", &[("client_id", None)]);
-    assert_page_refusal(get(&browser, &app, &path).await, "names no client").await;
+    let path = app.authorize_path("no-such-client", &pkce, "farm:read", &[]);
+    assert_page_refusal(browser.open(&path).await, "not known to Coop").await;
+    let path = app.authorize_path("x", &pkce, "farm:read", &[("client_id", None)]);
+    assert_page_refusal(browser.open(&path).await, "names no client").await;
     // Signed out, the same page (the checks come before sign-in).
-    let path = authorize_path(&app, "no-such-client", &pkce, "farm:read", &[]);
+    let path = app.authorize_path("no-such-client", &pkce, "farm:read", &[]);
     assert_page_refusal(app.get(&path).await, "not known to Coop").await;
 }
 
@@ -98,54 +94,42 @@ async fn a_redirect_uri_that_was_not_registered_gets_a_page_not_a_redirect(engin
         "http://localhost:9/callback",
         "http://127.0.0.1:9/callback?x=1",
     ] {
-        let path = authorize_path(
-            &app,
+        let path = app.authorize_path(
             &client_id,
             &pkce,
             "farm:read",
             &[("redirect_uri", Some(evil))],
         );
-        assert_page_refusal(get(&browser, &app, &path).await, "not one it registered").await;
+        assert_page_refusal(browser.open(&path).await, "not one it registered").await;
     }
     // A client with one registered URI may leave it out.
-    let path = authorize_path(
-        &app,
-        &client_id,
-        &pkce,
-        "farm:read",
-        &[("redirect_uri", None)],
-    );
-    open_consent(&app, &browser, &path).await;
+    let path = app.authorize_path(&client_id, &pkce, "farm:read", &[("redirect_uri", None)]);
+    browser.open_consent(&path).await;
     // With two registered, it must say which.
-    let response = oauth_client::register(
-        &app,
-        &json!({"redirect_uris": ["https://a.example/cb", "https://b.example/cb"]}),
-    )
-    .await;
+    let response = app
+        .register(&json!({"redirect_uris": ["https://a.example/cb", "https://b.example/cb"]}))
+        .await;
     let two: serde_json::Value = response.json().await.unwrap();
-    let path = authorize_path(
-        &app,
+    let path = app.authorize_path(
         two["client_id"].as_str().unwrap(),
         &pkce,
         "farm:read",
         &[("redirect_uri", None)],
     );
-    assert_page_refusal(get(&browser, &app, &path).await, "did not say where").await;
+    assert_page_refusal(browser.open(&path).await, "did not say where").await;
 }
 
 async fn loopback_redirect_uris_match_with_any_port(engine: Engine) {
     let app = TestApp::spawn(engine).await;
     let user = app.farm_with_member("manager").await;
-    let browser = sign_in_browser(&app, &user).await;
-    let response = oauth_client::register(
-        &app,
-        &json!({"redirect_uris": [
+    let browser = app.signed_in(&user).await;
+    let response = app
+        .register(&json!({"redirect_uris": [
             "http://127.0.0.1/callback",
             "http://[::1]:1/callback",
             "http://localhost:2/callback"
-        ]}),
-    )
-    .await;
+        ]}))
+        .await;
     let body: serde_json::Value = response.json().await.unwrap();
     let client_id = body["client_id"].as_str().unwrap();
     for (requested, ok) in [
@@ -156,20 +140,21 @@ async fn loopback_redirect_uris_match_with_any_port(engine: Engine) {
         ("http://127.0.0.1:53682/other", false),
         ("https://127.0.0.1:53682/callback", false),
     ] {
-        let path = authorize_path(
-            &app,
+        let path = app.authorize_path(
             client_id,
             &Pkce::new(),
             "farm:read",
             &[("redirect_uri", Some(requested))],
         );
-        let response = get(&browser, &app, &path).await;
+        let response = browser.open(&path).await;
         if ok {
             // The code goes to the port the client asked for (through the
             // consent screen the first time, at once after that).
             let redirected = if response.status() == 200 {
                 let html = response.text().await.unwrap();
-                answer_consent(&app, &browser, &html, "approve", &["farm:read"]).await
+                browser
+                    .answer_consent(&html, "approve", &["farm:read"])
+                    .await
             } else {
                 response
             };
@@ -189,29 +174,21 @@ async fn a_wrong_response_type_is_sent_back_with_state_and_iss(engine: Engine) {
     let app = TestApp::spawn(engine).await;
     let (browser, client_id, _) = setup(&app, "manager").await;
     let pkce = Pkce::new();
-    let path = authorize_path(
-        &app,
+    let path = app.authorize_path(
         &client_id,
         &pkce,
         "farm:read",
         &[("response_type", Some("token"))],
     );
     assert_error_redirect(
-        &get(&browser, &app, &path).await,
+        &browser.open(&path).await,
         &app,
         "unsupported_response_type",
     );
-    let path = authorize_path(
-        &app,
-        &client_id,
-        &pkce,
-        "farm:read",
-        &[("response_type", None)],
-    );
-    assert_error_redirect(&get(&browser, &app, &path).await, &app, "invalid_request");
+    let path = app.authorize_path(&client_id, &pkce, "farm:read", &[("response_type", None)]);
+    assert_error_redirect(&browser.open(&path).await, &app, "invalid_request");
     // Signed out, the same redirect: nothing is asked of the person.
-    let path = authorize_path(
-        &app,
+    let path = app.authorize_path(
         &client_id,
         &pkce,
         "farm:read",
@@ -230,8 +207,8 @@ async fn pkce_s256_is_required(engine: Engine) {
     let no_method = [("code_challenge_method", None)];
     let malformed = [("code_challenge", Some("too-short"))];
     for overrides in [&plain[..], &missing[..], &no_method[..], &malformed[..]] {
-        let path = authorize_path(&app, &client_id, &pkce, "farm:read", overrides);
-        assert_error_redirect(&get(&browser, &app, &path).await, &app, "invalid_request");
+        let path = app.authorize_path(&client_id, &pkce, "farm:read", overrides);
+        assert_error_redirect(&browser.open(&path).await, &app, "invalid_request");
     }
     assert_eq!(codes(&app).await, 0);
 }
@@ -247,57 +224,50 @@ async fn an_unknown_resource_is_invalid_target(engine: Engine) {
         app.issuer.as_str(),
         other_path.as_str(),
     ] {
-        let path = authorize_path(
-            &app,
+        let path = app.authorize_path(
             &client_id,
             &pkce,
             "farm:read",
             &[("resource", Some(resource))],
         );
-        assert_error_redirect(&get(&browser, &app, &path).await, &app, "invalid_target");
+        assert_error_redirect(&browser.open(&path).await, &app, "invalid_target");
     }
     // The same resource with a trailing slash is the same resource.
-    let path = authorize_path(
-        &app,
+    let path = app.authorize_path(
         &client_id,
         &pkce,
         "farm:read",
         &[("resource", Some(&trailing))],
     );
-    open_consent(&app, &browser, &path).await;
+    browser.open_consent(&path).await;
 }
 
 async fn absent_resource_and_scope_get_the_defaults(engine: Engine) {
     let app = TestApp::spawn(engine).await;
     let (browser, client_id, user) = setup(&app, "manager").await;
     let pkce = Pkce::new();
-    let path = authorize_path(
-        &app,
+    let path = app.authorize_path(
         &client_id,
         &pkce,
         "",
         &[("resource", None), ("scope", None)],
     );
-    let html = open_consent(&app, &browser, &path).await;
+    let html = browser.open_consent(&path).await;
     assert!(html.contains("value=\"farm:read\""));
     assert!(!html.contains("value=\"daily-entries:write\""));
-    let code =
-        callback(&answer_consent(&app, &browser, &html, "approve", &["farm:read"]).await)["code"]
-            .clone();
-    let response = oauth_client::token_request(
-        &app,
-        &[
-            ("grant_type", "authorization_code"),
-            ("client_id", &client_id),
-            ("code", &code),
-            ("code_verifier", &pkce.verifier),
-        ],
-    )
-    .await;
+    let code = callback(
+        &browser
+            .answer_consent(&html, "approve", &["farm:read"])
+            .await,
+    )["code"]
+        .clone();
+    let response = app
+        .token(&TokenRequest::code(&client_id, &code, &pkce.verifier))
+        .await;
     assert_eq!(response.status(), 200);
     let body: serde_json::Value = response.json().await.unwrap();
     assert_eq!(body["scope"], "farm:read");
-    let claims = oauth_client::claims(body["access_token"].as_str().unwrap());
+    let claims = oauth::claims(body["access_token"].as_str().unwrap());
     assert_eq!(claims["aud"], format!("{}/mcp", app.issuer));
     assert_eq!(claims["scope"], "farm:read");
     let _ = user;
@@ -307,10 +277,10 @@ async fn an_unknown_scope_is_invalid_scope_and_offline_access_is_ignored(engine:
     let app = TestApp::spawn(engine).await;
     let (browser, client_id, _) = setup(&app, "manager").await;
     let pkce = Pkce::new();
-    let path = authorize_path(&app, &client_id, &pkce, "farm:read admin:all", &[]);
-    assert_error_redirect(&get(&browser, &app, &path).await, &app, "invalid_scope");
-    let path = authorize_path(&app, &client_id, &pkce, "farm:read offline_access", &[]);
-    let html = open_consent(&app, &browser, &path).await;
+    let path = app.authorize_path(&client_id, &pkce, "farm:read admin:all", &[]);
+    assert_error_redirect(&browser.open(&path).await, &app, "invalid_scope");
+    let path = app.authorize_path(&client_id, &pkce, "farm:read offline_access", &[]);
+    let html = browser.open_consent(&path).await;
     assert!(!html.contains("offline_access"));
     assert!(html.contains("value=\"farm:read\""));
 }
@@ -319,18 +289,18 @@ async fn repeated_parameters_are_refused(engine: Engine) {
     let app = TestApp::spawn(engine).await;
     let (browser, client_id, _) = setup(&app, "manager").await;
     let pkce = Pkce::new();
-    let path = authorize_path(&app, &client_id, &pkce, "farm:read", &[]);
+    let path = app.authorize_path(&client_id, &pkce, "farm:read", &[]);
     let twice = format!("{path}&client_id={client_id}");
-    assert_page_refusal(get(&browser, &app, &twice).await, "repeated").await;
+    assert_page_refusal(browser.open(&twice).await, "repeated").await;
     let twice = format!("{path}&redirect_uri={}", urlencode(REDIRECT_URI));
-    assert_page_refusal(get(&browser, &app, &twice).await, "repeated").await;
+    assert_page_refusal(browser.open(&twice).await, "repeated").await;
     let twice = format!("{path}&scope=farm%3Aread");
-    assert_error_redirect(&get(&browser, &app, &twice).await, &app, "invalid_request");
+    assert_error_redirect(&browser.open(&twice).await, &app, "invalid_request");
     let twice = format!(
         "{path}&resource={}",
         urlencode(&format!("{}/mcp", app.issuer))
     );
-    assert_error_redirect(&get(&browser, &app, &twice).await, &app, "invalid_target");
+    assert_error_redirect(&browser.open(&twice).await, &app, "invalid_target");
 }
 
 fn urlencode(s: &str) -> String {
@@ -340,11 +310,11 @@ fn urlencode(s: &str) -> String {
 async fn a_signed_out_person_signs_in_and_comes_back(engine: Engine) {
     let app = TestApp::spawn(engine).await;
     let user = app.farm_with_member("worker").await;
-    let client_id = oauth_client::register_public_client(&app).await;
+    let client_id = app.register_public_client().await;
     let pkce = Pkce::new();
-    let path = authorize_path(&app, &client_id, &pkce, "farm:read", &[]);
-    let browser = browser();
-    let response = get(&browser, &app, &path).await;
+    let path = app.authorize_path(&client_id, &pkce, "farm:read", &[]);
+    let browser = Browser::new(&app);
+    let response = browser.open(&path).await;
     assert_eq!(response.status(), 303);
     let login = location(&response);
     let login_url = url::Url::parse(&format!("{}{login}", app.address)).unwrap();
@@ -352,7 +322,7 @@ async fn a_signed_out_person_signs_in_and_comes_back(engine: Engine) {
     let return_to: HashMap<String, String> = login_url.query_pairs().into_owned().collect();
     assert_eq!(return_to["return_to"], path);
 
-    let page = get(&browser, &app, &login).await.text().await.unwrap();
+    let page = browser.open(&login).await.text().await.unwrap();
     assert_eq!(form_value(&page, "return_to").unwrap(), path);
     let csrf = form_value(&page, "csrf").unwrap();
     let signed_in = browser
@@ -368,15 +338,15 @@ async fn a_signed_out_person_signs_in_and_comes_back(engine: Engine) {
         .unwrap();
     assert_eq!(signed_in.status(), 303);
     assert_eq!(location(&signed_in), path);
-    open_consent(&app, &browser, &path).await;
+    browser.open_consent(&path).await;
 }
 
 async fn an_old_sign_in_is_asked_for_the_password_before_consent(engine: Engine) {
     let app = TestApp::spawn(engine).await;
     let (browser, client_id, user) = setup(&app, "manager").await;
     app.clock.advance(time::Duration::minutes(11));
-    let path = authorize_path(&app, &client_id, &Pkce::new(), "farm:read", &[]);
-    let response = get(&browser, &app, &path).await;
+    let path = app.authorize_path(&client_id, &Pkce::new(), "farm:read", &[]);
+    let response = browser.open(&path).await;
     assert_eq!(response.status(), 200);
     assert_eq!(response.headers()["cache-control"], "no-store");
     let page = response.text().await.unwrap();
@@ -412,10 +382,12 @@ async fn an_old_sign_in_is_asked_for_the_password_before_consent(engine: Engine)
     assert_eq!(right.status(), 303);
     let next = location(&right);
     assert!(next.starts_with("/authorize/consent?request="), "{next}");
-    let html = open_consent(&app, &browser, &next).await;
+    let html = browser.open_consent(&next).await;
     // The consent screen itself waits too long: asked again, no code.
     app.clock.advance(time::Duration::minutes(11));
-    let late = answer_consent(&app, &browser, &html, "approve", &["farm:read"]).await;
+    let late = browser
+        .answer_consent(&html, "approve", &["farm:read"])
+        .await;
     assert_eq!(late.status(), 200);
     assert!(late.text().await.unwrap().contains("Confirm it is you"));
     assert_eq!(codes(&app).await, 0);
@@ -424,14 +396,13 @@ async fn an_old_sign_in_is_asked_for_the_password_before_consent(engine: Engine)
 async fn the_consent_screen_shows_who_is_asking_for_what(engine: Engine) {
     let app = TestApp::spawn(engine).await;
     let (browser, client_id, _) = setup(&app, "manager").await;
-    let path = authorize_path(
-        &app,
+    let path = app.authorize_path(
         &client_id,
         &Pkce::new(),
         "farm:read daily-entries:write",
         &[],
     );
-    let response = get(&browser, &app, &path).await;
+    let response = browser.open(&path).await;
     assert_eq!(response.status(), 200);
     assert_eq!(response.headers()["cache-control"], "no-store");
     assert_eq!(response.headers()["x-frame-options"], "DENY");
@@ -461,20 +432,17 @@ async fn the_consent_screen_shows_who_is_asking_for_what(engine: Engine) {
     }
     assert!(form_value(&html, "csrf").is_some_and(|c| !c.is_empty()));
     // An https redirect carries no loopback warning.
-    let response = oauth_client::register(
-        &app,
-        &json!({"client_name": "Web App", "redirect_uris": ["https://web.example/cb"]}),
-    )
-    .await;
+    let response = app
+        .register(&json!({"client_name": "Web App", "redirect_uris": ["https://web.example/cb"]}))
+        .await;
     let web: serde_json::Value = response.json().await.unwrap();
-    let path = authorize_path(
-        &app,
+    let path = app.authorize_path(
         web["client_id"].as_str().unwrap(),
         &Pkce::new(),
         "farm:read",
         &[("redirect_uri", Some("https://web.example/cb"))],
     );
-    let html = open_consent(&app, &browser, &path).await;
+    let html = browser.open_consent(&path).await;
     assert!(html.contains("web.example"));
     assert!(!html.contains("a program running on this computer"));
 }
@@ -482,22 +450,14 @@ async fn the_consent_screen_shows_who_is_asking_for_what(engine: Engine) {
 async fn a_pre_registered_client_is_not_marked_unverified(engine: Engine) {
     let app = TestApp::spawn(engine).await;
     let user = app.farm_with_member("owner").await;
-    let (code, out, err) = app
-        .cli(&[
-            "admin",
-            "client",
-            "add",
-            "--name",
-            "Farm Office",
-            "--redirect-uri",
-            REDIRECT_URI,
-        ])
+    let added = app
+        .add_client(&["--name", "Farm Office", "--redirect-uri", REDIRECT_URI])
         .await;
-    assert_eq!(code, 0, "{err}");
-    let client_id = out.trim().strip_prefix("client_id: ").unwrap().to_owned();
-    let browser = sign_in_browser(&app, &user).await;
-    let path = authorize_path(&app, &client_id, &Pkce::new(), "farm:read", &[]);
-    let html = open_consent(&app, &browser, &path).await;
+    assert_eq!(added.out.trim().lines().count(), 1, "{}", added.out);
+    let client_id = added.field("client_id");
+    let browser = app.signed_in(&user).await;
+    let path = app.authorize_path(&client_id, &Pkce::new(), "farm:read", &[]);
+    let html = browser.open_consent(&path).await;
     assert!(html.contains("Farm Office"));
     assert!(!html.contains("unverified"), "{html}");
 }
@@ -505,14 +465,14 @@ async fn a_pre_registered_client_is_not_marked_unverified(engine: Engine) {
 async fn a_suspended_farm_or_connected_apps_off_refuse_with_a_page(engine: Engine) {
     let app = TestApp::spawn(engine).await;
     let (browser, client_id, user) = setup(&app, "owner").await;
-    let path = authorize_path(&app, &client_id, &Pkce::new(), "farm:read", &[]);
-    let html = open_consent(&app, &browser, &path).await;
+    let path = app.authorize_path(&client_id, &Pkce::new(), "farm:read", &[]);
+    let html = browser.open_consent(&path).await;
 
     let (code, _, _) = app
         .cli(&["admin", "farm", "connected-apps", &user.farm, "off"])
         .await;
     assert_eq!(code, 0);
-    let response = get(&browser, &app, &path).await;
+    let response = browser.open(&path).await;
     assert_eq!(response.status(), 403);
     assert!(response.headers().get("location").is_none());
     assert!(
@@ -523,7 +483,9 @@ async fn a_suspended_farm_or_connected_apps_off_refuse_with_a_page(engine: Engin
             .contains("Connected apps are turned off")
     );
     // A consent screen opened before the switch cannot be approved either.
-    let late = answer_consent(&app, &browser, &html, "approve", &["farm:read"]).await;
+    let late = browser
+        .answer_consent(&html, "approve", &["farm:read"])
+        .await;
     assert_eq!(late.status(), 403);
 
     let (code, _, _) = app
@@ -532,170 +494,162 @@ async fn a_suspended_farm_or_connected_apps_off_refuse_with_a_page(engine: Engin
     assert_eq!(code, 0);
     let (code, _, _) = app.cli(&["admin", "farm", "suspend", &user.farm]).await;
     assert_eq!(code, 0);
-    let response = get(&browser, &app, &path).await;
+    let response = browser.open(&path).await;
     assert_eq!(response.status(), 403);
     assert!(response.text().await.unwrap().contains("suspended"));
     assert_eq!(codes(&app).await, 0);
-    assert_eq!(db_count(&app, "select count(*) from grants").await, 0);
+    assert_eq!(app.db_count("select count(*) from grants").await, 0);
 }
 
 async fn the_person_may_grant_read_and_refuse_write(engine: Engine) {
     let app = TestApp::spawn(engine).await;
     let (browser, client_id, _) = setup(&app, "manager").await;
     let pkce = Pkce::new();
-    let path = authorize_path(
-        &app,
-        &client_id,
-        &pkce,
-        "farm:read daily-entries:write",
-        &[],
-    );
-    let html = open_consent(&app, &browser, &path).await;
-    let response = answer_consent(&app, &browser, &html, "approve", &["farm:read"]).await;
+    let path = app.authorize_path(&client_id, &pkce, "farm:read daily-entries:write", &[]);
+    let html = browser.open_consent(&path).await;
+    let response = browser
+        .answer_consent(&html, "approve", &["farm:read"])
+        .await;
     let params = callback(&response);
-    let exchanged =
-        oauth_client::exchange_code(&app, &client_id, &params["code"], &pkce.verifier).await;
+    let exchanged = app
+        .exchange_code(&client_id, &params["code"], &pkce.verifier)
+        .await;
     assert_eq!(exchanged.status(), 200);
     let body: serde_json::Value = exchanged.json().await.unwrap();
     assert_eq!(body["scope"], "farm:read");
     assert_eq!(
-        oauth_client::claims(body["access_token"].as_str().unwrap())["scope"],
+        oauth::claims(body["access_token"].as_str().unwrap())["scope"],
         "farm:read"
     );
-    assert_eq!(audit_count(&app, "consent").await, 1);
+    assert_eq!(app.audit_count("consent").await, 1);
 }
 
 async fn ticking_nothing_grants_nothing(engine: Engine) {
     let app = TestApp::spawn(engine).await;
     let (browser, client_id, _) = setup(&app, "manager").await;
-    let path = authorize_path(&app, &client_id, &Pkce::new(), "farm:read", &[]);
-    let html = open_consent(&app, &browser, &path).await;
+    let path = app.authorize_path(&client_id, &Pkce::new(), "farm:read", &[]);
+    let html = browser.open_consent(&path).await;
     // A box for a scope that was not asked for counts for nothing.
-    let response = answer_consent(&app, &browser, &html, "approve", &["daily-entries:write"]).await;
+    let response = browser
+        .answer_consent(&html, "approve", &["daily-entries:write"])
+        .await;
     assert_eq!(response.status(), 400);
     let again = response.text().await.unwrap();
     assert!(again.contains("tick at least one"), "{again}");
     assert_eq!(codes(&app).await, 0);
-    assert_eq!(db_count(&app, "select count(*) from grants").await, 0);
+    assert_eq!(app.db_count("select count(*) from grants").await, 0);
     // The same request can still be answered.
-    let response = answer_consent(&app, &browser, &again, "approve", &["farm:read"]).await;
+    let response = browser
+        .answer_consent(&again, "approve", &["farm:read"])
+        .await;
     assert!(callback(&response).contains_key("code"));
 }
 
 async fn deny_redirects_access_denied_and_is_audited(engine: Engine) {
     let app = TestApp::spawn(engine).await;
     let (browser, client_id, _) = setup(&app, "manager").await;
-    let path = authorize_path(&app, &client_id, &Pkce::new(), "farm:read", &[]);
-    let html = open_consent(&app, &browser, &path).await;
-    let response = answer_consent(&app, &browser, &html, "deny", &["farm:read"]).await;
+    let path = app.authorize_path(&client_id, &Pkce::new(), "farm:read", &[]);
+    let html = browser.open_consent(&path).await;
+    let response = browser.answer_consent(&html, "deny", &["farm:read"]).await;
     assert_error_redirect(&response, &app, "access_denied");
-    assert_eq!(audit_count(&app, "consent_denied").await, 1);
-    assert_eq!(db_count(&app, "select count(*) from grants").await, 0);
+    assert_eq!(app.audit_count("consent_denied").await, 1);
+    assert_eq!(app.db_count("select count(*) from grants").await, 0);
     assert_eq!(codes(&app).await, 0);
     // The request is answered: submitting the form again, even with the
     // other button, gets the same answer and changes nothing.
-    let again = answer_consent(&app, &browser, &html, "approve", &["farm:read"]).await;
+    let again = browser
+        .answer_consent(&html, "approve", &["farm:read"])
+        .await;
     assert_eq!(location(&again), location(&response));
     assert_eq!(codes(&app).await, 0);
-    assert_eq!(audit_count(&app, "consent_denied").await, 1);
+    assert_eq!(app.audit_count("consent_denied").await, 1);
 }
 
 async fn consent_is_remembered_only_for_what_was_granted(engine: Engine) {
     let app = TestApp::spawn(engine).await;
     let user = app.farm_with_member("manager").await;
-    let browser = sign_in_browser(&app, &user).await;
+    let browser = app.signed_in(&user).await;
     // A client whose redirect proves it (https), approved once.
-    let client_id = register_https_client(&app, json!({})).await;
+    let client_id = app.register_https_client(json!({})).await;
     let https = [("redirect_uri", Some(HTTPS_REDIRECT))];
-    let path = authorize_path(&app, &client_id, &Pkce::new(), "farm:read", &https);
-    let html = open_consent(&app, &browser, &path).await;
-    let first = answer_consent(&app, &browser, &html, "approve", &["farm:read"]).await;
+    let path = app.authorize_path(&client_id, &Pkce::new(), "farm:read", &https);
+    let html = browser.open_consent(&path).await;
+    let first = browser
+        .answer_consent(&html, "approve", &["farm:read"])
+        .await;
     assert!(https_callback(&first).contains_key("code"));
 
     // The same or less: no screen, a code at once.
     let pkce = Pkce::new();
-    let path = authorize_path(&app, &client_id, &pkce, "farm:read", &https);
-    let params = https_callback(&get(&browser, &app, &path).await);
+    let path = app.authorize_path(&client_id, &pkce, "farm:read", &https);
+    let params = https_callback(&browser.open(&path).await);
     assert_eq!(params["state"], "state-123");
     assert_eq!(params["iss"], app.issuer);
-    let response = oauth_client::token_request(
-        &app,
-        &[
-            ("grant_type", "authorization_code"),
-            ("client_id", &client_id),
-            ("code", &params["code"]),
-            ("code_verifier", &pkce.verifier),
-            ("redirect_uri", HTTPS_REDIRECT),
-        ],
-    )
-    .await;
+    let response = app
+        .token(
+            &TokenRequest::code(&client_id, &params["code"], &pkce.verifier)
+                .field("redirect_uri", HTTPS_REDIRECT),
+        )
+        .await;
     assert_eq!(response.status(), 200);
     let tokens: serde_json::Value = response.json().await.unwrap();
 
     // More than was granted: the screen again, the granted scope marked.
-    let path = authorize_path(
-        &app,
+    let path = app.authorize_path(
         &client_id,
         &Pkce::new(),
         "farm:read daily-entries:write",
         &https,
     );
-    let html = open_consent(&app, &browser, &path).await;
+    let html = browser.open_consent(&path).await;
     assert_eq!(html.matches("allowed before").count(), 1, "{html}");
 
     // Another client, never approved: the screen, never a silent approval.
-    let other = register_https_client(&app, json!({})).await;
-    let path = authorize_path(&app, &other, &Pkce::new(), "farm:read", &https);
-    open_consent(&app, &browser, &path).await;
+    let other = app.register_https_client(json!({})).await;
+    let path = app.authorize_path(&other, &Pkce::new(), "farm:read", &https);
+    browser.open_consent(&path).await;
 
     // A revoked grant is not remembered.
-    let revoked =
-        oauth_client::revoke(&app, &client_id, tokens["refresh_token"].as_str().unwrap()).await;
+    let revoked = app
+        .revoke(&client_id, tokens["refresh_token"].as_str().unwrap())
+        .await;
     assert_eq!(revoked.status(), 200);
-    let path = authorize_path(&app, &client_id, &Pkce::new(), "farm:read", &https);
-    let html = open_consent(&app, &browser, &path).await;
+    let path = app.authorize_path(&client_id, &Pkce::new(), "farm:read", &https);
+    let html = browser.open_consent(&path).await;
     assert!(!html.contains("allowed before"), "{html}");
-    assert_eq!(audit_count(&app, "consent").await, 1);
+    assert_eq!(app.audit_count("consent").await, 1);
 }
 
 async fn consent_is_asked_again_after_the_credential_epoch_moved(engine: Engine) {
     let app = TestApp::spawn(engine).await;
     let user = app.farm_with_member("manager").await;
-    let tokens = oauth_client::connect(&app, &user, "farm:read").await;
+    let tokens = app.connect(&user, "farm:read").await;
     let (code, _, _) = app
         .cli(&["admin", "user", "sign-out-everywhere", &user.email])
         .await;
     assert_eq!(code, 0);
-    let browser = sign_in_browser(&app, &user).await;
-    let pkce = Pkce::new();
-    let path = authorize_path(&app, &tokens.client_id, &pkce, "farm:read", &[]);
-    let html = open_consent(&app, &browser, &path).await;
-    let response = answer_consent(&app, &browser, &html, "approve", &["farm:read"]).await;
-    let params = callback(&response);
+    let (code, verifier) = app
+        .approved_code_for(&user, &tokens.client_id, "farm:read")
+        .await;
     // A new grant: the old one, made under the old epoch, is revoked, so its
     // refresh token stays dead even though the person approved again.
     assert_eq!(
-        db_count(
-            &app,
-            "select count(*) from grants where revoked_at is not null"
-        )
-        .await,
+        app.db_count("select count(*) from grants where revoked_at is not null")
+            .await,
         1
     );
     // The old grant's end is a grant event of its own in the audit log.
     assert_eq!(
-        db_count(
-            &app,
+        app.db_count(
             "select count(*) from audit_log a join grants g on g.id = a.grant_id \
              where a.kind = 'grant_revoked' and g.revoked_at is not null"
         )
         .await,
         1
     );
-    let old = oauth_client::refresh(&app, &tokens.client_id, &tokens.refresh_token).await;
-    oauth_client::assert_oauth_error(old, 400, "invalid_grant").await;
-    let new =
-        oauth_client::exchange_code(&app, &tokens.client_id, &params["code"], &pkce.verifier).await;
+    let old = app.refresh(&tokens.client_id, &tokens.refresh_token).await;
+    oauth::assert_oauth_error(old, 400, "invalid_grant").await;
+    let new = app.exchange_code(&tokens.client_id, &code, &verifier).await;
     assert_eq!(new.status(), 200);
 }
 
@@ -704,51 +658,46 @@ async fn two_tabs_answer_their_own_requests(engine: Engine) {
     let (browser, client_id, _) = setup(&app, "manager").await;
     let first = Pkce::new();
     let second = Pkce::new();
-    let path_one = authorize_path(
-        &app,
-        &client_id,
-        &first,
-        "farm:read",
-        &[("state", Some("tab-1"))],
-    );
-    let path_two = authorize_path(
-        &app,
+    let path_one = app.authorize_path(&client_id, &first, "farm:read", &[("state", Some("tab-1"))]);
+    let path_two = app.authorize_path(
         &client_id,
         &second,
         "farm:read daily-entries:write",
         &[("state", Some("tab-2"))],
     );
-    let html_one = open_consent(&app, &browser, &path_one).await;
-    let html_two = open_consent(&app, &browser, &path_two).await;
+    let html_one = browser.open_consent(&path_one).await;
+    let html_two = browser.open_consent(&path_two).await;
     assert_ne!(
         form_value(&html_one, "request"),
         form_value(&html_two, "request")
     );
 
     let two = callback(
-        &answer_consent(
-            &app,
-            &browser,
-            &html_two,
-            "approve",
-            &["farm:read", "daily-entries:write"],
-        )
-        .await,
+        &browser
+            .answer_consent(&html_two, "approve", &["farm:read", "daily-entries:write"])
+            .await,
     );
-    let one = callback(&answer_consent(&app, &browser, &html_one, "approve", &["farm:read"]).await);
+    let one = callback(
+        &browser
+            .answer_consent(&html_one, "approve", &["farm:read"])
+            .await,
+    );
     assert_eq!(two["state"], "tab-2");
     assert_eq!(one["state"], "tab-1");
-    let response =
-        oauth_client::exchange_code(&app, &client_id, &two["code"], &second.verifier).await;
+    let response = app
+        .exchange_code(&client_id, &two["code"], &second.verifier)
+        .await;
     let body: serde_json::Value = response.json().await.unwrap();
     assert_eq!(body["scope"], "farm:read daily-entries:write");
-    let response =
-        oauth_client::exchange_code(&app, &client_id, &one["code"], &first.verifier).await;
+    let response = app
+        .exchange_code(&client_id, &one["code"], &first.verifier)
+        .await;
     let body: serde_json::Value = response.json().await.unwrap();
     assert_eq!(body["scope"], "farm:read");
     // One grant per (user, client).
     assert_eq!(
-        db_count(&app, "select count(*) from grants where revoked_at is null").await,
+        app.db_count("select count(*) from grants where revoked_at is null")
+            .await,
         1
     );
 }
@@ -756,8 +705,8 @@ async fn two_tabs_answer_their_own_requests(engine: Engine) {
 async fn the_consent_form_needs_its_csrf_token_and_our_origin(engine: Engine) {
     let app = TestApp::spawn(engine).await;
     let (browser, client_id, _) = setup(&app, "manager").await;
-    let path = authorize_path(&app, &client_id, &Pkce::new(), "farm:read", &[]);
-    let html = open_consent(&app, &browser, &path).await;
+    let path = app.authorize_path(&client_id, &Pkce::new(), "farm:read", &[]);
+    let html = browser.open_consent(&path).await;
     let request = form_value(&html, "request").unwrap();
     let csrf = form_value(&html, "csrf").unwrap();
     for forged in ["", "forged"] {
@@ -796,7 +745,7 @@ async fn the_consent_form_needs_its_csrf_token_and_our_origin(engine: Engine) {
     let farm = app.add_farm("Other Farm").await;
     app.add_user(&farm, &other_user.email, "viewer", &other_user.password)
         .await;
-    let other = sign_in_browser(&app, &other_user).await;
+    let other = app.signed_in(&other_user).await;
     // The start page's sign-out form carries the other session's token.
     let other_page = other
         .get(app.url("/"))
@@ -821,33 +770,32 @@ async fn the_consent_form_needs_its_csrf_token_and_our_origin(engine: Engine) {
     assert_eq!(response.status(), 400);
     assert_eq!(codes(&app).await, 0);
     // The genuine answer still works.
-    let response = answer_consent(&app, &browser, &html, "approve", &["farm:read"]).await;
+    let response = browser
+        .answer_consent(&html, "approve", &["farm:read"])
+        .await;
     assert!(callback(&response).contains_key("code"));
 }
 
 async fn state_is_optional_and_iss_always_present(engine: Engine) {
     let app = TestApp::spawn(engine).await;
     let (browser, client_id, _) = setup(&app, "manager").await;
-    let path = authorize_path(
-        &app,
-        &client_id,
-        &Pkce::new(),
-        "farm:read",
-        &[("state", None)],
+    let path = app.authorize_path(&client_id, &Pkce::new(), "farm:read", &[("state", None)]);
+    let html = browser.open_consent(&path).await;
+    let params = callback(
+        &browser
+            .answer_consent(&html, "approve", &["farm:read"])
+            .await,
     );
-    let html = open_consent(&app, &browser, &path).await;
-    let params = callback(&answer_consent(&app, &browser, &html, "approve", &["farm:read"]).await);
     assert!(!params.contains_key("state"));
     assert_eq!(params["iss"], app.issuer);
     assert!(params.contains_key("code"));
-    let path = authorize_path(
-        &app,
+    let path = app.authorize_path(
         &client_id,
         &Pkce::new(),
         "farm:read",
         &[("state", None), ("scope", Some("bogus"))],
     );
-    let params = callback(&get(&browser, &app, &path).await);
+    let params = callback(&browser.open(&path).await);
     assert!(!params.contains_key("state"));
     assert_eq!(params["iss"], app.issuer);
     assert_eq!(params["error"], "invalid_scope");

@@ -2,8 +2,8 @@
 
 use serde_json::Value;
 
+use crate::helpers::oauth::{self, Pkce, REDIRECT_URI, TokenRequest};
 use crate::helpers::{Engine, TestApp};
-use crate::oauth_client::{self, Pkce, REDIRECT_URI, answer_consent, authorize_path, callback};
 use crate::on_both_engines;
 
 on_both_engines!(
@@ -14,20 +14,11 @@ on_both_engines!(
     a_withdrawn_key_is_unpublished_and_its_tokens_refused,
 );
 
-fn field(out: &str, name: &str) -> Option<String> {
-    out.lines()
-        .find_map(|line| line.strip_prefix(&format!("{name}: ")))
-        .map(str::to_owned)
-}
-
 async fn a_pre_registered_public_client_connects(engine: Engine) {
     let app = TestApp::spawn(engine).await;
     let user = app.farm_with_member("manager").await;
-    let (code, out, err) = app
-        .cli(&[
-            "admin",
-            "client",
-            "add",
+    let added = app
+        .add_client(&[
             "--name",
             "Farm Office",
             "--redirect-uri",
@@ -36,42 +27,30 @@ async fn a_pre_registered_public_client_connects(engine: Engine) {
             REDIRECT_URI,
         ])
         .await;
-    assert_eq!(code, 0, "{err}");
-    let client_id = field(&out, "client_id").unwrap();
-    assert!(field(&out, "client_secret").is_none());
-    let tokens = oauth_client::connect_client(&app, &user, &client_id, "farm:read").await;
+    let client_id = added.field("client_id");
+    assert!(added.get("client_secret").is_none());
+    let tokens = app.connect_client(&user, &client_id, "farm:read").await;
     assert_eq!(
-        oauth_client::claims(&tokens.access_token)["client_id"],
+        oauth::claims(&tokens.access_token)["client_id"],
         client_id.as_str()
     );
     // Pre-registered clients do not expire unused.
     app.clock.advance(time::Duration::hours(48));
-    let other = app
-        .cli(&[
-            "admin",
-            "client",
-            "add",
-            "--name",
-            "Idle",
-            "--redirect-uri",
-            REDIRECT_URI,
-        ])
-        .await;
-    let idle = field(&other.1, "client_id").unwrap();
+    let idle = app
+        .add_client(&["--name", "Idle", "--redirect-uri", REDIRECT_URI])
+        .await
+        .field("client_id");
     app.clock.advance(time::Duration::hours(48));
-    let browser = oauth_client::sign_in_browser(&app, &user).await;
-    let path = authorize_path(&app, &idle, &Pkce::new(), "farm:read", &[]);
-    oauth_client::open_consent(&app, &browser, &path).await;
+    let browser = app.signed_in(&user).await;
+    let path = app.authorize_path(&idle, &Pkce::new(), "farm:read", &[]);
+    browser.open_consent(&path).await;
 }
 
 async fn a_pre_registered_confidential_client_gets_a_secret_once(engine: Engine) {
     let app = TestApp::spawn(engine).await;
     let user = app.farm_with_member("manager").await;
-    let (code, out, err) = app
-        .cli(&[
-            "admin",
-            "client",
-            "add",
+    let added = app
+        .add_client(&[
             "--name",
             "Reports",
             "--redirect-uri",
@@ -79,32 +58,17 @@ async fn a_pre_registered_confidential_client_gets_a_secret_once(engine: Engine)
             "--confidential",
         ])
         .await;
-    assert_eq!(code, 0, "{err}");
-    assert!(err.contains("shown this once"));
-    let client_id = field(&out, "client_id").unwrap();
-    let secret = field(&out, "client_secret").unwrap();
+    assert!(added.err.contains("shown this once"));
+    let client_id = added.field("client_id");
+    let secret = added.field("client_secret");
 
-    let browser = oauth_client::sign_in_browser(&app, &user).await;
-    let pkce = Pkce::new();
-    let path = authorize_path(&app, &client_id, &pkce, "farm:read", &[]);
-    let html = oauth_client::open_consent(&app, &browser, &path).await;
-    let code =
-        callback(&answer_consent(&app, &browser, &html, "approve", &["farm:read"]).await)["code"]
-            .clone();
+    let (code, verifier) = app.approved_code_for(&user, &client_id, "farm:read").await;
     // Without the secret: refused, and the code survives.
-    let response = oauth_client::exchange_code(&app, &client_id, &code, &pkce.verifier).await;
-    oauth_client::assert_oauth_error(response, 401, "invalid_client").await;
-    let response = reqwest::Client::new()
-        .post(app.url("/token"))
-        .basic_auth(&client_id, Some(&secret))
-        .form(&[
-            ("grant_type", "authorization_code"),
-            ("code", &code),
-            ("code_verifier", &pkce.verifier),
-        ])
-        .send()
-        .await
-        .unwrap();
+    let response = app.exchange_code(&client_id, &code, &verifier).await;
+    oauth::assert_oauth_error(response, 401, "invalid_client").await;
+    let response = app
+        .token(&TokenRequest::confidential_code(&code, &verifier).basic(&client_id, &secret))
+        .await;
     assert_eq!(response.status(), 200);
 }
 
@@ -145,14 +109,11 @@ async fn client_add_refuses_bad_input(engine: Engine) {
         assert!(out.is_empty(), "{out}");
         assert!(err.contains(message), "{args:?}: {err}");
     }
-    assert_eq!(
-        oauth_client::db_count(&app, "select count(*) from oauth_clients").await,
-        0
-    );
+    assert_eq!(app.db_count("select count(*) from oauth_clients").await, 0);
 }
 
 async fn kids(app: &TestApp) -> Vec<String> {
-    let jwks: Value = app.get("/jwks.json").await.json().await.unwrap();
+    let jwks: Value = app.get_json("/jwks.json").await;
     jwks["keys"]
         .as_array()
         .unwrap()
@@ -164,8 +125,8 @@ async fn kids(app: &TestApp) -> Vec<String> {
 async fn a_rotated_key_stays_published_until_its_tokens_expired(engine: Engine) {
     let app = TestApp::spawn(engine).await;
     let user = app.farm_with_member("manager").await;
-    let tokens = oauth_client::connect(&app, &user, "farm:read").await;
-    let old_kid = oauth_client::jwt_header(&tokens.access_token)["kid"]
+    let tokens = app.connect(&user, "farm:read").await;
+    let old_kid = oauth::jwt_header(&tokens.access_token)["kid"]
         .as_str()
         .unwrap()
         .to_owned();
@@ -183,10 +144,10 @@ async fn a_rotated_key_stays_published_until_its_tokens_expired(engine: Engine) 
     );
 
     // New tokens are signed with the new key.
-    let response = oauth_client::refresh(&app, &tokens.client_id, &tokens.refresh_token).await;
+    let response = app.refresh(&tokens.client_id, &tokens.refresh_token).await;
     let body: Value = response.json().await.unwrap();
     let access = body["access_token"].as_str().unwrap();
-    assert_eq!(oauth_client::jwt_header(access)["kid"], new_kid.as_str());
+    assert_eq!(oauth::jwt_header(access)["kid"], new_kid.as_str());
 
     // Once every token the old key could have signed has expired, it goes.
     app.clock
@@ -200,8 +161,8 @@ async fn a_rotated_key_stays_published_until_its_tokens_expired(engine: Engine) 
 async fn a_withdrawn_key_is_unpublished_and_its_tokens_refused(engine: Engine) {
     let app = TestApp::spawn(engine).await;
     let user = app.farm_with_member("manager").await;
-    let tokens = oauth_client::connect(&app, &user, "farm:read").await;
-    let old_kid = oauth_client::jwt_header(&tokens.access_token)["kid"]
+    let tokens = app.connect(&user, "farm:read").await;
+    let old_kid = oauth::jwt_header(&tokens.access_token)["kid"]
         .as_str()
         .unwrap()
         .to_owned();
@@ -225,16 +186,15 @@ async fn a_withdrawn_key_is_unpublished_and_its_tokens_refused(engine: Engine) {
         assert!(err.contains(message), "{args:?}: {err}");
     }
     assert_eq!(
-        crate::apps_support::mcp_list(&app, &tokens.access_token)
-            .await
-            .status(),
+        app.mcp_list(&tokens.access_token).await.status(),
         200,
         "a refused retire withdrew nothing"
     );
 
     let (code, _, err) = app.cli(&["keys", "retire", &old_kid, "--now"]).await;
     assert_eq!(code, 0, "{err}");
-    crate::mcp_support::assert_invalid_token(&app, &tokens.access_token, "withdrawn key").await;
+    app.assert_invalid_token(&tokens.access_token, "withdrawn key")
+        .await;
     tokio::time::sleep(std::time::Duration::from_millis(1100)).await;
     assert_eq!(kids(&app).await, vec![new_kid.clone()]);
     let (_, listed, _) = app.cli(&["keys", "list"]).await;
@@ -256,11 +216,8 @@ async fn a_withdrawn_key_is_unpublished_and_its_tokens_refused(engine: Engine) {
     assert_eq!(code, 1);
     assert!(err.contains("withdrawn already"), "{err}");
     assert_eq!(
-        oauth_client::db_count(
-            &app,
-            "select count(*) from audit_log where detail like '%signing_key_withdrawn%'"
-        )
-        .await,
+        app.db_count("select count(*) from audit_log where detail like '%signing_key_withdrawn%'")
+            .await,
         1
     );
 }

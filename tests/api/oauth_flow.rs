@@ -4,7 +4,7 @@
 //! consent by form post, the code exchange, refresh, reuse detection and
 //! revocation. The library builds and parses every token and revocation
 //! request; the browser part (sign-in, consent) is the person's, done with
-//! the helpers of `oauth_client`.
+//! the harness's `Browser`.
 //!
 //! oauth2 refuses a revocation endpoint that is not https (RFC 7009 §2),
 //! and the test server listens on plain HTTP on loopback, so the transport
@@ -19,10 +19,8 @@ use oauth2::{
 };
 use serde_json::{Value, json};
 
+use crate::helpers::oauth::REDIRECT_URI;
 use crate::helpers::{Engine, TestApp, location};
-use crate::oauth_client::{
-    REDIRECT_URI, answer_consent, audit_count, open_consent, sign_in_browser,
-};
 use crate::on_both_engines;
 
 on_both_engines!(a_real_oauth_client_runs_the_whole_flow);
@@ -110,7 +108,7 @@ async fn a_real_oauth_client_runs_the_whole_flow(engine: Engine) {
 
     // PKCE S256 and the authorization URL; the person signs in and
     // approves by form post.
-    let browser = sign_in_browser(&app, &user).await;
+    let browser = app.signed_in(&user).await;
     let connect = async |scopes: &[&str]| {
         let (challenge, verifier) = PkceCodeChallenge::new_random_sha256();
         let (url, state) = client
@@ -121,8 +119,8 @@ async fn a_real_oauth_client_runs_the_whole_flow(engine: Engine) {
             .url();
         assert!(url.as_str().contains("code_challenge_method=S256"));
         let path = format!("{}?{}", url.path(), url.query().unwrap());
-        let html = open_consent(&app, &browser, &path).await;
-        let response = answer_consent(&app, &browser, &html, "approve", scopes).await;
+        let html = browser.open_consent(&path).await;
+        let response = browser.answer_consent(&html, "approve", scopes).await;
         assert_eq!(response.status(), 303);
         let callback = url::Url::parse(&location(&response)).unwrap();
         let params: std::collections::HashMap<String, String> =
@@ -187,7 +185,7 @@ async fn a_real_oauth_client_runs_the_whole_flow(engine: Engine) {
         .await
         .unwrap_err();
     assert_eq!(error_code(err), BasicErrorResponseType::InvalidGrant);
-    assert_eq!(audit_count(&app, "token_reuse_detected").await, 1);
+    assert_eq!(app.audit_count("token_reuse_detected").await, 1);
 
     // Connect again (the revoked grant asks for consent anew), then revoke
     // the refresh token: the grant ends and refreshing is refused.
@@ -205,7 +203,7 @@ async fn a_real_oauth_client_runs_the_whole_flow(engine: Engine) {
         .await
         .unwrap_err();
     assert_eq!(error_code(err), BasicErrorResponseType::InvalidGrant);
-    assert_eq!(audit_count(&app, "grant_revoked").await, 1);
+    assert_eq!(app.audit_count("grant_revoked").await, 1);
 
     // An unknown token is revoked without complaint (RFC 7009 §2.2).
     let unknown = RefreshToken::new("never-issued".to_owned());

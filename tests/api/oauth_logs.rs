@@ -10,19 +10,10 @@ use std::time::Duration;
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, BufReader};
 use tokio::process::Command;
 
-use crate::helpers::{Engine, TestDatabase, browser, form_value, location, run_cli};
-use crate::oauth_client::{Pkce, REDIRECT_URI};
+use crate::helpers::oauth::{Pkce, REDIRECT_URI, TokenRequest, callback};
+use crate::helpers::{Browser, Engine, PASSWORD, TestApp, TestDatabase};
 
 const PATIENCE: Duration = Duration::from_secs(60);
-
-/// Pulls `name: value` off the CLI's output.
-fn printed(out: &str, name: &str) -> String {
-    out.lines()
-        .find_map(|line| line.strip_prefix(&format!("{name}: ")))
-        .unwrap_or_else(|| panic!("no {name} in {out}"))
-        .trim()
-        .to_owned()
-}
 
 #[tokio::test]
 async fn no_token_code_or_secret_reaches_the_logs_even_at_debug_level() {
@@ -70,71 +61,28 @@ async fn no_token_code_or_secret_reaches_the_logs_even_at_debug_level() {
     })
     .await
     .unwrap();
-    let url = |path: &str| format!("{issuer}{path}");
+    let app = TestApp::attach(&issuer, Arc::new(db));
 
     // Fixtures through the real command line, on the server's database.
-    let (code, farm, err) = run_cli(
-        &database_url,
-        &["admin", "farm", "add", "--name", "Hillside Farm"],
-        None,
-    )
-    .await;
-    assert_eq!(code, 0, "{err}");
-    let password = "correct horse battery staple";
+    let farm = app.add_farm("Hillside Farm").await;
+    let password = PASSWORD;
     let email = "owner@hillside.example";
-    let (code, _, err) = run_cli(
-        &database_url,
-        &[
-            "admin",
-            "user",
-            "add",
-            "--farm",
-            farm.trim(),
-            "--email",
-            email,
-            "--role",
-            "owner",
-            "--password-stdin",
-        ],
-        Some(password),
-    )
-    .await;
-    assert_eq!(code, 0, "{err}");
-    let (code, out, err) = run_cli(
-        &database_url,
-        &[
-            "admin",
-            "client",
-            "add",
+    app.add_user(&farm, email, "owner", password).await;
+    let added = app
+        .add_client(&[
             "--name",
             "Office",
             "--redirect-uri",
             REDIRECT_URI,
             "--confidential",
-        ],
-        None,
-    )
-    .await;
-    assert_eq!(code, 0, "{err}");
-    let client_id = printed(&out, "client_id");
-    let secret = printed(&out, "client_secret");
+        ])
+        .await;
+    let client_id = added.field("client_id");
+    let secret = added.field("client_secret");
 
     // Sign in, authorize, consent.
-    let person = browser();
-    let page = person.get(url("/login")).send().await.unwrap();
-    let csrf = form_value(&page.text().await.unwrap(), "csrf").unwrap();
-    let response = person
-        .post(url("/login"))
-        .form(&[
-            ("csrf", csrf.as_str()),
-            ("email", email),
-            ("password", password),
-            ("return_to", "/"),
-        ])
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(response.status(), 303);
+    let person = Browser::new(&app);
+    assert_eq!(person.sign_in(email, password).await.status(), 303);
     let pkce = Pkce::new();
     let query = serde_urlencoded::to_string([
         ("response_type", "code"),
@@ -146,106 +94,61 @@ async fn no_token_code_or_secret_reaches_the_logs_even_at_debug_level() {
         ("state", "s"),
     ])
     .unwrap();
-    let html = person
-        .get(url(&format!("/authorize?{query}")))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let html = person.open_consent(&format!("/authorize?{query}")).await;
     let response = person
-        .post(url("/authorize/consent"))
-        .form(&[
-            ("csrf", form_value(&html, "csrf").unwrap().as_str()),
-            ("request", form_value(&html, "request").unwrap().as_str()),
-            ("decision", "approve"),
-            ("scope", "farm:read"),
-        ])
-        .send()
-        .await
-        .unwrap();
-    let callback = url::Url::parse(&location(&response)).unwrap();
-    let auth_code = callback
-        .query_pairs()
-        .find(|(k, _)| k == "code")
-        .unwrap()
-        .1
-        .into_owned();
+        .answer_consent(&html, "approve", &["farm:read"])
+        .await;
+    let auth_code = callback(&response)["code"].clone();
 
     // The client: a refused exchange (wrong verifier), the exchange with
     // Basic, the secret in the body (refused), a refresh, a replay,
     // revocations.
-    let client = reqwest::Client::new();
-    let token = |form: Vec<(&'static str, String)>| {
-        client
-            .post(url("/token"))
-            .basic_auth(&client_id, Some(&secret))
-            .form(&form)
-            .send()
+    let code = |verifier: &str| {
+        TokenRequest::fields(&[
+            ("grant_type", "authorization_code"),
+            ("code", &auth_code),
+            ("code_verifier", verifier),
+        ])
+        .basic(&client_id, &secret)
     };
     let wrong_verifier = Pkce::new().verifier;
-    let refused = token(vec![
-        ("grant_type", "authorization_code".into()),
-        ("code", auth_code.clone()),
-        ("code_verifier", wrong_verifier.clone()),
-    ])
-    .await
-    .unwrap();
+    let refused = app.token(&code(&wrong_verifier)).await;
     assert_eq!(refused.status(), 400);
-    let body: serde_json::Value = token(vec![
-        ("grant_type", "authorization_code".into()),
-        ("code", auth_code.clone()),
-        ("code_verifier", pkce.verifier.clone()),
-    ])
-    .await
-    .unwrap()
-    .json()
-    .await
-    .unwrap();
+    let body: serde_json::Value = app.token(&code(&pkce.verifier)).await.json().await.unwrap();
     let access = body["access_token"].as_str().unwrap().to_owned();
     let first_refresh = body["refresh_token"].as_str().unwrap().to_owned();
     // The secret in the body: refused, since the client registered Basic.
-    let in_body = client
-        .post(url("/token"))
-        .form(&[
-            ("grant_type", "refresh_token"),
-            ("client_id", client_id.as_str()),
-            ("client_secret", secret.as_str()),
-            ("refresh_token", first_refresh.as_str()),
-        ])
-        .send()
+    let in_body = app
+        .token(&TokenRequest::refresh(&client_id, &first_refresh).field("client_secret", &secret))
+        .await;
+    assert_eq!(in_body.status(), 401);
+    let refresh = |refresh: &str, secret: &str| {
+        TokenRequest::fields(&[("grant_type", "refresh_token"), ("refresh_token", refresh)])
+            .basic(&client_id, secret)
+    };
+    let body: serde_json::Value = app
+        .token(&refresh(&first_refresh, &secret))
+        .await
+        .json()
         .await
         .unwrap();
-    assert_eq!(in_body.status(), 401);
-    let refresh = |refresh: &str| {
-        client
-            .post(url("/token"))
-            .basic_auth(&client_id, Some(&secret))
-            .form(&[("grant_type", "refresh_token"), ("refresh_token", refresh)])
-            .send()
-    };
-    let body: serde_json::Value = refresh(&first_refresh).await.unwrap().json().await.unwrap();
     let second_refresh = body["refresh_token"].as_str().unwrap().to_owned();
     let wrong_secret = format!("{secret}-wrong");
-    let refused = client
-        .post(url("/token"))
-        .basic_auth(&client_id, Some(&wrong_secret))
-        .form(&[("grant_type", "refresh_token"), ("refresh_token", "x")])
-        .send()
-        .await
-        .unwrap();
+    let refused = app.token(&refresh("x", &wrong_secret)).await;
     assert_eq!(refused.status(), 401);
     let revoke = |token: String| {
-        client
-            .post(url("/revoke"))
+        reqwest::Client::new()
+            .post(app.url("/revoke"))
             .basic_auth(&client_id, Some(&secret))
             .form(&[("token", token)])
             .send()
     };
     assert_eq!(revoke(access.clone()).await.unwrap().status(), 200);
     // The replay: reuse detected, the grant revoked.
-    assert_eq!(refresh(&first_refresh).await.unwrap().status(), 400);
+    assert_eq!(
+        app.token(&refresh(&first_refresh, &secret)).await.status(),
+        400
+    );
     assert_eq!(revoke(second_refresh.clone()).await.unwrap().status(), 200);
 
     let pid = child.id().unwrap();

@@ -2,8 +2,8 @@
 
 use serde_json::Value;
 
+use crate::helpers::oauth;
 use crate::helpers::{Engine, TestApp};
-use crate::oauth_client;
 use crate::on_both_engines;
 
 on_both_engines!(
@@ -147,12 +147,12 @@ async fn metadata_urls_come_from_the_configured_issuer_not_the_host_header(engin
 async fn the_jwks_publishes_the_key_that_signs_access_tokens(engine: Engine) {
     let app = TestApp::spawn(engine).await;
     let user = app.farm_with_member("viewer").await;
-    let tokens = oauth_client::connect(&app, &user, "farm:read").await;
-    let header = oauth_client::jwt_header(&tokens.access_token);
+    let tokens = app.connect(&user, "farm:read").await;
+    let header = oauth::jwt_header(&tokens.access_token);
     assert_eq!(header["alg"], "ES256");
     assert_eq!(header["typ"], "at+jwt");
 
-    let jwks: Value = app.get("/jwks.json").await.json().await.unwrap();
+    let jwks: Value = app.get_json("/jwks.json").await;
     let keys = jwks["keys"].as_array().unwrap();
     assert_eq!(keys.len(), 1);
     assert_eq!(keys[0]["kid"], header["kid"]);

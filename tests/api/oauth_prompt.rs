@@ -7,11 +7,8 @@ use std::collections::HashMap;
 
 use serde_json::{Value, json};
 
-use crate::helpers::{Engine, TestApp, TestUser, browser, form_value, location};
-use crate::oauth_client::{
-    self, HTTPS_REDIRECT, Pkce, answer_consent, authorize_path, callback, db_count, https_callback,
-    open_consent, register_https_client, sign_in_browser,
-};
+use crate::helpers::oauth::{self, HTTPS_REDIRECT, Pkce, TokenRequest, callback, https_callback};
+use crate::helpers::{Browser, Engine, TestApp, TestUser, form_value, location};
 use crate::on_both_engines;
 
 on_both_engines!(
@@ -27,25 +24,24 @@ on_both_engines!(
 const HTTPS: [(&str, Option<&str>); 1] = [("redirect_uri", Some(HTTPS_REDIRECT))];
 
 async fn codes(app: &TestApp) -> i64 {
-    db_count(app, "select count(*) from authorization_codes").await
-}
-
-async fn get(browser: &reqwest::Client, app: &TestApp, path: &str) -> reqwest::Response {
-    browser.get(app.url(path)).send().await.unwrap()
+    app.db_count("select count(*) from authorization_codes")
+        .await
 }
 
 /// A signed-in browser and an https client it approved for `farm:read`.
-async fn approved_https_client(app: &TestApp) -> (reqwest::Client, String, TestUser) {
+async fn approved_https_client(app: &TestApp) -> (Browser, String, TestUser) {
     let user = app.farm_with_member("manager").await;
-    let browser = sign_in_browser(app, &user).await;
-    let client_id = register_https_client(app, json!({})).await;
-    let path = authorize_path(app, &client_id, &Pkce::new(), "farm:read", &HTTPS);
-    let html = open_consent(app, &browser, &path).await;
-    let response = answer_consent(app, &browser, &html, "approve", &["farm:read"]).await;
+    let browser = app.signed_in(&user).await;
+    let client_id = app.register_https_client(json!({})).await;
+    let path = app.authorize_path(&client_id, &Pkce::new(), "farm:read", &HTTPS);
+    let html = browser.open_consent(&path).await;
+    let response = browser
+        .answer_consent(&html, "approve", &["farm:read"])
+        .await;
     assert!(https_callback(&response).contains_key("code"));
     // Without prompt: approved again silently.
-    let path = authorize_path(app, &client_id, &Pkce::new(), "farm:read", &HTTPS);
-    assert!(https_callback(&get(&browser, app, &path).await).contains_key("code"));
+    let path = app.authorize_path(&client_id, &Pkce::new(), "farm:read", &HTTPS);
+    assert!(https_callback(&browser.open(&path).await).contains_key("code"));
     (browser, client_id, user)
 }
 
@@ -85,7 +81,7 @@ async fn password_page(response: reqwest::Response) -> (String, String) {
 
 async fn confirm(
     app: &TestApp,
-    browser: &reqwest::Client,
+    browser: &Browser,
     (csrf, request): &(String, String),
     password: &str,
 ) -> reqwest::Response {
@@ -106,13 +102,15 @@ async fn prompt_consent_shows_the_screen_to_an_approved_client(engine: Engine) {
     let (browser, client_id, _) = approved_https_client(&app).await;
     let mut overrides = HTTPS.to_vec();
     overrides.push(("prompt", Some("consent")));
-    let path = authorize_path(&app, &client_id, &Pkce::new(), "farm:read", &overrides);
-    let html = open_consent(&app, &browser, &path).await;
+    let path = app.authorize_path(&client_id, &Pkce::new(), "farm:read", &overrides);
+    let html = browser.open_consent(&path).await;
     assert!(html.contains("allowed before"), "{html}");
     // An https client asked at its own request is not told it cannot
     // prove who it is.
     assert!(!html.contains("You connected this app before"), "{html}");
-    let response = answer_consent(&app, &browser, &html, "approve", &["farm:read"]).await;
+    let response = browser
+        .answer_consent(&html, "approve", &["farm:read"])
+        .await;
     assert!(https_callback(&response).contains_key("code"));
 }
 
@@ -123,9 +121,9 @@ async fn prompt_login_asks_for_the_password_however_fresh_the_sign_in(engine: En
     let mut overrides = HTTPS.to_vec();
     overrides.push(("prompt", Some("login")));
     let pkce = Pkce::new();
-    let path = authorize_path(&app, &client_id, &pkce, "farm:read", &overrides);
+    let path = app.authorize_path(&client_id, &pkce, "farm:read", &overrides);
     // Signed in a moment ago, approved before: the password all the same.
-    let form = password_page(get(&browser, &app, &path).await).await;
+    let form = password_page(browser.open(&path).await).await;
     let wrong = confirm(&app, &browser, &form, "not the password").await;
     assert_eq!(wrong.status(), 401);
     assert_eq!(codes(&app).await, before);
@@ -134,53 +132,48 @@ async fn prompt_login_asks_for_the_password_however_fresh_the_sign_in(engine: En
     let next = location(&right);
     assert!(next.starts_with("/authorize/consent?request="), "{next}");
     // Asked once: then on as without prompt (here, the silent approval).
-    let params = https_callback(&get(&browser, &app, &next).await);
-    let exchanged = oauth_client::token_request(
-        &app,
-        &[
-            ("grant_type", "authorization_code"),
-            ("client_id", &client_id),
-            ("code", &params["code"]),
-            ("code_verifier", &pkce.verifier),
-            ("redirect_uri", HTTPS_REDIRECT),
-        ],
-    )
-    .await;
+    let params = https_callback(&browser.open(&next).await);
+    let exchanged = app
+        .token(
+            &TokenRequest::code(&client_id, &params["code"], &pkce.verifier)
+                .field("redirect_uri", HTTPS_REDIRECT),
+        )
+        .await;
     assert_eq!(exchanged.status(), 200);
     // The waiting request is answered: a reload is a page, not a second code.
-    let reload = get(&browser, &app, &next).await;
+    let reload = browser.open(&next).await;
     assert_eq!(reload.status(), 409);
     assert_eq!(codes(&app).await, before + 1);
 
     // A client that must show the screen: the password, then the screen.
-    let loopback = oauth_client::register_public_client(&app).await;
-    let path = authorize_path(
-        &app,
+    let loopback = app.register_public_client().await;
+    let path = app.authorize_path(
         &loopback,
         &Pkce::new(),
         "farm:read",
         &[("prompt", Some("login consent"))],
     );
-    let form = password_page(get(&browser, &app, &path).await).await;
+    let form = password_page(browser.open(&path).await).await;
     let right = confirm(&app, &browser, &form, &user.password).await;
-    let html = open_consent(&app, &browser, &location(&right)).await;
-    let response = answer_consent(&app, &browser, &html, "approve", &["farm:read"]).await;
+    let html = browser.open_consent(&location(&right)).await;
+    let response = browser
+        .answer_consent(&html, "approve", &["farm:read"])
+        .await;
     assert!(callback(&response).contains_key("code"));
 }
 
 async fn signing_in_answers_prompt_login_and_max_age(engine: Engine) {
     let app = TestApp::spawn(engine).await;
     let user = app.farm_with_member("manager").await;
-    let client_id = oauth_client::register_public_client(&app).await;
-    let path = authorize_path(
-        &app,
+    let client_id = app.register_public_client().await;
+    let path = app.authorize_path(
         &client_id,
         &Pkce::new(),
         "farm:read",
         &[("prompt", Some("login consent")), ("max_age", Some("0"))],
     );
-    let browser = browser();
-    let response = get(&browser, &app, &path).await;
+    let browser = Browser::new(&app);
+    let response = browser.open(&path).await;
     assert_eq!(response.status(), 303);
     let login = url::Url::parse(&format!("{}{}", app.address, location(&response))).unwrap();
     assert_eq!(login.path(), "/login");
@@ -191,7 +184,8 @@ async fn signing_in_answers_prompt_login_and_max_age(engine: Engine) {
     assert!(return_to.contains("prompt=consent"), "{return_to}");
     assert!(!return_to.contains("login"), "{return_to}");
 
-    let page = get(&browser, &app, &location(&response))
+    let page = browser
+        .open(&location(&response))
         .await
         .text()
         .await
@@ -209,18 +203,17 @@ async fn signing_in_answers_prompt_login_and_max_age(engine: Engine) {
         .unwrap();
     assert_eq!(location(&signed_in), *return_to);
     // The password was just entered: the screen, not the password again.
-    open_consent(&app, &browser, return_to).await;
+    browser.open_consent(return_to).await;
 }
 
 async fn max_age_asks_again_only_for_an_older_sign_in(engine: Engine) {
     let app = TestApp::spawn(engine).await;
     let user = app.farm_with_member("manager").await;
-    let client_id = oauth_client::register_public_client(&app).await;
-    let browser = sign_in_browser(&app, &user).await;
+    let client_id = app.register_public_client().await;
+    let browser = app.signed_in(&user).await;
     app.clock.advance(time::Duration::minutes(2));
     let with = |max_age: &'static str| {
-        authorize_path(
-            &app,
+        app.authorize_path(
             &client_id,
             &Pkce::new(),
             "farm:read",
@@ -228,15 +221,17 @@ async fn max_age_asks_again_only_for_an_older_sign_in(engine: Engine) {
         )
     };
     // Signed in two minutes ago.
-    open_consent(&app, &browser, &with("600")).await;
-    let form = password_page(get(&browser, &app, &with("60")).await).await;
-    password_page(get(&browser, &app, &with("0")).await).await;
+    browser.open_consent(&with("600")).await;
+    let form = password_page(browser.open(&with("60")).await).await;
+    password_page(browser.open(&with("0")).await).await;
     let right = confirm(&app, &browser, &form, &user.password).await;
-    let html = open_consent(&app, &browser, &location(&right)).await;
-    let response = answer_consent(&app, &browser, &html, "approve", &["farm:read"]).await;
+    let html = browser.open_consent(&location(&right)).await;
+    let response = browser
+        .answer_consent(&html, "approve", &["farm:read"])
+        .await;
     assert!(callback(&response).contains_key("code"));
     // The sign-in is fresh again now.
-    open_consent(&app, &browser, &with("60")).await;
+    browser.open_consent(&with("60")).await;
 }
 
 async fn prompt_none_never_shows_a_page(engine: Engine) {
@@ -248,9 +243,9 @@ async fn prompt_none_never_shows_a_page(engine: Engine) {
         if let Some((name, value)) = extra {
             overrides.push((name, Some(value)));
         }
-        authorize_path(&app, client, &Pkce::new(), "farm:read", &overrides)
+        app.authorize_path(client, &Pkce::new(), "farm:read", &overrides)
     };
-    let loopback = oauth_client::REDIRECT_URI;
+    let loopback = oauth::REDIRECT_URI;
 
     // Signed out: not the sign-in page, `login_required`.
     let path = none(&https_client, HTTPS_REDIRECT, None);
@@ -261,11 +256,10 @@ async fn prompt_none_never_shows_a_page(engine: Engine) {
         "login_required",
     );
     // Approved before, and the redirect proves the client: the code.
-    assert!(https_callback(&get(&browser, &app, &path).await).contains_key("code"));
+    assert!(https_callback(&browser.open(&path).await).contains_key("code"));
     assert_eq!(codes(&app).await, before + 1);
     // Asking for more than was approved: `consent_required`.
-    let more = authorize_path(
-        &app,
+    let more = app.authorize_path(
         &https_client,
         &Pkce::new(),
         "farm:read daily-entries:write",
@@ -275,16 +269,16 @@ async fn prompt_none_never_shows_a_page(engine: Engine) {
         ],
     );
     assert_sent_back(
-        &get(&browser, &app, &more).await,
+        &browser.open(&more).await,
         &app,
         HTTPS_REDIRECT,
         "consent_required",
     );
     // A loopback public client approved before still needs the screen.
-    let tokens = oauth_client::connect(&app, &user, "farm:read").await;
+    let tokens = app.connect(&user, "farm:read").await;
     let path = none(&tokens.client_id, loopback, None);
     assert_sent_back(
-        &get(&browser, &app, &path).await,
+        &browser.open(&path).await,
         &app,
         loopback,
         "consent_required",
@@ -293,7 +287,7 @@ async fn prompt_none_never_shows_a_page(engine: Engine) {
     app.clock.advance(time::Duration::seconds(30));
     let path = none(&https_client, HTTPS_REDIRECT, Some(("max_age", "10")));
     assert_sent_back(
-        &get(&browser, &app, &path).await,
+        &browser.open(&path).await,
         &app,
         HTTPS_REDIRECT,
         "login_required",
@@ -305,7 +299,7 @@ async fn prompt_none_never_shows_a_page(engine: Engine) {
     assert_eq!(code, 0);
     let path = none(&https_client, HTTPS_REDIRECT, None);
     assert_sent_back(
-        &get(&browser, &app, &path).await,
+        &browser.open(&path).await,
         &app,
         HTTPS_REDIRECT,
         "interaction_required",
@@ -316,7 +310,7 @@ async fn prompt_none_never_shows_a_page(engine: Engine) {
         .await;
     assert_eq!(code, 0);
     assert_sent_back(
-        &get(&browser, &app, &path).await,
+        &browser.open(&path).await,
         &app,
         HTTPS_REDIRECT,
         "access_denied",
@@ -324,11 +318,8 @@ async fn prompt_none_never_shows_a_page(engine: Engine) {
     // One code for `connect`, none for any refusal; nothing waits.
     assert_eq!(codes(&app).await, before + 2);
     assert_eq!(
-        db_count(
-            &app,
-            "select count(*) from pending_authorizations where answered_at is null"
-        )
-        .await,
+        app.db_count("select count(*) from pending_authorizations where answered_at is null")
+            .await,
         0
     );
 }
@@ -336,10 +327,10 @@ async fn prompt_none_never_shows_a_page(engine: Engine) {
 async fn unknown_or_mixed_prompt_values_and_bad_max_age_are_invalid_request(engine: Engine) {
     let app = TestApp::spawn(engine).await;
     let user = app.farm_with_member("manager").await;
-    let client_id = oauth_client::register_public_client(&app).await;
-    let signed_in = sign_in_browser(&app, &user).await;
-    let signed_out = browser();
-    let loopback = oauth_client::REDIRECT_URI;
+    let client_id = app.register_public_client().await;
+    let signed_in = app.signed_in(&user).await;
+    let signed_out = Browser::new(&app);
+    let loopback = oauth::REDIRECT_URI;
     for (name, value) in [
         ("prompt", "bogus"),
         ("prompt", "select_account"),
@@ -349,25 +340,24 @@ async fn unknown_or_mixed_prompt_values_and_bad_max_age_are_invalid_request(engi
         ("max_age", "ten"),
         ("max_age", "99999999999"),
     ] {
-        let path = authorize_path(
-            &app,
+        let path = app.authorize_path(
             &client_id,
             &Pkce::new(),
             "farm:read",
             &[(name, Some(value))],
         );
         for browser in [&signed_in, &signed_out] {
-            let response = get(browser, &app, &path).await;
+            let response = browser.open(&path).await;
             assert_sent_back(&response, &app, loopback, "invalid_request");
         }
     }
-    let path = authorize_path(&app, &client_id, &Pkce::new(), "farm:read", &[]);
+    let path = app.authorize_path(&client_id, &Pkce::new(), "farm:read", &[]);
     for repeated in [
         format!("{path}&prompt=login&prompt=consent"),
         format!("{path}&max_age=1&max_age=2"),
     ] {
         assert_sent_back(
-            &get(&signed_in, &app, &repeated).await,
+            &signed_in.open(&repeated).await,
             &app,
             loopback,
             "invalid_request",
@@ -375,7 +365,8 @@ async fn unknown_or_mixed_prompt_values_and_bad_max_age_are_invalid_request(engi
     }
     assert_eq!(codes(&app).await, 0);
     assert_eq!(
-        db_count(&app, "select count(*) from pending_authorizations").await,
+        app.db_count("select count(*) from pending_authorizations")
+            .await,
         0
     );
 }

@@ -8,11 +8,8 @@ use std::sync::Arc;
 use coop::config::Issuer;
 use serde_json::json;
 
-use crate::helpers::{Engine, TestApp, location};
-use crate::oauth_client::{
-    self, HTTPS_REDIRECT, Pkce, answer_consent, audit_count, authorize_path, callback, db_count,
-    https_callback, open_consent, register_https_client, sign_in_browser, token_request,
-};
+use crate::helpers::oauth::{self, HTTPS_REDIRECT, Pkce, callback, https_callback};
+use crate::helpers::{Browser, Engine, TestApp, location};
 use crate::on_both_engines;
 
 on_both_engines!(
@@ -25,7 +22,8 @@ on_both_engines!(
 );
 
 async fn codes(app: &TestApp) -> i64 {
-    db_count(app, "select count(*) from authorization_codes").await
+    app.db_count("select count(*) from authorization_codes")
+        .await
 }
 
 async fn a_second_program_using_an_approved_loopback_client_gets_the_screen_not_a_code(
@@ -34,14 +32,13 @@ async fn a_second_program_using_an_approved_loopback_client_gets_the_screen_not_
     let app = TestApp::spawn(engine).await;
     let user = app.farm_with_member("manager").await;
     // The genuine app: a public client on a loopback redirect, approved.
-    let tokens = oauth_client::connect(&app, &user, "farm:read").await;
+    let tokens = app.connect(&user, "farm:read").await;
     assert_eq!(codes(&app).await, 1);
 
     // Another program on the same computer names the same client and
     // listens on another port; the person's browser is signed in.
-    let browser = sign_in_browser(&app, &user).await;
-    let path = authorize_path(
-        &app,
+    let browser = app.signed_in(&user).await;
+    let path = app.authorize_path(
         &tokens.client_id,
         &Pkce::new(),
         "farm:read",
@@ -72,16 +69,20 @@ async fn a_second_program_using_an_approved_loopback_client_gets_the_screen_not_
 async fn a_native_client_always_sees_the_screen(engine: Engine) {
     let app = TestApp::spawn(engine).await;
     let user = app.farm_with_member("manager").await;
-    let browser = sign_in_browser(&app, &user).await;
+    let browser = app.signed_in(&user).await;
     // An https redirect would prove a web client, but not an installed one.
-    let client_id = register_https_client(&app, json!({"application_type": "native"})).await;
+    let client_id = app
+        .register_https_client(json!({"application_type": "native"}))
+        .await;
     let https = [("redirect_uri", Some(HTTPS_REDIRECT))];
-    let path = authorize_path(&app, &client_id, &Pkce::new(), "farm:read", &https);
-    let html = open_consent(&app, &browser, &path).await;
-    let first = answer_consent(&app, &browser, &html, "approve", &["farm:read"]).await;
+    let path = app.authorize_path(&client_id, &Pkce::new(), "farm:read", &https);
+    let html = browser.open_consent(&path).await;
+    let first = browser
+        .answer_consent(&html, "approve", &["farm:read"])
+        .await;
     assert!(https_callback(&first).contains_key("code"));
-    let path = authorize_path(&app, &client_id, &Pkce::new(), "farm:read", &https);
-    let html = open_consent(&app, &browser, &path).await;
+    let path = app.authorize_path(&client_id, &Pkce::new(), "farm:read", &https);
+    let html = browser.open_consent(&path).await;
     assert!(html.contains("You connected this app before"), "{html}");
     assert_eq!(codes(&app).await, 1);
 }
@@ -89,35 +90,34 @@ async fn a_native_client_always_sees_the_screen(engine: Engine) {
 async fn an_approved_https_or_confidential_client_gets_a_code_silently(engine: Engine) {
     let app = TestApp::spawn(engine).await;
     let user = app.farm_with_member("manager").await;
-    let browser = sign_in_browser(&app, &user).await;
+    let browser = app.signed_in(&user).await;
     // A confidential client with an https redirect.
-    let response = oauth_client::register(
-        &app,
-        &json!({
+    let response = app
+        .register(&json!({
             "client_name": "Farm Office",
             "redirect_uris": [HTTPS_REDIRECT],
             "token_endpoint_auth_method": "client_secret_post",
-        }),
-    )
-    .await;
+        }))
+        .await;
     assert_eq!(response.status(), 201);
     let registered: serde_json::Value = response.json().await.unwrap();
     let client_id = registered["client_id"].as_str().unwrap();
     let secret = registered["client_secret"].as_str().unwrap();
     let https = [("redirect_uri", Some(HTTPS_REDIRECT))];
-    let path = authorize_path(&app, client_id, &Pkce::new(), "farm:read", &https);
-    let html = open_consent(&app, &browser, &path).await;
-    answer_consent(&app, &browser, &html, "approve", &["farm:read"]).await;
+    let path = app.authorize_path(client_id, &Pkce::new(), "farm:read", &https);
+    let html = browser.open_consent(&path).await;
+    browser
+        .answer_consent(&html, "approve", &["farm:read"])
+        .await;
 
     let pkce = Pkce::new();
-    let path = authorize_path(&app, client_id, &pkce, "farm:read", &https);
+    let path = app.authorize_path(client_id, &pkce, "farm:read", &https);
     let params = https_callback(&browser.get(app.url(&path)).send().await.unwrap());
     assert_eq!(params["state"], "state-123");
     assert_eq!(params["iss"], app.issuer);
     let resource = format!("{}/mcp", app.issuer);
-    let response = token_request(
-        &app,
-        &[
+    let response = app
+        .token_request(&[
             ("grant_type", "authorization_code"),
             ("client_id", client_id),
             ("client_secret", secret),
@@ -125,31 +125,30 @@ async fn an_approved_https_or_confidential_client_gets_a_code_silently(engine: E
             ("code_verifier", &pkce.verifier),
             ("redirect_uri", HTTPS_REDIRECT),
             ("resource", &resource),
-        ],
-    )
-    .await;
+        ])
+        .await;
     assert_eq!(response.status(), 200);
 
     // A confidential client proves itself with its secret even when its
     // redirect is a loopback address.
-    let response = oauth_client::register(
-        &app,
-        &json!({
-            "redirect_uris": [oauth_client::REDIRECT_URI],
+    let response = app
+        .register(&json!({
+            "redirect_uris": [oauth::REDIRECT_URI],
             "token_endpoint_auth_method": "client_secret_basic",
-        }),
-    )
-    .await;
+        }))
+        .await;
     let registered: serde_json::Value = response.json().await.unwrap();
     let client_id = registered["client_id"].as_str().unwrap();
-    let path = authorize_path(&app, client_id, &Pkce::new(), "farm:read", &[]);
-    let html = open_consent(&app, &browser, &path).await;
-    answer_consent(&app, &browser, &html, "approve", &["farm:read"]).await;
-    let path = authorize_path(&app, client_id, &Pkce::new(), "farm:read", &[]);
+    let path = app.authorize_path(client_id, &Pkce::new(), "farm:read", &[]);
+    let html = browser.open_consent(&path).await;
+    browser
+        .answer_consent(&html, "approve", &["farm:read"])
+        .await;
+    let path = app.authorize_path(client_id, &Pkce::new(), "farm:read", &[]);
     let response = browser.get(app.url(&path)).send().await.unwrap();
     assert!(callback(&response).contains_key("code"));
     // Two consents, four codes: the silent ones need no screen.
-    assert_eq!(audit_count(&app, "consent").await, 2);
+    assert_eq!(app.audit_count("consent").await, 2);
     assert_eq!(codes(&app).await, 4);
 }
 
@@ -158,17 +157,19 @@ async fn a_person_who_must_change_their_password_gets_no_code_from_the_consent_f
 ) {
     let app = TestApp::spawn(engine).await;
     let user = app.farm_with_member("manager").await;
-    let client_id = oauth_client::register_public_client(&app).await;
-    let browser = sign_in_browser(&app, &user).await;
-    let path = authorize_path(&app, &client_id, &Pkce::new(), "farm:read", &[]);
-    let html = open_consent(&app, &browser, &path).await;
+    let client_id = app.register_public_client().await;
+    let browser = app.signed_in(&user).await;
+    let path = app.authorize_path(&client_id, &Pkce::new(), "farm:read", &[]);
+    let html = browser.open_consent(&path).await;
 
     let (code, _, err) = app
         .cli(&["admin", "user", "require-password-change", &user.email])
         .await;
     assert_eq!(code, 0, "{err}");
     // The screen opened before cannot be approved.
-    let response = answer_consent(&app, &browser, &html, "approve", &["farm:read"]).await;
+    let response = browser
+        .answer_consent(&html, "approve", &["farm:read"])
+        .await;
     assert_eq!(response.status(), 303);
     assert_eq!(location(&response), "/account/password");
     // Nor asked again.
@@ -176,8 +177,8 @@ async fn a_person_who_must_change_their_password_gets_no_code_from_the_consent_f
     assert_eq!(response.status(), 303);
     assert_eq!(location(&response), "/account/password");
     assert_eq!(codes(&app).await, 0);
-    assert_eq!(db_count(&app, "select count(*) from grants").await, 0);
-    assert_eq!(audit_count(&app, "consent").await, 0);
+    assert_eq!(app.db_count("select count(*) from grants").await, 0);
+    assert_eq!(app.audit_count("consent").await, 0);
 }
 
 /// Submits `html`'s consent form (approve, `farm:read`) twice at once
@@ -187,15 +188,16 @@ async fn submit_twice(
     app: &TestApp,
     first: &TestApp,
     second: &TestApp,
-    browser: &reqwest::Client,
+    browser: &Browser,
     html: &str,
     pkce: &Pkce,
     client_id: &str,
 ) {
     let codes_before = codes(app).await;
+    let (to_first, to_second) = (browser.on(first), browser.on(second));
     let (one, two) = tokio::join!(
-        answer_consent(first, browser, html, "approve", &["farm:read"]),
-        answer_consent(second, browser, html, "approve", &["farm:read"]),
+        to_first.answer_consent(html, "approve", &["farm:read"]),
+        to_second.answer_consent(html, "approve", &["farm:read"]),
     );
     let mut codes_seen = Vec::new();
     for response in [one, two] {
@@ -212,12 +214,15 @@ async fn submit_twice(
     codes_seen.dedup();
     assert_eq!(codes_seen.len(), 1, "two different codes: {codes_seen:?}");
     assert_eq!(codes(app).await, codes_before + 1, "one decision, one code");
-    let exchanged =
-        oauth_client::exchange_code(app, client_id, &codes_seen[0], &pkce.verifier).await;
+    let exchanged = app
+        .exchange_code(client_id, &codes_seen[0], &pkce.verifier)
+        .await;
     assert_eq!(exchanged.status(), 200);
     // Once the code is spent, the form gets a page, not the spent code
     // (which the client would present again and lose its grant for).
-    let again = answer_consent(app, browser, html, "approve", &["farm:read"]).await;
+    let again = browser
+        .answer_consent(html, "approve", &["farm:read"])
+        .await;
     assert_eq!(again.status(), 409);
     assert!(again.headers().get("location").is_none());
 }
@@ -225,30 +230,31 @@ async fn submit_twice(
 async fn one_consent_form_submitted_twice_at_once_issues_one_code(engine: Engine) {
     let app = TestApp::spawn(engine).await;
     let user = app.farm_with_member("manager").await;
-    let client_id = oauth_client::register_public_client(&app).await;
-    let browser = sign_in_browser(&app, &user).await;
+    let client_id = app.register_public_client().await;
+    let browser = app.signed_in(&user).await;
     // Several rounds: the two submits meet at a different point each time.
     for round in 0..5 {
         let pkce = Pkce::new();
-        let path = authorize_path(&app, &client_id, &pkce, "farm:read", &[]);
-        let html = open_consent(&app, &browser, &path).await;
+        let path = app.authorize_path(&client_id, &pkce, "farm:read", &[]);
+        let html = browser.open_consent(&path).await;
         submit_twice(&app, &app, &app, &browser, &html, &pkce, &client_id).await;
-        assert_eq!(audit_count(&app, "consent").await, round + 1);
+        assert_eq!(app.audit_count("consent").await, round + 1);
     }
     // A denial answered twice: one audit entry, the same redirect.
-    let path = authorize_path(&app, &client_id, &Pkce::new(), "farm:read", &[]);
-    let html = open_consent(&app, &browser, &path).await;
+    let path = app.authorize_path(&client_id, &Pkce::new(), "farm:read", &[]);
+    let html = browser.open_consent(&path).await;
     let (one, two) = tokio::join!(
-        answer_consent(&app, &browser, &html, "deny", &[]),
-        answer_consent(&app, &browser, &html, "deny", &[]),
+        browser.answer_consent(&html, "deny", &[]),
+        browser.answer_consent(&html, "deny", &[]),
     );
     assert_eq!(one.status(), 303);
     assert_eq!(location(&one), location(&two));
     let params: HashMap<String, String> = callback(&one);
     assert_eq!(params["error"], "access_denied");
-    assert_eq!(audit_count(&app, "consent_denied").await, 1);
+    assert_eq!(app.audit_count("consent_denied").await, 1);
     assert_eq!(
-        db_count(&app, "select count(*) from grants where revoked_at is null").await,
+        app.db_count("select count(*) from grants where revoked_at is null")
+            .await,
         1
     );
 }
@@ -258,13 +264,13 @@ async fn one_consent_form_submitted_to_two_replicas_at_once_issues_one_code(engi
     let issuer = Issuer::parse(&a.issuer).unwrap();
     let b = TestApp::spawn_on(Arc::clone(&a.db), |config| config.issuer = Some(issuer)).await;
     let user = a.farm_with_member("manager").await;
-    let client_id = oauth_client::register_public_client(&a).await;
+    let client_id = a.register_public_client().await;
     // Cookies are per host, not per port: the session reaches both.
-    let browser = sign_in_browser(&a, &user).await;
+    let browser = a.signed_in(&user).await;
     for _ in 0..3 {
         let pkce = Pkce::new();
-        let path = authorize_path(&a, &client_id, &pkce, "farm:read", &[]);
-        let html = open_consent(&a, &browser, &path).await;
+        let path = a.authorize_path(&client_id, &pkce, "farm:read", &[]);
+        let html = browser.on(&a).open_consent(&path).await;
         submit_twice(&a, &a, &b, &browser, &html, &pkce, &client_id).await;
     }
 }

@@ -2,8 +2,8 @@
 
 use serde_json::{Value, json};
 
-use crate::helpers::{Engine, TestApp};
-use crate::oauth_client::{self, Pkce, REDIRECT_URI, assert_oauth_error, db_count};
+use crate::helpers::oauth::{Pkce, REDIRECT_URI, assert_oauth_error};
+use crate::helpers::{Engine, TestApp, retry_after};
 use crate::on_both_engines;
 
 on_both_engines!(
@@ -20,23 +20,21 @@ on_both_engines!(
 );
 
 async fn clients(app: &TestApp) -> i64 {
-    db_count(app, "select count(*) from oauth_clients").await
+    app.db_count("select count(*) from oauth_clients").await
 }
 
 async fn a_public_client_registers_and_gets_its_fields_echoed(engine: Engine) {
     let app = TestApp::spawn(engine).await;
-    let response = oauth_client::register(
-        &app,
-        &json!({
+    let response = app
+        .register(&json!({
             "client_name": "Claude",
             "redirect_uris": ["http://127.0.0.1:33418/callback", "https://claude.example/cb"],
             "token_endpoint_auth_method": "none",
             "grant_types": ["authorization_code", "refresh_token"],
             "response_types": ["code"],
             "application_type": "native",
-        }),
-    )
-    .await;
+        }))
+        .await;
     assert_eq!(response.status(), 201);
     assert_eq!(response.headers()["cache-control"], "no-store");
     let text = response.text().await.unwrap();
@@ -62,7 +60,9 @@ async fn a_public_client_registers_and_gets_its_fields_echoed(engine: Engine) {
     assert!(body.get("client_secret").is_none());
 
     // Omitting the auth method gives a public client too.
-    let response = oauth_client::register(&app, &json!({"redirect_uris": [REDIRECT_URI]})).await;
+    let response = app
+        .register(&json!({"redirect_uris": [REDIRECT_URI]}))
+        .await;
     assert_eq!(response.status(), 201);
     let body: Value = response.json().await.unwrap();
     assert_eq!(body["token_endpoint_auth_method"], "none");
@@ -73,15 +73,13 @@ async fn a_public_client_registers_and_gets_its_fields_echoed(engine: Engine) {
 async fn a_confidential_client_gets_its_secret_once(engine: Engine) {
     let app = TestApp::spawn(engine).await;
     for method in ["client_secret_basic", "client_secret_post"] {
-        let response = oauth_client::register(
-            &app,
-            &json!({
+        let response = app
+            .register(&json!({
                 "client_name": "Server app",
                 "redirect_uris": ["https://app.example/cb"],
                 "token_endpoint_auth_method": method,
-            }),
-        )
-        .await;
+            }))
+            .await;
         assert_eq!(response.status(), 201);
         let body: Value = response.json().await.unwrap();
         let secret = body["client_secret"].as_str().unwrap();
@@ -89,19 +87,14 @@ async fn a_confidential_client_gets_its_secret_once(engine: Engine) {
         assert_eq!(body["client_secret_expires_at"], 0);
         assert_eq!(body["token_endpoint_auth_method"], method);
         // Stored only as a hash.
-        let stored = db_count(
-            &app,
-            &format!(
+        let stored = app
+            .db_count(&format!(
                 "select count(*) from oauth_clients where secret_hash = '{}'",
                 coop::secrets::hash_secret(secret)
-            ),
-        )
-        .await;
+            ))
+            .await;
         assert_eq!(stored, 1);
-        let clear = db_count(
-            &app,
-            &format!("select count(*) from oauth_clients where secret_hash = '{secret}' or metadata like '%{secret}%'"),
-        )
+        let clear = app.db_count(&format!("select count(*) from oauth_clients where secret_hash = '{secret}' or metadata like '%{secret}%'"))
         .await;
         assert_eq!(clear, 0);
     }
@@ -109,18 +102,16 @@ async fn a_confidential_client_gets_its_secret_once(engine: Engine) {
 
 async fn unknown_fields_are_ignored_and_not_echoed(engine: Engine) {
     let app = TestApp::spawn(engine).await;
-    let response = oauth_client::register(
-        &app,
-        &json!({
+    let response = app
+        .register(&json!({
             "redirect_uris": [REDIRECT_URI],
             "client_name": "Inspector",
             "logo_uri": "https://evil.example/logo.png",
             "scope": "farm:read",
             "contacts": ["a@b.example"],
             "x-custom": {"deep": [1, 2, 3]},
-        }),
-    )
-    .await;
+        }))
+        .await;
     assert_eq!(response.status(), 201);
     let body: Value = response.json().await.unwrap();
     for field in ["logo_uri", "scope", "contacts", "x-custom"] {
@@ -172,7 +163,7 @@ async fn refused_registrations_store_nothing(engine: Engine) {
         (json!(["not", "an", "object"]), "invalid_client_metadata"),
     ];
     for (body, code) in cases {
-        let response = oauth_client::register(&app, &body).await;
+        let response = app.register(&body).await;
         assert_oauth_error(response, 400, code).await;
     }
     let response = reqwest::Client::new()
@@ -189,14 +180,12 @@ async fn refused_registrations_store_nothing(engine: Engine) {
 async fn registration_is_rate_limited_per_address(engine: Engine) {
     let app = TestApp::spawn_with(engine, |config| config.register_rate_limit = 3).await;
     for _ in 0..3 {
-        oauth_client::register_public_client(&app).await;
+        app.register_public_client().await;
     }
-    let response = oauth_client::register(&app, &json!({"redirect_uris": [REDIRECT_URI]})).await;
-    let retry_after: u64 = response.headers()["retry-after"]
-        .to_str()
-        .unwrap()
-        .parse()
-        .unwrap();
+    let response = app
+        .register(&json!({"redirect_uris": [REDIRECT_URI]}))
+        .await;
+    let retry_after = retry_after(&response);
     assert!((1..=3600).contains(&retry_after), "{retry_after}");
     assert_oauth_error(response, 429, "temporarily_unavailable").await;
     assert_eq!(clients(&app).await, 3);
@@ -204,11 +193,9 @@ async fn registration_is_rate_limited_per_address(engine: Engine) {
 
 async fn an_oversized_registration_is_refused(engine: Engine) {
     let app = TestApp::spawn(engine).await;
-    let response = oauth_client::register(
-        &app,
-        &json!({"redirect_uris": [REDIRECT_URI], "padding": "x".repeat(20 * 1024)}),
-    )
-    .await;
+    let response = app
+        .register(&json!({"redirect_uris": [REDIRECT_URI], "padding": "x".repeat(20 * 1024)}))
+        .await;
     assert_eq!(response.status(), 413);
     assert_eq!(clients(&app).await, 0);
 }
@@ -216,14 +203,14 @@ async fn an_oversized_registration_is_refused(engine: Engine) {
 async fn an_unused_registration_expires_after_a_day(engine: Engine) {
     let app = TestApp::spawn(engine).await;
     let user = app.farm_with_member("manager").await;
-    let client_id = oauth_client::register_public_client(&app).await;
-    let browser = oauth_client::sign_in_browser(&app, &user).await;
-    let path = oauth_client::authorize_path(&app, &client_id, &Pkce::new(), "farm:read", &[]);
-    oauth_client::open_consent(&app, &browser, &path).await;
+    let client_id = app.register_public_client().await;
+    let browser = app.signed_in(&user).await;
+    let path = app.authorize_path(&client_id, &Pkce::new(), "farm:read", &[]);
+    browser.open_consent(&path).await;
 
     app.clock
         .advance(time::Duration::hours(24) + time::Duration::minutes(1));
-    let browser = oauth_client::sign_in_browser(&app, &user).await;
+    let browser = app.signed_in(&user).await;
     let response = browser.get(app.url(&path)).send().await.unwrap();
     assert_eq!(response.status(), 400);
     assert!(response.headers().get("location").is_none());
@@ -233,17 +220,17 @@ async fn an_unused_registration_expires_after_a_day(engine: Engine) {
 async fn a_used_registration_does_not_expire(engine: Engine) {
     let app = TestApp::spawn(engine).await;
     let user = app.farm_with_member("manager").await;
-    let tokens = oauth_client::connect(&app, &user, "farm:read").await;
+    let tokens = app.connect(&user, "farm:read").await;
     app.clock.advance(time::Duration::hours(48));
-    let response = oauth_client::refresh(&app, &tokens.client_id, &tokens.refresh_token).await;
+    let response = app.refresh(&tokens.client_id, &tokens.refresh_token).await;
     assert_eq!(response.status(), 200);
 }
 
 async fn housekeeping_deletes_unused_registrations(engine: Engine) {
     let app = TestApp::spawn(engine).await;
     let user = app.farm_with_member("manager").await;
-    oauth_client::register_public_client(&app).await;
-    oauth_client::connect(&app, &user, "farm:read").await;
+    app.register_public_client().await;
+    app.connect(&user, "farm:read").await;
     assert_eq!(clients(&app).await, 2);
 
     let store = coop::storage::Store::connect(&app.db.url).await.unwrap();

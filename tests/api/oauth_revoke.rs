@@ -2,8 +2,8 @@
 
 use serde_json::{Value, json};
 
+use crate::helpers::oauth::{self, REDIRECT_URI, assert_oauth_error};
 use crate::helpers::{Engine, TestApp};
-use crate::oauth_client::{self, REDIRECT_URI, assert_oauth_error, audit_count, db_count, refresh};
 use crate::on_both_engines;
 
 on_both_engines!(
@@ -27,32 +27,29 @@ async fn revoke_form(app: &TestApp, form: &[(&str, &str)]) -> reqwest::Response 
 async fn revoking_a_refresh_token_ends_the_grant(engine: Engine) {
     let app = TestApp::spawn(engine).await;
     let user = app.farm_with_member("manager").await;
-    let tokens = oauth_client::connect(&app, &user, "farm:read").await;
-    let response = oauth_client::revoke(&app, &tokens.client_id, &tokens.refresh_token).await;
+    let tokens = app.connect(&user, "farm:read").await;
+    let response = app.revoke(&tokens.client_id, &tokens.refresh_token).await;
     assert_eq!(response.status(), 200);
     assert_eq!(response.headers()["cache-control"], "no-store");
     assert_eq!(
-        db_count(
-            &app,
-            "select count(*) from grants where revoked_at is not null"
-        )
-        .await,
+        app.db_count("select count(*) from grants where revoked_at is not null")
+            .await,
         1
     );
-    assert_eq!(audit_count(&app, "grant_revoked").await, 1);
-    let response = refresh(&app, &tokens.client_id, &tokens.refresh_token).await;
+    assert_eq!(app.audit_count("grant_revoked").await, 1);
+    let response = app.refresh(&tokens.client_id, &tokens.refresh_token).await;
     assert_oauth_error(response, 400, "invalid_grant").await;
     // Revoking again is still 200 and changes nothing more.
-    let again = oauth_client::revoke(&app, &tokens.client_id, &tokens.refresh_token).await;
+    let again = app.revoke(&tokens.client_id, &tokens.refresh_token).await;
     assert_eq!(again.status(), 200);
-    assert_eq!(audit_count(&app, "grant_revoked").await, 1);
+    assert_eq!(app.audit_count("grant_revoked").await, 1);
 }
 
 async fn revoking_an_access_token_records_its_jti_and_keeps_the_grant(engine: Engine) {
     let app = TestApp::spawn(engine).await;
     let user = app.farm_with_member("manager").await;
-    let tokens = oauth_client::connect(&app, &user, "farm:read").await;
-    let claims = oauth_client::claims(&tokens.access_token);
+    let tokens = app.connect(&user, "farm:read").await;
+    let claims = oauth::claims(&tokens.access_token);
     let response = revoke_form(
         &app,
         &[
@@ -66,16 +63,16 @@ async fn revoking_an_access_token_records_its_jti_and_keeps_the_grant(engine: En
     let jti = claims["jti"].as_str().unwrap();
     let exp = claims["exp"].as_i64().unwrap();
     assert_eq!(
-        db_count(
-            &app,
-            &format!("select count(*) from revoked_access_tokens where jti = '{jti}' and expires_at = {exp}")
-        )
+        app.db_count(&format!(
+            "select count(*) from revoked_access_tokens where jti = '{jti}' and expires_at = {exp}"
+        ))
         .await,
         1
     );
-    assert_eq!(audit_count(&app, "access_token_revoked").await, 1);
+    assert_eq!(app.audit_count("access_token_revoked").await, 1);
     assert_eq!(
-        db_count(&app, "select count(*) from grants where revoked_at is null").await,
+        app.db_count("select count(*) from grants where revoked_at is null")
+            .await,
         1
     );
     // Without a hint too.
@@ -89,7 +86,7 @@ async fn revoking_an_access_token_records_its_jti_and_keeps_the_grant(engine: En
     .await;
     assert_eq!(response.status(), 200);
     assert_eq!(
-        refresh(&app, &tokens.client_id, &tokens.refresh_token)
+        app.refresh(&tokens.client_id, &tokens.refresh_token)
             .await
             .status(),
         200
@@ -98,7 +95,7 @@ async fn revoking_an_access_token_records_its_jti_and_keeps_the_grant(engine: En
 
 async fn unknown_tokens_are_answered_200(engine: Engine) {
     let app = TestApp::spawn(engine).await;
-    let client_id = oauth_client::register_public_client(&app).await;
+    let client_id = app.register_public_client().await;
     for token in [
         "unknown",
         "a.b.c",
@@ -124,18 +121,19 @@ async fn unknown_tokens_are_answered_200(engine: Engine) {
 async fn a_token_of_another_client_is_refused_and_kept(engine: Engine) {
     let app = TestApp::spawn(engine).await;
     let user = app.farm_with_member("manager").await;
-    let tokens = oauth_client::connect(&app, &user, "farm:read").await;
-    let other = oauth_client::register_public_client(&app).await;
+    let tokens = app.connect(&user, "farm:read").await;
+    let other = app.register_public_client().await;
     for token in [&tokens.refresh_token, &tokens.access_token] {
-        let response = oauth_client::revoke(&app, &other, token).await;
+        let response = app.revoke(&other, token).await;
         assert_oauth_error(response, 400, "invalid_request").await;
     }
     assert_eq!(
-        db_count(&app, "select count(*) from revoked_access_tokens").await,
+        app.db_count("select count(*) from revoked_access_tokens")
+            .await,
         0
     );
     assert_eq!(
-        refresh(&app, &tokens.client_id, &tokens.refresh_token)
+        app.refresh(&tokens.client_id, &tokens.refresh_token)
             .await
             .status(),
         200
@@ -144,10 +142,7 @@ async fn a_token_of_another_client_is_refused_and_kept(engine: Engine) {
 
 async fn a_confidential_client_must_authenticate_to_revoke(engine: Engine) {
     let app = TestApp::spawn(engine).await;
-    let response = oauth_client::register(
-        &app,
-        &json!({"redirect_uris": [REDIRECT_URI], "token_endpoint_auth_method": "client_secret_basic"}),
-    )
+    let response = app.register(&json!({"redirect_uris": [REDIRECT_URI], "token_endpoint_auth_method": "client_secret_basic"}))
     .await;
     let body: Value = response.json().await.unwrap();
     let client_id = body["client_id"].as_str().unwrap();
@@ -174,7 +169,7 @@ async fn a_confidential_client_must_authenticate_to_revoke(engine: Engine) {
 
 async fn a_revocation_without_a_token_is_invalid_request(engine: Engine) {
     let app = TestApp::spawn(engine).await;
-    let client_id = oauth_client::register_public_client(&app).await;
+    let client_id = app.register_public_client().await;
     let response = revoke_form(&app, &[("client_id", &client_id)]).await;
     assert_oauth_error(response, 400, "invalid_request").await;
     let response = revoke_form(

@@ -3,11 +3,8 @@
 
 use serde_json::{Value, json};
 
+use crate::helpers::oauth::{self, Pkce, REDIRECT_URI, TokenRequest, assert_oauth_error, callback};
 use crate::helpers::{Engine, TestApp, TestUser};
-use crate::oauth_client::{
-    self, Pkce, REDIRECT_URI, answer_consent, assert_oauth_error, audit_count, authorize_path,
-    callback, db_count, db_execute, exchange_code, refresh, sign_in_browser, token_request,
-};
 use crate::on_both_engines;
 
 on_both_engines!(
@@ -34,14 +31,14 @@ on_both_engines!(
 
 /// Runs the browser part for `client_id` and returns (code, pkce).
 async fn code_for(app: &TestApp, user: &TestUser, client_id: &str, scope: &str) -> (String, Pkce) {
-    let browser = sign_in_browser(app, user).await;
+    let browser = app.signed_in(user).await;
     let pkce = Pkce::new();
-    let path = authorize_path(app, client_id, &pkce, scope, &[]);
+    let path = app.authorize_path(client_id, &pkce, scope, &[]);
     let response = browser.get(app.url(&path)).send().await.unwrap();
     let redirected = if response.status() == 200 {
         let html = response.text().await.unwrap();
         let ticked: Vec<&str> = scope.split_whitespace().collect();
-        answer_consent(app, &browser, &html, "approve", &ticked).await
+        browser.answer_consent(&html, "approve", &ticked).await
     } else {
         response
     };
@@ -49,23 +46,17 @@ async fn code_for(app: &TestApp, user: &TestUser, client_id: &str, scope: &str) 
     (code, pkce)
 }
 
-/// A token request's fields.
-type Form = Vec<(&'static str, String)>;
-
 async fn grants_revoked(app: &TestApp) -> i64 {
-    db_count(
-        app,
-        "select count(*) from grants where revoked_at is not null",
-    )
-    .await
+    app.db_count("select count(*) from grants where revoked_at is not null")
+        .await
 }
 
 async fn a_code_becomes_an_access_token_and_a_refresh_token(engine: Engine) {
     let app = TestApp::spawn(engine).await;
     let user = app.farm_with_member("manager").await;
-    let client_id = oauth_client::register_public_client(&app).await;
+    let client_id = app.register_public_client().await;
     let (code, pkce) = code_for(&app, &user, &client_id, "farm:read daily-entries:write").await;
-    let response = exchange_code(&app, &client_id, &code, &pkce.verifier).await;
+    let response = app.exchange_code(&client_id, &code, &pkce.verifier).await;
     assert_eq!(response.status(), 200);
     assert_eq!(response.headers()["cache-control"], "no-store");
     let text = response.text().await.unwrap();
@@ -78,11 +69,11 @@ async fn a_code_becomes_an_access_token_and_a_refresh_token(engine: Engine) {
     assert!(refresh_token.len() >= 43);
 
     let access = body["access_token"].as_str().unwrap();
-    let header = oauth_client::jwt_header(access);
+    let header = oauth::jwt_header(access);
     assert_eq!(header["typ"], "at+jwt");
     assert_eq!(header["alg"], "ES256");
     assert!(header["kid"].is_string());
-    let claims = oauth_client::claims(access);
+    let claims = oauth::claims(access);
     assert_eq!(claims["iss"], app.issuer);
     assert_eq!(claims["aud"], format!("{}/mcp", app.issuer));
     assert_eq!(claims["client_id"], client_id.as_str());
@@ -99,29 +90,27 @@ async fn a_code_becomes_an_access_token_and_a_refresh_token(engine: Engine) {
     for secret in [code.as_str(), refresh_token] {
         let hashed = coop::secrets::hash_secret(secret);
         assert_eq!(
-            db_count(
-                &app,
-                &format!("select count(*) from authorization_codes where code_hash = '{secret}'")
-            )
+            app.db_count(&format!(
+                "select count(*) from authorization_codes where code_hash = '{secret}'"
+            ))
             .await
-                + db_count(
-                    &app,
-                    &format!("select count(*) from refresh_tokens where token_hash = '{secret}'")
-                )
-                .await,
+                + app
+                    .db_count(&format!(
+                        "select count(*) from refresh_tokens where token_hash = '{secret}'"
+                    ))
+                    .await,
             0
         );
         assert_eq!(
-            db_count(
-                &app,
-                &format!("select count(*) from authorization_codes where code_hash = '{hashed}'")
-            )
+            app.db_count(&format!(
+                "select count(*) from authorization_codes where code_hash = '{hashed}'"
+            ))
             .await
-                + db_count(
-                    &app,
-                    &format!("select count(*) from refresh_tokens where token_hash = '{hashed}'")
-                )
-                .await,
+                + app
+                    .db_count(&format!(
+                        "select count(*) from refresh_tokens where token_hash = '{hashed}'"
+                    ))
+                    .await,
             1
         );
     }
@@ -130,176 +119,137 @@ async fn a_code_becomes_an_access_token_and_a_refresh_token(engine: Engine) {
 async fn refused_exchanges_leave_the_code_usable(engine: Engine) {
     let app = TestApp::spawn(engine).await;
     let user = app.farm_with_member("manager").await;
-    let client_id = oauth_client::register_public_client(&app).await;
-    let other_client = oauth_client::register_public_client(&app).await;
+    let client_id = app.register_public_client().await;
+    let other_client = app.register_public_client().await;
     let (code, pkce) = code_for(&app, &user, &client_id, "farm:read").await;
     let resource = format!("{}/mcp", app.issuer);
     let wrong_verifier = "x".repeat(43);
-    let cases: Vec<(Form, u16, &str)> = vec![
+    let exchange = TokenRequest::code(&client_id, &code, &pkce.verifier);
+    let cases: Vec<(TokenRequest, u16, &str)> = vec![
         (
-            vec![
-                ("grant_type", "authorization_code".into()),
-                ("client_id", client_id.clone()),
-                ("code", code.clone()),
-                ("code_verifier", wrong_verifier.clone()),
-            ],
+            exchange.clone().set("code_verifier", &wrong_verifier),
             400,
             "invalid_grant",
         ),
         (
-            vec![
-                ("grant_type", "authorization_code".into()),
-                ("client_id", client_id.clone()),
-                ("code", code.clone()),
-                ("code_verifier", pkce.verifier.clone()),
-                ("redirect_uri", "http://127.0.0.1:9/other".into()),
-            ],
+            exchange
+                .clone()
+                .field("redirect_uri", "http://127.0.0.1:9/other"),
             400,
             "invalid_grant",
         ),
         (
-            vec![
-                ("grant_type", "authorization_code".into()),
-                ("client_id", other_client.clone()),
-                ("code", code.clone()),
-                ("code_verifier", pkce.verifier.clone()),
-            ],
+            exchange.clone().set("client_id", &other_client),
             400,
             "invalid_grant",
         ),
         (
-            vec![
-                ("grant_type", "authorization_code".into()),
-                ("client_id", client_id.clone()),
-                ("code", code.clone()),
-                ("code_verifier", pkce.verifier.clone()),
-                ("resource", "https://evil.example/mcp".into()),
-            ],
+            exchange
+                .clone()
+                .field("resource", "https://evil.example/mcp"),
             400,
             "invalid_target",
         ),
         (
-            vec![
-                ("grant_type", "authorization_code".into()),
-                ("client_id", client_id.clone()),
-                ("code", code.clone()),
-                ("code_verifier", pkce.verifier.clone()),
-                ("resource", resource.clone()),
-                ("resource", resource.clone()),
-            ],
+            exchange
+                .clone()
+                .field("resource", &resource)
+                .field("resource", &resource),
             400,
             "invalid_target",
         ),
         (
-            vec![
-                ("grant_type", "authorization_code".into()),
-                ("client_id", client_id.clone()),
-                ("code", code.clone()),
-            ],
+            exchange.clone().without("code_verifier"),
             400,
             "invalid_request",
         ),
         (
-            vec![
-                ("grant_type", "authorization_code".into()),
-                ("client_id", "nobody".into()),
-                ("code", code.clone()),
-                ("code_verifier", pkce.verifier.clone()),
-            ],
+            exchange.clone().set("client_id", "nobody"),
             401,
             "invalid_client",
         ),
         (
-            vec![
-                ("grant_type", "authorization_code".into()),
-                ("client_id", client_id.clone()),
-                ("code", format!("{code}x")),
-                ("code_verifier", pkce.verifier.clone()),
-            ],
+            exchange.clone().set("code", &format!("{code}x")),
             400,
             "invalid_grant",
         ),
     ];
-    for (form, status, error) in cases {
-        let pairs: Vec<(&str, &str)> = form.iter().map(|(k, v)| (*k, v.as_str())).collect();
-        let response = token_request(&app, &pairs).await;
-        assert_oauth_error(response, status, error).await;
+    for (request, status, error) in cases {
+        assert_oauth_error(app.token(&request).await, status, error).await;
     }
     assert_eq!(
-        db_count(
-            &app,
-            "select count(*) from authorization_codes where consumed_at is not null"
-        )
-        .await,
+        app.db_count("select count(*) from authorization_codes where consumed_at is not null")
+            .await,
         0
     );
     assert_eq!(grants_revoked(&app).await, 0);
-    let response = token_request(
-        &app,
-        &[
-            ("grant_type", "authorization_code"),
-            ("client_id", &client_id),
-            ("code", &code),
-            ("code_verifier", &pkce.verifier),
-            ("resource", &format!("{}/mcp/", app.issuer)),
-        ],
-    )
-    .await;
+    let response = app
+        .token(
+            &TokenRequest::code(&client_id, &code, &pkce.verifier)
+                .field("resource", &format!("{}/mcp/", app.issuer)),
+        )
+        .await;
     assert_eq!(response.status(), 200);
 }
 
 async fn an_expired_code_is_refused(engine: Engine) {
     let app = TestApp::spawn(engine).await;
     let user = app.farm_with_member("manager").await;
-    let client_id = oauth_client::register_public_client(&app).await;
+    let client_id = app.register_public_client().await;
     let (code, pkce) = code_for(&app, &user, &client_id, "farm:read").await;
     app.clock.advance(time::Duration::seconds(61));
-    let response = exchange_code(&app, &client_id, &code, &pkce.verifier).await;
+    let response = app.exchange_code(&client_id, &code, &pkce.verifier).await;
     assert_oauth_error(response, 400, "invalid_grant").await;
 }
 
 async fn a_reused_code_revokes_what_it_issued(engine: Engine) {
     let app = TestApp::spawn(engine).await;
     let user = app.farm_with_member("manager").await;
-    let client_id = oauth_client::register_public_client(&app).await;
+    let client_id = app.register_public_client().await;
     let (code, pkce) = code_for(&app, &user, &client_id, "farm:read").await;
-    let first: Value = exchange_code(&app, &client_id, &code, &pkce.verifier)
+    let first: Value = app
+        .exchange_code(&client_id, &code, &pkce.verifier)
         .await
         .json()
         .await
         .unwrap();
-    let second = exchange_code(&app, &client_id, &code, &pkce.verifier).await;
+    let second = app.exchange_code(&client_id, &code, &pkce.verifier).await;
     assert_oauth_error(second, 400, "invalid_grant").await;
     assert_eq!(grants_revoked(&app).await, 1);
-    assert_eq!(audit_count(&app, "token_reuse_detected").await, 1);
-    let refreshed = refresh(&app, &client_id, first["refresh_token"].as_str().unwrap()).await;
+    assert_eq!(app.audit_count("token_reuse_detected").await, 1);
+    let refreshed = app
+        .refresh(&client_id, first["refresh_token"].as_str().unwrap())
+        .await;
     assert_oauth_error(refreshed, 400, "invalid_grant").await;
 }
 
 async fn a_code_replayed_after_it_expired_is_still_reuse(engine: Engine) {
     let app = TestApp::spawn(engine).await;
     let user = app.farm_with_member("manager").await;
-    let client_id = oauth_client::register_public_client(&app).await;
+    let client_id = app.register_public_client().await;
     let (code, pkce) = code_for(&app, &user, &client_id, "farm:read").await;
-    let first: Value = exchange_code(&app, &client_id, &code, &pkce.verifier)
+    let first: Value = app
+        .exchange_code(&client_id, &code, &pkce.verifier)
         .await
         .json()
         .await
         .unwrap();
     app.clock.advance(time::Duration::minutes(5));
-    let replay = exchange_code(&app, &client_id, &code, &pkce.verifier).await;
+    let replay = app.exchange_code(&client_id, &code, &pkce.verifier).await;
     assert_oauth_error(replay, 400, "invalid_grant").await;
     assert_eq!(grants_revoked(&app).await, 1);
-    assert_eq!(audit_count(&app, "token_reuse_detected").await, 1);
-    let refreshed = refresh(&app, &client_id, first["refresh_token"].as_str().unwrap()).await;
+    assert_eq!(app.audit_count("token_reuse_detected").await, 1);
+    let refreshed = app
+        .refresh(&client_id, first["refresh_token"].as_str().unwrap())
+        .await;
     assert_oauth_error(refreshed, 400, "invalid_grant").await;
 }
 
 async fn refresh_rotates_and_a_spent_token_revokes_the_grant(engine: Engine) {
     let app = TestApp::spawn(engine).await;
     let user = app.farm_with_member("manager").await;
-    let tokens = oauth_client::connect(&app, &user, "farm:read").await;
-    let response = refresh(&app, &tokens.client_id, &tokens.refresh_token).await;
+    let tokens = app.connect(&user, "farm:read").await;
+    let response = app.refresh(&tokens.client_id, &tokens.refresh_token).await;
     assert_eq!(response.status(), 200);
     assert_eq!(response.headers()["cache-control"], "no-store");
     let rotated: Value = response.json().await.unwrap();
@@ -307,22 +257,22 @@ async fn refresh_rotates_and_a_spent_token_revokes_the_grant(engine: Engine) {
     assert_ne!(next, tokens.refresh_token);
     assert_eq!(rotated["expires_in"], 900);
     assert_eq!(rotated["scope"], "farm:read");
-    let claims = oauth_client::claims(rotated["access_token"].as_str().unwrap());
+    let claims = oauth::claims(rotated["access_token"].as_str().unwrap());
     assert_eq!(
         claims["grant_id"],
-        oauth_client::claims(&tokens.access_token)["grant_id"]
+        oauth::claims(&tokens.access_token)["grant_id"]
     );
     // The new token works once more.
-    let response = refresh(&app, &tokens.client_id, &next).await;
+    let response = app.refresh(&tokens.client_id, &next).await;
     let latest: Value = response.json().await.unwrap();
     let latest = latest["refresh_token"].as_str().unwrap().to_owned();
 
     // The spent one comes back: someone copied it. The whole grant ends.
-    let replay = refresh(&app, &tokens.client_id, &tokens.refresh_token).await;
+    let replay = app.refresh(&tokens.client_id, &tokens.refresh_token).await;
     assert_oauth_error(replay, 400, "invalid_grant").await;
     assert_eq!(grants_revoked(&app).await, 1);
-    assert_eq!(audit_count(&app, "token_reuse_detected").await, 1);
-    let legit = refresh(&app, &tokens.client_id, &latest).await;
+    assert_eq!(app.audit_count("token_reuse_detected").await, 1);
+    let legit = app.refresh(&tokens.client_id, &latest).await;
     assert_oauth_error(legit, 400, "invalid_grant").await;
 }
 
@@ -335,10 +285,10 @@ async fn two_racing_refreshes_cannot_both_win(engine: Engine) {
     })
     .await;
     let user = app.farm_with_member("manager").await;
-    let tokens = oauth_client::connect(&app, &user, "farm:read").await;
+    let tokens = app.connect(&user, "farm:read").await;
     let (a, b) = tokio::join!(
-        refresh(&app, &tokens.client_id, &tokens.refresh_token),
-        refresh(&app, &tokens.client_id, &tokens.refresh_token),
+        app.refresh(&tokens.client_id, &tokens.refresh_token),
+        app.refresh(&tokens.client_id, &tokens.refresh_token),
     );
     let mut statuses = [a.status().as_u16(), b.status().as_u16()];
     statuses.sort_unstable();
@@ -346,7 +296,7 @@ async fn two_racing_refreshes_cannot_both_win(engine: Engine) {
     // The loser is a reuse: the grant is gone.
     assert_eq!(grants_revoked(&app).await, 1);
     assert_eq!(
-        db_count(&app, "select count(*) from refresh_tokens").await,
+        app.db_count("select count(*) from refresh_tokens").await,
         2,
         "exactly one successor was stored"
     );
@@ -355,19 +305,16 @@ async fn two_racing_refreshes_cannot_both_win(engine: Engine) {
 async fn refresh_is_refused_once_the_credential_epoch_moved(engine: Engine) {
     let app = TestApp::spawn(engine).await;
     let user = app.farm_with_member("manager").await;
-    let tokens = oauth_client::connect(&app, &user, "farm:read").await;
+    let tokens = app.connect(&user, "farm:read").await;
     let (code, _, _) = app
         .cli(&["admin", "user", "sign-out-everywhere", &user.email])
         .await;
     assert_eq!(code, 0);
-    let response = refresh(&app, &tokens.client_id, &tokens.refresh_token).await;
+    let response = app.refresh(&tokens.client_id, &tokens.refresh_token).await;
     assert_oauth_error(response, 400, "invalid_grant").await;
     assert_eq!(
-        db_count(
-            &app,
-            "select count(*) from refresh_tokens where used_at is not null"
-        )
-        .await,
+        app.db_count("select count(*) from refresh_tokens where used_at is not null")
+            .await,
         0
     );
 }
@@ -375,71 +322,52 @@ async fn refresh_is_refused_once_the_credential_epoch_moved(engine: Engine) {
 async fn refresh_checks_the_resource_and_consumes_nothing_when_refused(engine: Engine) {
     let app = TestApp::spawn(engine).await;
     let user = app.farm_with_member("manager").await;
-    let tokens = oauth_client::connect(&app, &user, "farm:read").await;
-    let response = token_request(
-        &app,
-        &[
-            ("grant_type", "refresh_token"),
-            ("client_id", &tokens.client_id),
-            ("refresh_token", &tokens.refresh_token),
-            ("resource", "https://evil.example/mcp"),
-        ],
-    )
-    .await;
+    let tokens = app.connect(&user, "farm:read").await;
+    let response = app
+        .token(
+            &TokenRequest::refresh(&tokens.client_id, &tokens.refresh_token)
+                .field("resource", "https://evil.example/mcp"),
+        )
+        .await;
     assert_oauth_error(response, 400, "invalid_target").await;
-    let response = token_request(
-        &app,
-        &[
-            ("grant_type", "refresh_token"),
-            ("client_id", &tokens.client_id),
-            ("refresh_token", &tokens.refresh_token),
-            ("resource", &format!("{}/mcp", app.issuer)),
-        ],
-    )
-    .await;
+    let response = app
+        .token(
+            &TokenRequest::refresh(&tokens.client_id, &tokens.refresh_token)
+                .field("resource", &format!("{}/mcp", app.issuer)),
+        )
+        .await;
     assert_eq!(response.status(), 200);
 }
 
 async fn refresh_may_narrow_the_scope_but_not_widen_it(engine: Engine) {
     let app = TestApp::spawn(engine).await;
     let user = app.farm_with_member("manager").await;
-    let wide = oauth_client::connect(&app, &user, "farm:read daily-entries:write").await;
-    let response = token_request(
-        &app,
-        &[
-            ("grant_type", "refresh_token"),
-            ("client_id", &wide.client_id),
-            ("refresh_token", &wide.refresh_token),
-            ("scope", "farm:read"),
-        ],
-    )
-    .await;
+    let wide = app.connect(&user, "farm:read daily-entries:write").await;
+    let response = app
+        .token(
+            &TokenRequest::refresh(&wide.client_id, &wide.refresh_token)
+                .field("scope", "farm:read"),
+        )
+        .await;
     let narrowed: Value = response.json().await.unwrap();
     assert_eq!(narrowed["scope"], "farm:read");
     // The next refresh token keeps the original scope.
-    let response = refresh(
-        &app,
-        &wide.client_id,
-        narrowed["refresh_token"].as_str().unwrap(),
-    )
-    .await;
+    let response = app
+        .refresh(&wide.client_id, narrowed["refresh_token"].as_str().unwrap())
+        .await;
     let body: Value = response.json().await.unwrap();
     assert_eq!(body["scope"], "farm:read daily-entries:write");
 
-    let narrow = oauth_client::connect(&app, &user, "farm:read").await;
-    let response = token_request(
-        &app,
-        &[
-            ("grant_type", "refresh_token"),
-            ("client_id", &narrow.client_id),
-            ("refresh_token", &narrow.refresh_token),
-            ("scope", "farm:read daily-entries:write"),
-        ],
-    )
-    .await;
+    let narrow = app.connect(&user, "farm:read").await;
+    let response = app
+        .token(
+            &TokenRequest::refresh(&narrow.client_id, &narrow.refresh_token)
+                .field("scope", "farm:read daily-entries:write"),
+        )
+        .await;
     assert_oauth_error(response, 400, "invalid_scope").await;
     assert_eq!(
-        refresh(&app, &narrow.client_id, &narrow.refresh_token)
+        app.refresh(&narrow.client_id, &narrow.refresh_token)
             .await
             .status(),
         200
@@ -449,7 +377,7 @@ async fn refresh_may_narrow_the_scope_but_not_widen_it(engine: Engine) {
 async fn refresh_is_refused_while_the_farm_or_user_is_off_and_consumes_nothing(engine: Engine) {
     let app = TestApp::spawn(engine).await;
     let user = app.farm_with_member("manager").await;
-    let tokens = oauth_client::connect(&app, &user, "farm:read").await;
+    let tokens = app.connect(&user, "farm:read").await;
     let switches: [(&[&str], &[&str]); 3] = [
         (
             &["admin", "farm", "suspend", &user.farm],
@@ -466,155 +394,92 @@ async fn refresh_is_refused_while_the_farm_or_user_is_off_and_consumes_nothing(e
     ];
     for (off, on) in switches {
         assert_eq!(app.cli(off).await.0, 0);
-        let response = refresh(&app, &tokens.client_id, &tokens.refresh_token).await;
+        let response = app.refresh(&tokens.client_id, &tokens.refresh_token).await;
         assert_oauth_error(response, 400, "invalid_grant").await;
         assert_eq!(app.cli(on).await.0, 0);
     }
     assert_eq!(grants_revoked(&app).await, 0);
     assert_eq!(
-        refresh(&app, &tokens.client_id, &tokens.refresh_token)
+        app.refresh(&tokens.client_id, &tokens.refresh_token)
             .await
             .status(),
         200
     );
 }
 
-async fn register_confidential(app: &TestApp, method: &str) -> (String, String) {
-    let response = oauth_client::register(
-        app,
-        &json!({
-            "client_name": "Server App",
-            "redirect_uris": [REDIRECT_URI],
-            "token_endpoint_auth_method": method,
-        }),
-    )
-    .await;
-    let body: Value = response.json().await.unwrap();
-    (
-        body["client_id"].as_str().unwrap().to_owned(),
-        body["client_secret"].as_str().unwrap().to_owned(),
-    )
-}
-
 async fn client_secret_basic_may_carry_the_client_id_only_in_the_header(engine: Engine) {
     let app = TestApp::spawn(engine).await;
     let user = app.farm_with_member("manager").await;
-    let (client_id, secret) = register_confidential(&app, "client_secret_basic").await;
+    let (client_id, secret) = app.register_confidential("client_secret_basic").await;
     let (code, pkce) = code_for(&app, &user, &client_id, "farm:read").await;
-    let response = reqwest::Client::new()
-        .post(app.url("/token"))
-        .basic_auth(&client_id, Some(&secret))
-        .form(&[
-            ("grant_type", "authorization_code"),
-            ("code", code.as_str()),
-            ("code_verifier", pkce.verifier.as_str()),
-        ])
-        .send()
-        .await
-        .unwrap();
+    let response = app
+        .token(&TokenRequest::confidential_code(&code, &pkce.verifier).basic(&client_id, &secret))
+        .await;
     assert_eq!(response.status(), 200);
     let body: Value = response.json().await.unwrap();
     // And the refresh, the same way.
-    let response = reqwest::Client::new()
-        .post(app.url("/token"))
-        .basic_auth(&client_id, Some(&secret))
-        .form(&[
-            ("grant_type", "refresh_token"),
-            ("refresh_token", body["refresh_token"].as_str().unwrap()),
-        ])
-        .send()
-        .await
-        .unwrap();
+    let refresh = TokenRequest::fields(&[
+        ("grant_type", "refresh_token"),
+        ("refresh_token", body["refresh_token"].as_str().unwrap()),
+    ]);
+    let response = app.token(&refresh.basic(&client_id, &secret)).await;
     assert_eq!(response.status(), 200);
 }
 
 async fn client_secret_post_and_client_authentication_refusals(engine: Engine) {
     let app = TestApp::spawn(engine).await;
     let user = app.farm_with_member("manager").await;
-    let (client_id, secret) = register_confidential(&app, "client_secret_post").await;
+    let (client_id, secret) = app.register_confidential("client_secret_post").await;
     let (code, pkce) = code_for(&app, &user, &client_id, "farm:read").await;
-    let form = |secret: Option<&str>| {
-        let mut f = vec![
-            ("grant_type", "authorization_code".to_owned()),
-            ("client_id", client_id.clone()),
-            ("code", code.clone()),
-            ("code_verifier", pkce.verifier.clone()),
-        ];
-        if let Some(s) = secret {
-            f.push(("client_secret", s.to_owned()));
-        }
-        f
-    };
+    let exchange = TokenRequest::code(&client_id, &code, &pkce.verifier);
     // Wrong secret, no secret: 401 invalid_client.
-    for attempt in [Some("wrong"), None] {
-        let response = reqwest::Client::new()
-            .post(app.url("/token"))
-            .form(&form(attempt))
-            .send()
-            .await
-            .unwrap();
+    for attempt in [
+        exchange.clone().field("client_secret", "wrong"),
+        exchange.clone(),
+    ] {
+        let response = app.token(&attempt).await;
         assert!(response.headers().get("www-authenticate").is_none());
         assert_oauth_error(response, 401, "invalid_client").await;
     }
     // A wrong Basic secret earns a Basic challenge.
-    let response = reqwest::Client::new()
-        .post(app.url("/token"))
-        .basic_auth(&client_id, Some("wrong"))
-        .form(&[
-            ("grant_type", "authorization_code"),
-            ("code", &code),
-            ("code_verifier", &pkce.verifier),
-        ])
-        .send()
-        .await
-        .unwrap();
+    let response = app
+        .token(&TokenRequest::confidential_code(&code, &pkce.verifier).basic(&client_id, "wrong"))
+        .await;
     assert_eq!(
         response.headers()["www-authenticate"],
         "Basic realm=\"coop\""
     );
     assert_oauth_error(response, 401, "invalid_client").await;
     // Two methods at once.
-    let response = reqwest::Client::new()
-        .post(app.url("/token"))
-        .basic_auth(&client_id, Some(&secret))
-        .form(&form(Some(&secret)))
-        .send()
-        .await
-        .unwrap();
+    let with_secret = exchange.field("client_secret", &secret);
+    let response = app
+        .token(&with_secret.clone().basic(&client_id, &secret))
+        .await;
     assert_oauth_error(response, 400, "invalid_request").await;
     // A public client presenting a secret.
-    let public = oauth_client::register_public_client(&app).await;
-    let response = token_request(
-        &app,
-        &[
+    let public = app.register_public_client().await;
+    let response = app
+        .token_request(&[
             ("grant_type", "refresh_token"),
             ("client_id", &public),
             ("client_secret", "x"),
             ("refresh_token", "y"),
-        ],
-    )
-    .await;
+        ])
+        .await;
     assert_oauth_error(response, 401, "invalid_client").await;
     // No client at all.
-    let response = token_request(
-        &app,
-        &[("grant_type", "refresh_token"), ("refresh_token", "y")],
-    )
-    .await;
+    let response = app
+        .token_request(&[("grant_type", "refresh_token"), ("refresh_token", "y")])
+        .await;
     assert_oauth_error(response, 401, "invalid_client").await;
     // Nothing was consumed; the right secret works.
-    let response = reqwest::Client::new()
-        .post(app.url("/token"))
-        .form(&form(Some(&secret)))
-        .send()
-        .await
-        .unwrap();
+    let response = app.token(&with_secret).await;
     assert_eq!(response.status(), 200);
 }
 
 async fn unsupported_and_malformed_token_requests(engine: Engine) {
     let app = TestApp::spawn(engine).await;
-    let client_id = oauth_client::register_public_client(&app).await;
+    let client_id = app.register_public_client().await;
     for (form, status, error) in [
         (
             vec![("client_id", client_id.as_str())],
@@ -665,29 +530,23 @@ async fn unsupported_and_malformed_token_requests(engine: Engine) {
             "invalid_grant",
         ),
     ] {
-        assert_oauth_error(token_request(&app, &form).await, status, error).await;
+        assert_oauth_error(app.token_request(&form).await, status, error).await;
     }
 }
 
 async fn a_storage_failure_is_a_server_error_not_invalid_grant(engine: Engine) {
     let app = TestApp::spawn(engine).await;
     let user = app.farm_with_member("manager").await;
-    let tokens = oauth_client::connect(&app, &user, "farm:read").await;
-    db_execute(
-        &app,
-        "alter table refresh_tokens rename to refresh_tokens_away",
-    )
-    .await;
-    let response = refresh(&app, &tokens.client_id, &tokens.refresh_token).await;
+    let tokens = app.connect(&user, "farm:read").await;
+    app.db_execute("alter table refresh_tokens rename to refresh_tokens_away")
+        .await;
+    let response = app.refresh(&tokens.client_id, &tokens.refresh_token).await;
     let body = assert_oauth_error(response, 500, "server_error").await;
     assert!(!body.to_string().contains("refresh_tokens"), "{body}");
-    db_execute(
-        &app,
-        "alter table refresh_tokens_away rename to refresh_tokens",
-    )
-    .await;
+    app.db_execute("alter table refresh_tokens_away rename to refresh_tokens")
+        .await;
     assert_eq!(
-        refresh(&app, &tokens.client_id, &tokens.refresh_token)
+        app.refresh(&tokens.client_id, &tokens.refresh_token)
             .await
             .status(),
         200
@@ -697,62 +556,52 @@ async fn a_storage_failure_is_a_server_error_not_invalid_grant(engine: Engine) {
 async fn a_storage_failure_during_a_code_exchange_is_a_server_error(engine: Engine) {
     let app = TestApp::spawn(engine).await;
     let user = app.farm_with_member("manager").await;
-    let client_id = oauth_client::register_public_client(&app).await;
+    let client_id = app.register_public_client().await;
     let (code, pkce) = code_for(&app, &user, &client_id, "farm:read").await;
     // The code is readable but its first refresh token cannot be stored:
     // the exchange fails in the spending transaction.
-    db_execute(
-        &app,
-        "alter table refresh_tokens rename to refresh_tokens_away",
-    )
-    .await;
-    let response = exchange_code(&app, &client_id, &code, &pkce.verifier).await;
+    app.db_execute("alter table refresh_tokens rename to refresh_tokens_away")
+        .await;
+    let response = app.exchange_code(&client_id, &code, &pkce.verifier).await;
     let body = assert_oauth_error(response, 500, "server_error").await;
     assert!(!body.to_string().contains("refresh_tokens"), "{body}");
-    db_execute(
-        &app,
-        "alter table refresh_tokens_away rename to refresh_tokens",
-    )
-    .await;
+    app.db_execute("alter table refresh_tokens_away rename to refresh_tokens")
+        .await;
     // The transaction rolled back: the code was not spent, the grant lives.
     assert_eq!(grants_revoked(&app).await, 0);
-    let response = exchange_code(&app, &client_id, &code, &pkce.verifier).await;
+    let response = app.exchange_code(&client_id, &code, &pkce.verifier).await;
     assert_eq!(response.status(), 200);
 }
 
 async fn an_oversized_token_request_is_refused(engine: Engine) {
     let app = TestApp::spawn(engine).await;
     let user = app.farm_with_member("manager").await;
-    let tokens = oauth_client::connect(&app, &user, "farm:read").await;
+    let tokens = app.connect(&user, "farm:read").await;
     let padding = "x".repeat(9 * 1024);
-    let response = token_request(
-        &app,
-        &[
-            ("grant_type", "refresh_token"),
-            ("client_id", &tokens.client_id),
-            ("refresh_token", &tokens.refresh_token),
-            ("padding", &padding),
-        ],
-    )
-    .await;
+    let response = app
+        .token(
+            &TokenRequest::refresh(&tokens.client_id, &tokens.refresh_token)
+                .field("padding", &padding),
+        )
+        .await;
     assert_eq!(response.status(), 413);
     // Refused before it was read: the refresh token was not spent.
-    let response = refresh(&app, &tokens.client_id, &tokens.refresh_token).await;
+    let response = app.refresh(&tokens.client_id, &tokens.refresh_token).await;
     assert_eq!(response.status(), 200);
 }
 
 async fn token_requests_are_rate_limited_per_address(engine: Engine) {
     let app = TestApp::spawn_with(engine, |config| config.token_rate_limit = 3).await;
-    let client_id = oauth_client::register_public_client(&app).await;
+    let client_id = app.register_public_client().await;
     let form = [
         ("grant_type", "refresh_token"),
         ("client_id", client_id.as_str()),
         ("refresh_token", "x"),
     ];
     for _ in 0..3 {
-        assert_eq!(token_request(&app, &form).await.status(), 400);
+        assert_eq!(app.token_request(&form).await.status(), 400);
     }
-    let response = token_request(&app, &form).await;
+    let response = app.token_request(&form).await;
     assert!(response.headers().contains_key("retry-after"));
     assert_oauth_error(response, 429, "temporarily_unavailable").await;
 }
@@ -760,19 +609,17 @@ async fn token_requests_are_rate_limited_per_address(engine: Engine) {
 async fn a_client_registered_without_refresh_gets_none(engine: Engine) {
     let app = TestApp::spawn(engine).await;
     let user = app.farm_with_member("manager").await;
-    let response = oauth_client::register(
-        &app,
-        &json!({"redirect_uris": [REDIRECT_URI], "grant_types": ["authorization_code"]}),
-    )
-    .await;
+    let response = app
+        .register(&json!({"redirect_uris": [REDIRECT_URI], "grant_types": ["authorization_code"]}))
+        .await;
     let body: Value = response.json().await.unwrap();
     assert_eq!(body["grant_types"], json!(["authorization_code"]));
     let client_id = body["client_id"].as_str().unwrap().to_owned();
     let (code, pkce) = code_for(&app, &user, &client_id, "farm:read").await;
-    let response = exchange_code(&app, &client_id, &code, &pkce.verifier).await;
+    let response = app.exchange_code(&client_id, &code, &pkce.verifier).await;
     let body: Value = response.json().await.unwrap();
     assert!(body.get("refresh_token").is_none(), "{body}");
     assert_eq!(body["expires_in"], 900);
-    let response = refresh(&app, &client_id, "anything").await;
+    let response = app.refresh(&client_id, "anything").await;
     assert_oauth_error(response, 400, "unauthorized_client").await;
 }

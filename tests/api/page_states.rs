@@ -4,9 +4,8 @@
 //! frozen: its members may sign in and see why, and nothing that changes
 //! the farm or mints access succeeds.
 
-use crate::apps_support::{self, assert_cut_off, csrf, page, post};
-use crate::helpers::{Engine, TestApp, browser, form_value, location};
-use crate::oauth_client::{self, Pkce, authorize_path, db_count, open_consent, sign_in_browser};
+use crate::helpers::oauth::Pkce;
+use crate::helpers::{Browser, Engine, TestApp, assert_no_store, location};
 use crate::on_both_engines;
 
 on_both_engines!(
@@ -14,27 +13,15 @@ on_both_engines!(
     a_suspended_farm_shows_why_and_changes_nothing,
 );
 
-fn assert_no_store(response: &reqwest::Response, what: &str) {
-    assert_eq!(
-        response
-            .headers()
-            .get("cache-control")
-            .map(|v| v.to_str().unwrap()),
-        Some("no-store"),
-        "{what}: {}",
-        response.status()
-    );
-}
-
 async fn every_page_and_form_answer_is_no_store(engine: Engine) {
     let app = TestApp::spawn(engine).await;
-    let farm = apps_support::farm(&app, "Hillside Farm").await;
-    let tokens = oauth_client::connect(&app, &farm.owner, "farm:read").await;
-    let grant = apps_support::grant_of(&app, &farm.owner.email).await;
+    let farm = app.farm("Hillside Farm").await;
+    let tokens = app.connect(&farm.owner, "farm:read").await;
+    let grant = app.grant_of(&farm.owner.email).await;
 
     // Signed out: the sign-in form, a page that sends to it, a failed
     // sign-in.
-    let anonymous = browser();
+    let anonymous = Browser::new(&app);
     for path in [
         "/login",
         "/",
@@ -45,31 +32,12 @@ async fn every_page_and_form_answer_is_no_store(engine: Engine) {
         let response = anonymous.get(app.url(path)).send().await.unwrap();
         assert_no_store(&response, path);
     }
-    let html = anonymous
-        .get(app.url("/login"))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
-    let token = form_value(&html, "csrf").unwrap();
-    let response = anonymous
-        .post(app.url("/login"))
-        .form(&[
-            ("csrf", token.as_str()),
-            ("email", farm.owner.email.as_str()),
-            ("password", "wrong"),
-            ("return_to", "/"),
-        ])
-        .send()
-        .await
-        .unwrap();
+    let response = anonymous.sign_in(&farm.owner.email, "wrong").await;
     assert_eq!(response.status(), 401);
     assert_no_store(&response, "a failed sign-in");
 
     // Signed in: every page, the consent screen, a form's answer.
-    let owner = sign_in_browser(&app, &farm.owner).await;
+    let owner = app.signed_in(&farm.owner).await;
     for path in [
         "/".to_owned(),
         "/account/apps".to_owned(),
@@ -87,21 +55,17 @@ async fn every_page_and_form_answer_is_no_store(engine: Engine) {
         assert!(response.status().as_u16() < 500, "{path}");
         assert_no_store(&response, &path);
     }
-    let path = authorize_path(&app, &tokens.client_id, &Pkce::new(), "farm:read", &[]);
+    let path = app.authorize_path(&tokens.client_id, &Pkce::new(), "farm:read", &[]);
     let response = owner.get(app.url(&path)).send().await.unwrap();
     assert_eq!(response.status(), 200);
     assert_no_store(&response, "the consent screen");
-    let token = csrf(&owner, &app, "/admin/farm").await;
-    let response = post(
-        &owner,
-        &app,
-        "/admin/houses",
-        &[("csrf", &token), ("name", "North")],
-    )
-    .await;
+    let token = owner.csrf("/admin/farm").await;
+    let response = owner
+        .submit("/admin/houses", &[("csrf", &token), ("name", "North")])
+        .await;
     assert_eq!(response.status(), 303);
     assert_no_store(&response, "an admin form's answer");
-    let response = post(&owner, &app, "/logout", &[("csrf", &token)]).await;
+    let response = owner.submit("/logout", &[("csrf", &token)]).await;
     assert_no_store(&response, "sign-out");
     // Static files may be cached: they hold nothing of anyone's.
     let response = anonymous
@@ -120,10 +84,10 @@ async fn every_page_and_form_answer_is_no_store(engine: Engine) {
 
 async fn a_suspended_farm_shows_why_and_changes_nothing(engine: Engine) {
     let app = TestApp::spawn(engine).await;
-    let farm = apps_support::farm(&app, "Hillside Farm").await;
-    let tokens = oauth_client::connect(&app, &farm.owner, "farm:read").await;
-    let before = sign_in_browser(&app, &farm.owner).await;
-    let token_before = csrf(&before, &app, "/admin/farm").await;
+    let farm = app.farm("Hillside Farm").await;
+    let tokens = app.connect(&farm.owner, "farm:read").await;
+    let before = app.signed_in(&farm.owner).await;
+    let token_before = before.csrf("/admin/farm").await;
     let reason = "the subscription ended on 30 November";
     let (code, _, err) = app
         .cli(&["admin", "farm", "suspend", &farm.slug, "--reason", reason])
@@ -131,7 +95,7 @@ async fn a_suspended_farm_shows_why_and_changes_nothing(engine: Engine) {
     assert_eq!(code, 0, "{err}");
 
     // The owner may still sign in, and every page says why.
-    let owner = sign_in_browser(&app, &farm.owner).await;
+    let owner = app.signed_in(&farm.owner).await;
     for path in [
         "/",
         "/admin",
@@ -139,7 +103,7 @@ async fn a_suspended_farm_shows_why_and_changes_nothing(engine: Engine) {
         "/admin/farm",
         "/account/apps",
     ] {
-        let (status, html) = page(&owner, &app, path).await;
+        let (status, html) = owner.page(path).await;
         assert_eq!(status, 200, "{path}");
         assert!(
             html.contains(&format!(
@@ -149,7 +113,7 @@ async fn a_suspended_farm_shows_why_and_changes_nothing(engine: Engine) {
         );
     }
     // No administration: each action is a 403 page saying why.
-    let token_now = csrf(&owner, &app, "/admin/farm").await;
+    let token_now = owner.csrf("/admin/farm").await;
     let houses = "select count(*) from houses";
     for (path, form) in [
         ("/admin/houses", vec![("name", "North")]),
@@ -157,90 +121,76 @@ async fn a_suspended_farm_shows_why_and_changes_nothing(engine: Engine) {
     ] {
         let mut form = form.clone();
         form.push(("csrf", &token_now));
-        let response = post(&owner, &app, path, &form).await;
+        let response = owner.submit(path, &form).await;
         assert_eq!(response.status(), 403, "{path}");
         let html = response.text().await.unwrap();
         assert!(html.contains(reason), "{path}: {html}");
     }
-    assert_eq!(db_count(&app, houses).await, 0);
+    assert_eq!(app.db_count(houses).await, 0);
     assert_eq!(
-        db_count(
-            &app,
-            "select count(*) from farms where connected_apps_enabled = false"
-        )
-        .await,
+        app.db_count("select count(*) from farms where connected_apps_enabled = false")
+            .await,
         0
     );
-    let (_, html) = page(&owner, &app, "/admin/members").await;
+    let (_, html) = owner.page("/admin/members").await;
     let heading = html.find(&format!(">{}", farm.worker.email)).unwrap();
     let marker = "action=\"/admin/members/";
     let start = html[heading..].find(marker).unwrap() + heading + marker.len();
     let worker_id = html[start..start + 36].to_owned();
-    let response = post(
-        &owner,
-        &app,
-        &format!("/admin/members/{worker_id}"),
-        &[("csrf", &token_now), ("action", "disable")],
-    )
-    .await;
+    let response = owner
+        .submit(
+            &format!("/admin/members/{worker_id}"),
+            &[("csrf", &token_now), ("action", "disable")],
+        )
+        .await;
     assert_eq!(response.status(), 403);
     assert_eq!(
-        db_count(&app, "select count(*) from users where disabled = true").await,
+        app.db_count("select count(*) from users where disabled = true")
+            .await,
         0
     );
     assert_eq!(
-        db_count(
-            &app,
-            "select count(*) from audit_log where kind = 'admin_action'"
-        )
-        .await,
+        app.db_count("select count(*) from audit_log where kind = 'admin_action'")
+            .await,
         0
     );
     // No access minted: no consent, no token, no MCP call.
-    let path = authorize_path(&app, &tokens.client_id, &Pkce::new(), "farm:read", &[]);
+    let path = app.authorize_path(&tokens.client_id, &Pkce::new(), "farm:read", &[]);
     let response = owner.get(app.url(&path)).send().await.unwrap();
     assert_eq!(response.status(), 403);
     assert!(location(&response).is_empty());
-    assert_cut_off(&app, &tokens).await;
+    app.assert_cut_off(&tokens).await;
     // A session opened before the suspension is refused the same way.
-    let response = post(
-        &before,
-        &app,
-        "/admin/houses",
-        &[("csrf", &token_before), ("name", "North")],
-    )
-    .await;
+    let response = before
+        .submit(
+            "/admin/houses",
+            &[("csrf", &token_before), ("name", "North")],
+        )
+        .await;
     assert_eq!(response.status(), 403);
-    assert_eq!(db_count(&app, houses).await, 0);
+    assert_eq!(app.db_count(houses).await, 0);
 
     // Resumed: the notice and the reason are gone, the actions work.
     let (code, _, err) = app.cli(&["admin", "farm", "resume", &farm.slug]).await;
     assert_eq!(code, 0, "{err}");
     assert_eq!(
-        db_count(
-            &app,
-            "select count(*) from farms where suspended_reason is not null"
-        )
-        .await,
+        app.db_count("select count(*) from farms where suspended_reason is not null")
+            .await,
         0
     );
-    let (_, html) = page(&owner, &app, "/admin").await;
+    let (_, html) = owner.page("/admin").await;
     assert!(!html.contains("Your farm is suspended"), "{html}");
-    let response = post(
-        &owner,
-        &app,
-        "/admin/houses",
-        &[("csrf", &token_now), ("name", "North")],
-    )
-    .await;
+    let response = owner
+        .submit("/admin/houses", &[("csrf", &token_now), ("name", "North")])
+        .await;
     assert_eq!(response.status(), 303);
-    let html = open_consent(&app, &owner, &path).await;
+    let html = owner.open_consent(&path).await;
     assert!(html.contains("name=\"decision\""));
 
     // Without a reason the page says whom to ask; a bad reason is refused.
     let (code, _, err) = app.cli(&["admin", "farm", "suspend", &farm.slug]).await;
     assert_eq!(code, 0, "{err}");
-    let (_, html) = page(&owner, &app, "/").await;
+    let (_, html) = owner.page("/").await;
     assert!(
         html.contains("Your farm is suspended by the people who run Coop. Ask them why."),
         "{html}"

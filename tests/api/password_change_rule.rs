@@ -9,11 +9,8 @@
 
 use serde_json::Value;
 
+use crate::helpers::oauth::assert_oauth_error;
 use crate::helpers::{Engine, TestApp};
-use crate::oauth_client::{
-    self, Pkce, answer_consent, assert_oauth_error, authorize_path, callback, db_execute,
-    exchange_code, open_consent, sign_in_browser,
-};
 use crate::on_both_engines;
 
 on_both_engines!(a_person_who_must_change_their_password_gets_no_token);
@@ -21,32 +18,30 @@ on_both_engines!(a_person_who_must_change_their_password_gets_no_token);
 async fn a_person_who_must_change_their_password_gets_no_token(engine: Engine) {
     let app = TestApp::spawn(engine).await;
     let user = app.farm_with_member("manager").await;
-    let tokens = oauth_client::connect(&app, &user, "farm:read").await;
+    let tokens = app.connect(&user, "farm:read").await;
     // A code issued before the change was required, not yet exchanged.
-    let browser = sign_in_browser(&app, &user).await;
-    let pkce = Pkce::new();
-    let path = authorize_path(&app, &tokens.client_id, &pkce, "farm:read", &[]);
-    let html = open_consent(&app, &browser, &path).await;
-    let response = answer_consent(&app, &browser, &html, "approve", &["farm:read"]).await;
-    let code = callback(&response)["code"].clone();
+    let (code, verifier) = app
+        .approved_code_for(&user, &tokens.client_id, "farm:read")
+        .await;
 
     let (status, _, err) = app
         .cli(&["admin", "user", "require-password-change", &user.email])
         .await;
     assert_eq!(status, 0, "{err}");
 
-    let response = exchange_code(&app, &tokens.client_id, &code, &pkce.verifier).await;
+    let response = app.exchange_code(&tokens.client_id, &code, &verifier).await;
     assert_oauth_error(response, 400, "invalid_grant").await;
-    let response = oauth_client::refresh(&app, &tokens.client_id, &tokens.refresh_token).await;
+    let response = app.refresh(&tokens.client_id, &tokens.refresh_token).await;
     assert_oauth_error(response, 400, "invalid_grant").await;
 
     // Nothing was spent or revoked: with the requirement lifted (here
     // straight in the store, since a real change also moves the credential
     // epoch and so ends these grants), both requests succeed.
-    db_execute(&app, "update users set must_change_password = false").await;
-    let response = exchange_code(&app, &tokens.client_id, &code, &pkce.verifier).await;
+    app.db_execute("update users set must_change_password = false")
+        .await;
+    let response = app.exchange_code(&tokens.client_id, &code, &verifier).await;
     assert_eq!(response.status(), 200);
-    let response = oauth_client::refresh(&app, &tokens.client_id, &tokens.refresh_token).await;
+    let response = app.refresh(&tokens.client_id, &tokens.refresh_token).await;
     assert_eq!(response.status(), 200);
     let body: Value = response.json().await.unwrap();
     assert!(body["access_token"].is_string());

@@ -8,23 +8,15 @@
 //! `WWW-Authenticate: Basic` (the client did not try Basic), and leaves the
 //! code it came with unspent.
 
-use std::sync::OnceLock;
-
-use aws_lc_rs::encoding::AsDer;
-use aws_lc_rs::rand::SystemRandom;
-use aws_lc_rs::signature::{ECDSA_P256_SHA256_FIXED_SIGNING, EcdsaKeyPair, Ed25519KeyPair};
 use base64::Engine as _;
-use base64::engine::general_purpose::{STANDARD, URL_SAFE_NO_PAD};
-use jsonwebtoken::jwk::Jwk;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use jsonwebtoken::{Algorithm, EncodingKey, Header};
 use serde_json::{Value, json};
 
-use crate::helpers::{Engine, TestApp, location};
-use crate::mcp_support::{BOTH_SCOPES, Wire, tool_names};
-use crate::oauth_client::{
-    Pkce, answer_consent, assert_oauth_error, authorize_path, db_count, open_consent, register,
-    sign_in_browser, token_request,
-};
+use crate::helpers::client_keys::key_set;
+use crate::helpers::mcp::{BOTH_SCOPES, Wire};
+use crate::helpers::oauth::{self, Pkce, TokenRequest, assert_oauth_error};
+use crate::helpers::{ClientKey, Engine, TestApp, location};
 use crate::on_both_engines;
 use crate::tls_host::{Reply, TlsHost};
 
@@ -44,81 +36,6 @@ pub const ASSERTION_TYPE: &str = "urn:ietf:params:oauth:client-assertion-type:jw
 const DOCUMENT: &str = "/oauth/chatgpt/client.json";
 const JWKS: &str = "/oauth/jwks.json";
 const REDIRECT: &str = "https://chatgpt.example/connector/oauth/abc";
-
-/// A client's signing key; its public half as a JWK.
-pub struct ClientKey {
-    alg: Algorithm,
-    encoding: EncodingKey,
-    pub public: Jwk,
-}
-
-impl ClientKey {
-    pub fn es256(kid: &str) -> Self {
-        let pkcs8 =
-            EcdsaKeyPair::generate_pkcs8(&ECDSA_P256_SHA256_FIXED_SIGNING, &SystemRandom::new())
-                .unwrap();
-        Self::new(
-            EncodingKey::from_ec_der(pkcs8.as_ref()),
-            Algorithm::ES256,
-            kid,
-        )
-    }
-
-    pub fn ed25519(kid: &str) -> Self {
-        let pkcs8 = Ed25519KeyPair::generate_pkcs8v1(&SystemRandom::new()).unwrap();
-        Self::new(
-            EncodingKey::from_ed_der(pkcs8.as_ref()),
-            Algorithm::EdDSA,
-            kid,
-        )
-    }
-
-    /// RS256 with one of two 2048-bit keys (`which` 0 or 1; each made once
-    /// per test process, as making one is slow).
-    pub fn rs256(kid: &str, which: usize) -> Self {
-        static PEMS: [OnceLock<String>; 2] = [OnceLock::new(), OnceLock::new()];
-        let pem = PEMS[which].get_or_init(|| {
-            let pair = aws_lc_rs::rsa::KeyPair::generate(aws_lc_rs::rsa::KeySize::Rsa2048).unwrap();
-            let body = STANDARD.encode(pair.as_der().unwrap().as_ref());
-            let lines: Vec<&str> = body
-                .as_bytes()
-                .chunks(64)
-                .map(|c| std::str::from_utf8(c).unwrap())
-                .collect();
-            format!(
-                "-----BEGIN PRIVATE KEY-----\n{}\n-----END PRIVATE KEY-----\n",
-                lines.join("\n")
-            )
-        });
-        Self::new(
-            EncodingKey::from_rsa_pem(pem.as_bytes()).unwrap(),
-            Algorithm::RS256,
-            kid,
-        )
-    }
-
-    fn new(encoding: EncodingKey, alg: Algorithm, kid: &str) -> Self {
-        let mut public = Jwk::from_encoding_key(&encoding, alg).unwrap();
-        public.common.key_id = Some(kid.to_owned());
-        Self {
-            alg,
-            encoding,
-            public,
-        }
-    }
-
-    /// `claims` signed, naming this key's `kid`.
-    pub fn sign(&self, claims: &Value) -> String {
-        let mut header = Header::new(self.alg);
-        header.kid = self.public.common.key_id.clone();
-        jsonwebtoken::encode(&header, claims, &self.encoding).unwrap()
-    }
-}
-
-/// The public keys as a JWK Set.
-pub fn key_set(keys: &[&ClientKey]) -> Value {
-    json!({"keys": keys.iter().map(|k| serde_json::to_value(&k.public).unwrap()).collect::<Vec<_>>()})
-}
 
 /// Good assertion claims for `client_id` at `app`: `aud` the token
 /// endpoint, a fresh `jti`, expiring in a minute of the app's clock.
@@ -171,18 +88,17 @@ async fn chatgpt(engine: Engine, key: &ClientKey, alg: &str) -> (TlsHost, TestAp
 /// to `redirect`); returns the code and its PKCE.
 async fn approve(app: &TestApp, client_id: &str, redirect: &str) -> (String, Pkce) {
     let user = app.farm_with_member("manager").await;
-    let browser = sign_in_browser(app, &user).await;
+    let browser = app.signed_in(&user).await;
     let pkce = Pkce::new();
-    let path = authorize_path(
-        app,
+    let path = app.authorize_path(
         client_id,
         &pkce,
         BOTH_SCOPES,
         &[("redirect_uri", Some(redirect))],
     );
-    let html = open_consent(app, &browser, &path).await;
+    let html = browser.open_consent(&path).await;
     let ticked: Vec<&str> = BOTH_SCOPES.split_whitespace().collect();
-    let response = answer_consent(app, &browser, &html, "approve", &ticked).await;
+    let response = browser.answer_consent(&html, "approve", &ticked).await;
     assert_eq!(response.status(), 303);
     let target = url::Url::parse(&location(&response)).unwrap();
     assert!(target.as_str().starts_with(redirect), "{target}");
@@ -211,7 +127,7 @@ async fn exchange(
         ("resource", resource.as_str()),
     ];
     form.extend_from_slice(auth);
-    token_request(app, &form).await
+    app.token_request(&form).await
 }
 
 fn with_assertion(assertion: &str) -> [(&'static str, &str); 2] {
@@ -263,14 +179,11 @@ async fn chatgpts_document_connects_with_a_private_key_jwt_assertion(engine: Eng
     assert_eq!(response.status(), 200);
     let body: Value = response.json().await.unwrap();
     let access = body["access_token"].as_str().unwrap();
-    assert_eq!(
-        crate::oauth_client::claims(access)["client_id"],
-        client_id.as_str()
-    );
+    assert_eq!(oauth::claims(access)["client_id"], client_id.as_str());
     assert_eq!(host.hits(JWKS), 1, "the key set was fetched once");
 
     // The token works at /mcp.
-    let tools = tool_names(&app, access, Wire::V2025_11_25).await;
+    let tools = app.tool_names(access, Wire::V2025_11_25).await;
     assert!(!tools.is_empty());
 
     // Refresh with a new assertion addressed to the issuer, client_id given.
@@ -284,7 +197,7 @@ async fn chatgpts_document_connects_with_a_private_key_jwt_assertion(engine: Eng
         ("refresh_token", refresh_token),
     ];
     form.extend_from_slice(&with_assertion(&assertion));
-    let response = token_request(&app, &form).await;
+    let response = app.token_request(&form).await;
     assert_eq!(response.status(), 200);
     let body: Value = response.json().await.unwrap();
     assert_eq!(host.hits(JWKS), 1, "the cached key set served again");
@@ -301,7 +214,9 @@ async fn chatgpts_document_connects_with_a_private_key_jwt_assertion(engine: Eng
         .await
         .unwrap();
     assert_eq!(response.status(), 200);
-    let grants = db_count(&app, "select count(*) from grants where revoked_at is null").await;
+    let grants = app
+        .db_count("select count(*) from grants where revoked_at is null")
+        .await;
     assert_eq!(grants, 0);
 }
 
@@ -328,7 +243,7 @@ async fn chatgpts_document_connects_with_none_when_coop_cannot_verify_its_algori
     assert_eq!(response.status(), 200);
     let body: Value = response.json().await.unwrap();
     let access = body["access_token"].as_str().unwrap();
-    assert!(!tool_names(&app, access, Wire::V2025_11_25).await.is_empty());
+    assert!(!app.tool_names(access, Wire::V2025_11_25).await.is_empty());
     assert_eq!(host.hits(JWKS), 0, "no key set is needed for none");
 }
 
@@ -452,7 +367,8 @@ async fn every_bad_assertion_is_invalid_client_and_spends_nothing(engine: Engine
     let response = exchange(&app, &code, &pkce, REDIRECT, &with_assertion(&assertion)).await;
     assert_eq!(response.status(), 200);
     assert_eq!(
-        db_count(&app, "select count(*) from client_assertion_jtis").await,
+        app.db_count("select count(*) from client_assertion_jtis")
+            .await,
         1
     );
 }
@@ -477,7 +393,7 @@ async fn an_assertion_is_accepted_once_even_by_two_replicas(engine: Engine) {
             ("refresh_token", refresh_token),
         ];
         form.extend_from_slice(&with_assertion(&assertion));
-        assert_refused(token_request(replica, &form).await, "replayed jti").await;
+        assert_refused(replica.token_request(&form).await, "replayed jti").await;
     }
     // The refresh token was not spent by the refused requests.
     let fresh = key.sign(&claims(&second, &client_id));
@@ -486,7 +402,7 @@ async fn an_assertion_is_accepted_once_even_by_two_replicas(engine: Engine) {
         ("refresh_token", refresh_token),
     ];
     form.extend_from_slice(&with_assertion(&fresh));
-    assert_eq!(token_request(&second, &form).await.status(), 200);
+    assert_eq!(second.token_request(&form).await.status(), 200);
 }
 
 async fn an_unknown_kid_fetches_the_key_set_again_once(engine: Engine) {
@@ -498,11 +414,8 @@ async fn an_unknown_kid_fetches_the_key_set_again_once(engine: Engine) {
     host.serve(JWKS, cached(&key_set(&[&first])));
     let settings = host.cimd_settings(true);
     let app = TestApp::spawn_with(engine, |c| c.cimd_test = settings).await;
-    let (status, stdout, stderr) = app
-        .cli(&[
-            "admin",
-            "client",
-            "add",
+    let added = app
+        .add_client(&[
             "--name",
             "Barn Sync",
             "--redirect-uri",
@@ -511,14 +424,9 @@ async fn an_unknown_kid_fetches_the_key_set_again_once(engine: Engine) {
             &host.url(JWKS),
         ])
         .await;
-    assert_eq!(status, 0, "{stderr}");
-    assert!(!stdout.contains("client_secret"), "{stdout}");
+    assert!(!added.out.contains("client_secret"), "{}", added.out);
     assert_eq!(host.hits(JWKS), 0, "registering fetches nothing");
-    let client_id = stdout
-        .lines()
-        .find_map(|l| l.strip_prefix("client_id: "))
-        .unwrap()
-        .to_owned();
+    let client_id = added.field("client_id");
     let with = |key: &ClientKey| {
         let assertion = key.sign(&claims(&app, &client_id));
         [
@@ -574,9 +482,8 @@ async fn a_document_offering_only_methods_coop_lacks_is_refused_before_anything_
     let settings = host.cimd_settings(true);
     let app = TestApp::spawn_with(engine, |c| c.cimd_test = settings).await;
     let user = app.farm_with_member("manager").await;
-    let browser = sign_in_browser(&app, &user).await;
-    let path = authorize_path(
-        &app,
+    let browser = app.signed_in(&user).await;
+    let path = app.authorize_path(
         &client_id,
         &Pkce::new(),
         "farm:read",
@@ -594,25 +501,16 @@ async fn a_document_offering_only_methods_coop_lacks_is_refused_before_anything_
     ] {
         assert!(page.contains(named), "the refusal names {named}: {page}");
     }
+    assert_eq!(app.db_count("select count(*) from oauth_clients").await, 0);
     assert_eq!(
-        db_count(&app, "select count(*) from oauth_clients").await,
-        0
-    );
-    assert_eq!(
-        db_count(&app, "select count(*) from authorization_codes").await,
+        app.db_count("select count(*) from authorization_codes")
+            .await,
         0
     );
     // And at the token endpoint it is no client.
-    let response = token_request(
-        &app,
-        &[
-            ("grant_type", "authorization_code"),
-            ("client_id", &client_id),
-            ("code", "x"),
-            ("code_verifier", &Pkce::new().verifier),
-        ],
-    )
-    .await;
+    let response = app
+        .token(&TokenRequest::code(&client_id, "x", &Pkce::new().verifier))
+        .await;
     assert_oauth_error(response, 401, "invalid_client").await;
 }
 
@@ -621,17 +519,15 @@ const WEB: &str = "https://web.example/cb";
 async fn a_self_registered_client_with_jwks_authenticates_with_assertions_only(engine: Engine) {
     let app = TestApp::spawn(engine).await;
     let key = ClientKey::ed25519("reg-1");
-    let response = register(
-        &app,
-        &json!({
+    let response = app
+        .register(&json!({
             "client_name": "Signed App",
             "redirect_uris": [WEB],
             "token_endpoint_auth_method": "private_key_jwt",
             "token_endpoint_auth_signing_alg": "EdDSA",
             "jwks": key_set(&[&key]),
-        }),
-    )
-    .await;
+        }))
+        .await;
     assert_eq!(response.status(), 201);
     let registered: Value = response.json().await.unwrap();
     assert_eq!(registered["token_endpoint_auth_method"], "private_key_jwt");
@@ -668,14 +564,11 @@ async fn a_self_registered_client_with_jwks_authenticates_with_assertions_only(e
 async fn registration_negotiates_from_the_methods_a_client_supports(engine: Engine) {
     let app = TestApp::spawn(engine).await;
     // Preferred unknown; the first supported one Coop offers is chosen.
-    let response = register(
-        &app,
-        &json!({
+    let response = app.register(&json!({
             "redirect_uris": [WEB],
             "token_endpoint_auth_method": "tls_client_auth",
             "token_endpoint_auth_methods_supported": ["tls_client_auth", "client_secret_post", "none"],
-        }),
-    )
+        }))
     .await;
     assert_eq!(response.status(), 201);
     let body: Value = response.json().await.unwrap();
@@ -684,22 +577,20 @@ async fn registration_negotiates_from_the_methods_a_client_supports(engine: Engi
 
     // private_key_jwt preferred without keys: the next one, none.
     let key = ClientKey::es256("k");
-    let response = register(
-        &app,
-        &json!({
+    let response = app
+        .register(&json!({
             "redirect_uris": [WEB],
             "token_endpoint_auth_method": "private_key_jwt",
             "token_endpoint_auth_methods_supported": ["none", "private_key_jwt"],
-        }),
-    )
-    .await;
+        }))
+        .await;
     assert_eq!(response.status(), 201);
     let body: Value = response.json().await.unwrap();
     assert_eq!(body["token_endpoint_auth_method"], "none");
     assert!(body.get("client_secret").is_none());
 
     // Nothing in common: refused, naming both lists.
-    let before = db_count(&app, "select count(*) from oauth_clients").await;
+    let before = app.db_count("select count(*) from oauth_clients").await;
     for (request, named) in [
         (
             json!({"redirect_uris": [WEB], "token_endpoint_auth_method": "tls_client_auth",
@@ -726,17 +617,13 @@ async fn registration_negotiates_from_the_methods_a_client_supports(engine: Engi
             "jwks_uri",
         ),
     ] {
-        let body = assert_oauth_error(
-            register(&app, &request).await,
-            400,
-            "invalid_client_metadata",
-        )
-        .await;
+        let body =
+            assert_oauth_error(app.register(&request).await, 400, "invalid_client_metadata").await;
         let description = body["error_description"].as_str().unwrap();
         assert!(description.contains(named), "{description} / {named}");
     }
     assert_eq!(
-        db_count(&app, "select count(*) from oauth_clients").await,
+        app.db_count("select count(*) from oauth_clients").await,
         before
     );
 }

@@ -15,7 +15,25 @@
 //! `invalid_grant`. A script prints one PASS/FAIL line per step and exits
 //! non-zero on a failed step, which fails the test.
 //!
-//! [`one_person_connects_every_client_in_a_row`] runs every row, one after
+//! The automation rows drive the SDKs' client-credentials providers (the
+//! MCP extension `io.modelcontextprotocol/oauth-client-credentials`): the
+//! Python SDK's `ClientCredentialsOAuthProvider` and
+//! `PrivateKeyJWTOAuthProvider`, the TypeScript SDK v2's
+//! `ClientCredentialsProvider` and `PrivateKeyJwtProvider`. No person: the
+//! test, as the operator, makes the automation with `coop admin automation
+//! add` (with `--secret`, or with `--jwks-file` holding the public key set
+//! the script generated and printed; its private key never leaves the
+//! script) and hands the script its credentials on stdin. The script: 401
+//! and discovery → a token from `/token` (`grant_type=client_credentials`,
+//! `resource=<issuer>/mcp`, the secret in the Basic header or a signed
+//! assertion; no refresh token) → `tools/list` (role ∩ the scopes it may
+//! hold) → a read tool → the write tool when allowed; then it waits while
+//! the test runs `coop admin automation disable`, and its next call (the
+//! same unexpired token) must meet 401 `invalid_token`, and its new token
+//! request `invalid_client`.
+//!
+//! [`one_person_connects_every_client_in_a_row`] runs every person row (not
+//! the DPoP ones), one after
 //! the other, against one server and one person, as someone connecting all
 //! their assistants in one sitting does: a fresh browser (no session) and a
 //! real sign-in each time, with the server's default settings (no
@@ -53,6 +71,10 @@ on_both_engines!(
     typescript_sdk_v2_with_dpop_nonces,
     codex_cli_with_dcr,
     one_person_connects_every_client_in_a_row,
+    python_sdk_client_credentials_with_a_secret,
+    python_sdk_client_credentials_with_private_key_jwt,
+    typescript_sdk_v2_client_credentials,
+    typescript_sdk_v2_private_key_jwt,
 );
 
 /// The redirect URI the SDK scripts use: nothing listens there, the
@@ -64,6 +86,11 @@ const SCRIPT_TIMEOUT: Duration = Duration::from_secs(240);
 
 const READ: &[Scope] = &[Scope::FarmRead];
 const BOTH: &[Scope] = &[Scope::FarmRead, Scope::DailyEntriesWrite];
+
+/// The automation modes of the SDK scripts: the client credentials grant
+/// with a client secret, or with `private_key_jwt` assertions.
+const CLIENT_SECRET: &str = "client-secret";
+const PRIVATE_KEY_JWT: &str = "private-key-jwt";
 
 async fn python_sdk_default_mode_on_the_2026_wire(engine: Engine) {
     Row::python("default", Role::Manager, BOTH)
@@ -137,6 +164,37 @@ async fn typescript_sdk_v2_with_dpop_nonces(engine: Engine) {
 
 async fn codex_cli_with_dcr(engine: Engine) {
     Row::new(Client::Codex, "dcr", Role::Worker, BOTH)
+        .run(engine)
+        .await;
+}
+
+async fn python_sdk_client_credentials_with_a_secret(engine: Engine) {
+    // `ClientCredentialsOAuthProvider`: the secret in the Basic header.
+    Row::python(CLIENT_SECRET, Role::Manager, BOTH)
+        .run(engine)
+        .await;
+}
+
+async fn python_sdk_client_credentials_with_private_key_jwt(engine: Engine) {
+    // `PrivateKeyJWTOAuthProvider` with `SignedJWTParameters` (RS256), for
+    // a viewer allowed only to read: the SDK asks for the challenge's two
+    // scopes and gets the one it may hold.
+    Row::python(PRIVATE_KEY_JWT, Role::Viewer, READ)
+        .run(engine)
+        .await;
+}
+
+async fn typescript_sdk_v2_client_credentials(engine: Engine) {
+    // `ClientCredentialsProvider`, for a viewer allowed only to read (as
+    // above: asked for both scopes, granted one).
+    Row::new(Client::TypeScriptV2, CLIENT_SECRET, Role::Viewer, READ)
+        .run(engine)
+        .await;
+}
+
+async fn typescript_sdk_v2_private_key_jwt(engine: Engine) {
+    // `PrivateKeyJwtProvider` (ES256), for a worker.
+    Row::new(Client::TypeScriptV2, PRIVATE_KEY_JWT, Role::Worker, BOTH)
         .run(engine)
         .await;
 }
@@ -221,10 +279,13 @@ impl Client {
 
 struct Row {
     client: Client,
-    /// The script's `--mode`; "cimd" also gets a metadata document.
+    /// The script's `--mode`; "cimd" also gets a metadata document;
+    /// [`CLIENT_SECRET`] and [`PRIVATE_KEY_JWT`] are automations.
     mode: &'static str,
+    /// The member's role, or the automation's.
     role: Role,
-    /// What the person ticks on the consent screen.
+    /// What the person ticks on the consent screen, or what the operator
+    /// allows the automation.
     scopes: &'static [Scope],
 }
 
@@ -260,11 +321,28 @@ impl Row {
         format!("{:?} {}", self.client, self.mode)
     }
 
-    /// The row on a fresh server, with a fresh member in the row's role.
+    fn is_automation(&self) -> bool {
+        [CLIENT_SECRET, PRIVATE_KEY_JWT].contains(&self.mode)
+    }
+
+    /// The tools the caller must see: role ∩ scopes.
+    fn expected_tools(&self) -> String {
+        let scopes = ScopeSet::from_scopes(self.scopes.iter().copied());
+        let names: Vec<&str> = catalog::visible(self.role, &scopes)
+            .map(|t| t.name)
+            .collect();
+        names.join(",")
+    }
+
+    /// The row on a fresh server, with a fresh member (or automation) in
+    /// the row's role.
     async fn run(self, engine: Engine) {
         let Some(installed) = Installed::find(self.client) else {
             return;
         };
+        if self.is_automation() {
+            return self.run_automation(&installed, engine).await;
+        }
         // The CIMD rows: the document on an https host whose CA Coop trusts
         // through the test-only setting (loopback admitted too).
         let host = if self.mode == "cimd" {
@@ -320,10 +398,6 @@ impl Row {
             )
         });
 
-        let scopes = ScopeSet::from_scopes(self.scopes.iter().copied());
-        let expected: Vec<&str> = catalog::visible(self.role, &scopes)
-            .map(|t| t.name)
-            .collect();
         let ticked: Vec<&str> = self.scopes.iter().map(|s| s.as_str()).collect();
         let mut args: Vec<String> = vec![
             "--issuer".into(),
@@ -335,7 +409,7 @@ impl Row {
             "--scopes".into(),
             ticked.join(" "),
             "--expect-tools".into(),
-            expected.join(","),
+            self.expected_tools(),
             "--flock".into(),
             FLOCK.into(),
         ];
@@ -360,6 +434,153 @@ impl Row {
             );
         }
         (ok, output)
+    }
+
+    /// An automation's row: the operator makes the automation with `coop
+    /// admin automation add` (a secret, or the public key set the script
+    /// made), hands its credentials to the script on stdin, and disables it
+    /// with `coop admin automation disable` when the script asks; the
+    /// script's next call must then be refused.
+    async fn run_automation(&self, installed: &Installed, engine: Engine) {
+        let app = TestApp::spawn(engine).await;
+        let owner = farm_with_a_flock(&app, Role::Owner).await;
+        let allowed: Vec<&str> = self.scopes.iter().map(|s| s.as_str()).collect();
+        let args: Vec<String> = vec![
+            "--issuer".into(),
+            app.issuer.clone(),
+            "--mode".into(),
+            self.mode.into(),
+            "--scopes".into(),
+            allowed.join(" "),
+            "--expect-tools".into(),
+            self.expected_tools(),
+            "--flock".into(),
+            FLOCK.into(),
+        ];
+        let add = |credential: &[&str]| {
+            let mut add = vec![
+                "admin".to_owned(),
+                "automation".into(),
+                "add".into(),
+                "--farm".into(),
+                owner.farm.clone(),
+                "--name".into(),
+                format!("Coop interop: {}", self.name()),
+                "--role".into(),
+                self.role.as_str().into(),
+                "--scope".into(),
+                allowed.join(","),
+            ];
+            add.extend(credential.iter().map(|a| (*a).to_owned()));
+            add
+        };
+        let keys = tempfile::tempdir().unwrap();
+        let started = Instant::now();
+        let mut script = installed.converse(self.client, &args);
+        let mut client_id = None;
+        if self.mode == CLIENT_SECRET {
+            // The secret is printed once by the CLI and handed over on stdin:
+            // it appears in no argument list and in no output.
+            let (code, out, err) = app.cli(&as_strs(&add(&["--secret"]))).await;
+            assert_eq!(code, 0, "automation add failed: {err}");
+            let id = field(&out, "client_id");
+            let secret = field(&out, "client_secret");
+            script
+                .say(&serde_json::json!({"client_id": id, "client_secret": secret}).to_string())
+                .await;
+            client_id = Some(id);
+        }
+        let talk = async {
+            while let Some(line) = script.next_line().await {
+                if let Some(set) = line.strip_prefix("KEYS ") {
+                    // The public key set the script made; its private key
+                    // never leaves the script.
+                    let file = keys.path().join("jwks.json");
+                    std::fs::write(&file, set).unwrap();
+                    let path = file.display().to_string();
+                    let (code, out, err) = app.cli(&as_strs(&add(&["--jwks-file", &path]))).await;
+                    assert_eq!(code, 0, "automation add failed: {err}");
+                    assert!(!out.contains("client_secret"), "{out}");
+                    let id = field(&out, "client_id");
+                    script
+                        .say(&serde_json::json!({"client_id": id}).to_string())
+                        .await;
+                    client_id = Some(id);
+                } else if line == "AWAIT disable" {
+                    let id = client_id.as_deref().expect("the automation was made");
+                    let (code, out, err) = app.cli(&["admin", "automation", "disable", id]).await;
+                    assert_eq!(code, 0, "automation disable failed: {err}");
+                    assert!(out.contains("disabled"), "{out}");
+                    script.say("disabled").await;
+                }
+            }
+        };
+        if tokio::time::timeout(SCRIPT_TIMEOUT, talk).await.is_err() {
+            panic!(
+                "{}: the script did not finish in {SCRIPT_TIMEOUT:?}:\n{}",
+                self.name(),
+                script.output
+            );
+        }
+        let (ok, output) = script.finish().await;
+        eprintln!(
+            "── {} on {engine:?} ({:.1}s)\n{output}",
+            self.name(),
+            started.elapsed().as_secs_f64()
+        );
+        self.judge(engine, ok, &output);
+    }
+}
+
+fn as_strs(args: &[String]) -> Vec<&str> {
+    args.iter().map(String::as_str).collect()
+}
+
+/// The value of a `name: value` line the CLI printed.
+fn field(out: &str, name: &str) -> String {
+    out.lines()
+        .find_map(|l| l.strip_prefix(&format!("{name}: ")))
+        .unwrap_or_else(|| panic!("no {name} in the CLI's output"))
+        .trim()
+        .to_owned()
+}
+
+/// A client script the test talks with while it runs: its stdout read line
+/// by line (and kept), answers written to its stdin.
+struct Conversation {
+    child: tokio::process::Child,
+    stdin: tokio::process::ChildStdin,
+    stdout: tokio::io::Lines<tokio::io::BufReader<tokio::process::ChildStdout>>,
+    stderr: tokio::task::JoinHandle<String>,
+    /// Every stdout line so far.
+    output: String,
+}
+
+impl Conversation {
+    async fn next_line(&mut self) -> Option<String> {
+        let line = self
+            .stdout
+            .next_line()
+            .await
+            .expect("the script's stdout")?;
+        self.output.push_str(&line);
+        self.output.push('\n');
+        Some(line)
+    }
+
+    /// Writes one line to the script. A script that already stopped cannot
+    /// read it: that is not an error here, its output says why it stopped.
+    async fn say(&mut self, line: &str) {
+        use tokio::io::AsyncWriteExt;
+        let _ = self.stdin.write_all(format!("{line}\n").as_bytes()).await;
+    }
+
+    /// Waits for the script to exit; returns (exit status 0, stdout +
+    /// stderr).
+    async fn finish(mut self) -> (bool, String) {
+        let status = self.child.wait().await.expect("the client script runs");
+        let stderr = self.stderr.await.unwrap_or_default();
+        (status.success(), format!("{}{stderr}", self.output))
     }
 }
 
@@ -463,6 +684,46 @@ impl Installed {
 
     /// Runs the row's script; returns (exit status 0, stdout + stderr).
     async fn run(&self, client: Client, args: &[String]) -> (bool, String) {
+        let mut command = self.command(client, args);
+        command.stdin(Stdio::null());
+        let child = command.spawn().expect("the client script starts");
+        let output = match tokio::time::timeout(SCRIPT_TIMEOUT, child.wait_with_output()).await {
+            Ok(output) => output.expect("the client script runs"),
+            Err(_) => panic!("{client:?}: the script did not finish in {SCRIPT_TIMEOUT:?}"),
+        };
+        let text = format!(
+            "{}{}",
+            String::from_utf8_lossy(&output.stdout),
+            String::from_utf8_lossy(&output.stderr)
+        );
+        (output.status.success(), text)
+    }
+
+    /// Starts the row's script with a pipe to its stdin.
+    fn converse(&self, client: Client, args: &[String]) -> Conversation {
+        use tokio::io::{AsyncBufReadExt, AsyncReadExt};
+        let mut command = self.command(client, args);
+        command.stdin(Stdio::piped());
+        let mut child = command.spawn().expect("the client script starts");
+        let stdin = child.stdin.take().expect("piped stdin");
+        let stdout = tokio::io::BufReader::new(child.stdout.take().expect("piped stdout")).lines();
+        let mut err = child.stderr.take().expect("piped stderr");
+        let stderr = tokio::spawn(async move {
+            let mut text = String::new();
+            let _ = err.read_to_string(&mut text).await;
+            text
+        });
+        Conversation {
+            child,
+            stdin,
+            stdout,
+            stderr,
+            output: String::new(),
+        }
+    }
+
+    /// The command that runs the row's script (stdout and stderr piped).
+    fn command(&self, client: Client, args: &[String]) -> tokio::process::Command {
         let scripts = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/clients");
         let mut command = if client.runs_on_python() {
             let mut c = tokio::process::Command::new(self.python.as_ref().unwrap());
@@ -477,21 +738,10 @@ impl Installed {
         };
         command
             .args(args)
-            .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .kill_on_drop(true);
-        let child = command.spawn().expect("the client script starts");
-        let output = match tokio::time::timeout(SCRIPT_TIMEOUT, child.wait_with_output()).await {
-            Ok(output) => output.expect("the client script runs"),
-            Err(_) => panic!("{client:?}: the script did not finish in {SCRIPT_TIMEOUT:?}"),
-        };
-        let text = format!(
-            "{}{}",
-            String::from_utf8_lossy(&output.stdout),
-            String::from_utf8_lossy(&output.stderr)
-        );
-        (output.status.success(), text)
+        command
     }
 }
 

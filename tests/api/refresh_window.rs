@@ -6,9 +6,8 @@
 
 use serde_json::Value;
 
+use crate::helpers::oauth::assert_oauth_error;
 use crate::helpers::{Engine, TestApp};
-use crate::mcp_support;
-use crate::oauth_client::{self, assert_oauth_error, audit_count, db_count, refresh};
 use crate::on_both_engines;
 
 on_both_engines!(
@@ -29,36 +28,30 @@ fn refresh_token(body: &Value) -> String {
 }
 
 async fn mcp_status(app: &TestApp, token: &str) -> u16 {
-    mcp_support::call_tool(app, token, "list_flocks", serde_json::json!({}))
+    app.call_tool(token, "list_flocks", serde_json::json!({}))
         .await
         .0
 }
 
 async fn live_tokens(app: &TestApp) -> i64 {
-    db_count(
-        app,
-        "select count(*) from refresh_tokens where used_at is null",
-    )
-    .await
+    app.db_count("select count(*) from refresh_tokens where used_at is null")
+        .await
 }
 
 async fn grants_revoked(app: &TestApp) -> i64 {
-    db_count(
-        app,
-        "select count(*) from grants where revoked_at is not null",
-    )
-    .await
+    app.db_count("select count(*) from grants where revoked_at is not null")
+        .await
 }
 
 async fn a_retried_refresh_gets_the_same_successor(engine: Engine) {
     let app = TestApp::spawn(engine).await;
     let user = app.farm_with_member("manager").await;
-    let tokens = oauth_client::connect(&app, &user, "farm:read").await;
+    let tokens = app.connect(&user, "farm:read").await;
 
-    let first = refreshed(refresh(&app, &tokens.client_id, &tokens.refresh_token).await).await;
+    let first = refreshed(app.refresh(&tokens.client_id, &tokens.refresh_token).await).await;
     // The response was lost; the client tries again with what it has.
     app.clock.advance(time::Duration::seconds(5));
-    let retry = refreshed(refresh(&app, &tokens.client_id, &tokens.refresh_token).await).await;
+    let retry = refreshed(app.refresh(&tokens.client_id, &tokens.refresh_token).await).await;
     assert_eq!(refresh_token(&retry), refresh_token(&first));
     assert_ne!(retry["access_token"], first["access_token"]);
     // Both access tokens work (each is its own short-lived token).
@@ -70,7 +63,7 @@ async fn a_retried_refresh_gets_the_same_successor(engine: Engine) {
     assert_eq!(grants_revoked(&app).await, 0);
 
     // The successor carries on as usual.
-    let next = refreshed(refresh(&app, &tokens.client_id, &refresh_token(&first)).await).await;
+    let next = refreshed(app.refresh(&tokens.client_id, &refresh_token(&first)).await).await;
     assert_ne!(refresh_token(&next), refresh_token(&first));
     assert_eq!(live_tokens(&app).await, 1);
 }
@@ -78,18 +71,18 @@ async fn a_retried_refresh_gets_the_same_successor(engine: Engine) {
 async fn racing_refreshes_share_one_successor(engine: Engine) {
     let app = TestApp::spawn(engine).await;
     let user = app.farm_with_member("manager").await;
-    let tokens = oauth_client::connect(&app, &user, "farm:read").await;
+    let tokens = app.connect(&user, "farm:read").await;
     let (a, b, c) = tokio::join!(
-        refresh(&app, &tokens.client_id, &tokens.refresh_token),
-        refresh(&app, &tokens.client_id, &tokens.refresh_token),
-        refresh(&app, &tokens.client_id, &tokens.refresh_token),
+        app.refresh(&tokens.client_id, &tokens.refresh_token),
+        app.refresh(&tokens.client_id, &tokens.refresh_token),
+        app.refresh(&tokens.client_id, &tokens.refresh_token),
     );
     let (a, b, c) = (refreshed(a).await, refreshed(b).await, refreshed(c).await);
     assert_eq!(refresh_token(&a), refresh_token(&b));
     assert_eq!(refresh_token(&a), refresh_token(&c));
     assert_eq!(grants_revoked(&app).await, 0);
     assert_eq!(
-        db_count(&app, "select count(*) from refresh_tokens").await,
+        app.db_count("select count(*) from refresh_tokens").await,
         2,
         "exactly one successor was stored"
     );
@@ -99,17 +92,17 @@ async fn racing_refreshes_share_one_successor(engine: Engine) {
 async fn a_replay_after_the_successor_was_used_revokes_the_grant(engine: Engine) {
     let app = TestApp::spawn(engine).await;
     let user = app.farm_with_member("manager").await;
-    let tokens = oauth_client::connect(&app, &user, "farm:read").await;
-    let first = refreshed(refresh(&app, &tokens.client_id, &tokens.refresh_token).await).await;
-    let next = refreshed(refresh(&app, &tokens.client_id, &refresh_token(&first)).await).await;
+    let tokens = app.connect(&user, "farm:read").await;
+    let first = refreshed(app.refresh(&tokens.client_id, &tokens.refresh_token).await).await;
+    let next = refreshed(app.refresh(&tokens.client_id, &refresh_token(&first)).await).await;
 
     // Within the window, but the successor was used: someone else holds
     // the old token.
-    let replay = refresh(&app, &tokens.client_id, &tokens.refresh_token).await;
+    let replay = app.refresh(&tokens.client_id, &tokens.refresh_token).await;
     assert_oauth_error(replay, 400, "invalid_grant").await;
     assert_eq!(grants_revoked(&app).await, 1);
-    assert_eq!(audit_count(&app, "token_reuse_detected").await, 1);
-    let latest = refresh(&app, &tokens.client_id, &refresh_token(&next)).await;
+    assert_eq!(app.audit_count("token_reuse_detected").await, 1);
+    let latest = app.refresh(&tokens.client_id, &refresh_token(&next)).await;
     assert_oauth_error(latest, 400, "invalid_grant").await;
     let access = next["access_token"].as_str().unwrap();
     assert_eq!(mcp_status(&app, access).await, 401);
@@ -118,26 +111,26 @@ async fn a_replay_after_the_successor_was_used_revokes_the_grant(engine: Engine)
 async fn a_replay_after_the_window_revokes_the_grant(engine: Engine) {
     let app = TestApp::spawn(engine).await;
     let user = app.farm_with_member("manager").await;
-    let tokens = oauth_client::connect(&app, &user, "farm:read").await;
-    let first = refreshed(refresh(&app, &tokens.client_id, &tokens.refresh_token).await).await;
+    let tokens = app.connect(&user, "farm:read").await;
+    let first = refreshed(app.refresh(&tokens.client_id, &tokens.refresh_token).await).await;
 
     app.clock.advance(time::Duration::seconds(31));
-    let replay = refresh(&app, &tokens.client_id, &tokens.refresh_token).await;
+    let replay = app.refresh(&tokens.client_id, &tokens.refresh_token).await;
     assert_oauth_error(replay, 400, "invalid_grant").await;
     assert_eq!(grants_revoked(&app).await, 1);
     // The successor, unused, died with the grant.
-    let successor = refresh(&app, &tokens.client_id, &refresh_token(&first)).await;
+    let successor = app.refresh(&tokens.client_id, &refresh_token(&first)).await;
     assert_oauth_error(successor, 400, "invalid_grant").await;
 }
 
 async fn a_replay_needs_the_same_client(engine: Engine) {
     let app = TestApp::spawn(engine).await;
     let user = app.farm_with_member("manager").await;
-    let tokens = oauth_client::connect(&app, &user, "farm:read").await;
-    let other = oauth_client::register_public_client(&app).await;
-    refreshed(refresh(&app, &tokens.client_id, &tokens.refresh_token).await).await;
+    let tokens = app.connect(&user, "farm:read").await;
+    let other = app.register_public_client().await;
+    refreshed(app.refresh(&tokens.client_id, &tokens.refresh_token).await).await;
 
-    let stranger = refresh(&app, &other, &tokens.refresh_token).await;
+    let stranger = app.refresh(&other, &tokens.refresh_token).await;
     assert_oauth_error(stranger, 400, "invalid_grant").await;
     assert_eq!(live_tokens(&app).await, 1);
 }

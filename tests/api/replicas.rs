@@ -9,9 +9,8 @@ use std::sync::Arc;
 
 use coop::config::Issuer;
 
-use crate::apps_support::{self, Farm, assert_cut_off, assert_works, csrf, page, post};
-use crate::helpers::{Engine, TestApp};
-use crate::oauth_client::{self, Tokens, sign_in_browser};
+use crate::helpers::oauth::{self, Tokens};
+use crate::helpers::{Browser, Engine, Farm, TestApp};
 use crate::on_both_engines;
 
 on_both_engines!(
@@ -32,24 +31,24 @@ async fn a_withdrawn_signing_key_is_refused_on_both_at_once(engine: Engine) {
     let (a, b) = replicas(engine).await;
     let (_, tokens) = connected(&a).await;
     for replica in [&a, &b] {
-        let response = apps_support::mcp_list(replica, &tokens.access_token).await;
+        let response = replica.mcp_list(&tokens.access_token).await;
         assert_eq!(response.status(), 200);
     }
-    let kid = oauth_client::jwt_header(&tokens.access_token)["kid"]
+    let kid = oauth::jwt_header(&tokens.access_token)["kid"]
         .as_str()
         .unwrap()
         .to_owned();
     let (code, _, err) = a.cli(&["keys", "rotate"]).await;
     assert_eq!(code, 0, "{err}");
     // Rotation alone leaves the old key verifying (its tokens live on).
-    let response = apps_support::mcp_list(&b, &tokens.access_token).await;
+    let response = b.mcp_list(&tokens.access_token).await;
     assert_eq!(response.status(), 200);
 
     let (code, out, err) = a.cli(&["keys", "retire", &kid, "--now"]).await;
     assert_eq!(code, 0, "{err}");
     assert!(out.contains("withdrawn"), "{out}");
     for replica in [&b, &a] {
-        let response = apps_support::mcp_list(replica, &tokens.access_token).await;
+        let response = replica.mcp_list(&tokens.access_token).await;
         assert_eq!(response.status(), 401);
         let challenge = response.headers()["www-authenticate"]
             .to_str()
@@ -74,36 +73,36 @@ async fn replicas(engine: Engine) -> (TestApp, TestApp) {
 
 /// A farm, and the worker's app connected through replica `a`.
 async fn connected(a: &TestApp) -> (Farm, Tokens) {
-    let farm = apps_support::farm(a, "Hillside Farm").await;
-    let tokens = oauth_client::connect(a, &farm.worker, "farm:read").await;
+    let farm = a.farm("Hillside Farm").await;
+    let tokens = a.connect(&farm.worker, "farm:read").await;
     (farm, tokens)
 }
 
 /// A browser signed in on `a`, carrying its session cookie to `b` too.
-async fn shared_browser(a: &TestApp, user: &crate::helpers::TestUser) -> reqwest::Client {
+async fn shared_browser(a: &TestApp, user: &crate::helpers::TestUser) -> Browser {
     // Cookies are per host, not per port: the jar sends the session made on
     // one replica's port to the other's, as a load balancer's single origin
     // would.
-    sign_in_browser(a, user).await
+    a.signed_in(user).await
 }
 
 async fn a_session_made_on_one_replica_works_on_the_other(engine: Engine) {
     let (a, b) = replicas(engine).await;
-    let farm = apps_support::farm(&a, "Hillside Farm").await;
+    let farm = a.farm("Hillside Farm").await;
     let browser = shared_browser(&a, &farm.owner).await;
-    let (status, html) = page(&browser, &b, "/").await;
+    let (status, html) = browser.on(&b).page("/").await;
     assert_eq!(status, 200, "{html}");
     assert!(html.contains("Hillside Farm"));
     // A form made on one is accepted by the other (the CSRF token lives in
     // the shared session).
-    let token = csrf(&browser, &a, "/admin").await;
-    let response = post(
-        &browser,
-        &b,
-        "/admin/connected-apps",
-        &[("csrf", &token), ("enabled", "off")],
-    )
-    .await;
+    let token = browser.on(&a).csrf("/admin").await;
+    let response = browser
+        .on(&b)
+        .submit(
+            "/admin/connected-apps",
+            &[("csrf", &token), ("enabled", "off")],
+        )
+        .await;
     assert_eq!(response.status(), 303);
 }
 
@@ -111,8 +110,8 @@ async fn a_token_minted_by_one_replica_is_accepted_by_the_other(engine: Engine) 
     let (a, b) = replicas(engine).await;
     let (_, mut tokens) = connected(&a).await;
     // The refresh token minted by `a` is redeemed at `b`, and `b`'s at `a`.
-    assert_works(&b, &mut tokens).await;
-    assert_works(&a, &mut tokens).await;
+    b.assert_works(&mut tokens).await;
+    a.assert_works(&mut tokens).await;
     // Both publish the same signing key.
     let jwks = |app: &TestApp| {
         let url = app.url("/jwks.json");
@@ -125,21 +124,23 @@ async fn a_disconnect_through_one_replica_is_refused_on_the_other(engine: Engine
     let (a, b) = replicas(engine).await;
     let (farm, tokens) = connected(&a).await;
     let browser = shared_browser(&a, &farm.worker).await;
-    let grant = apps_support::grant_of(&a, &farm.worker.email).await;
+    let grant = a.grant_of(&farm.worker.email).await;
     let path = format!("/account/apps/{grant}/disconnect");
-    let token = csrf(&browser, &a, &path).await;
+    let token = browser.on(&a).csrf(&path).await;
     assert_eq!(
-        post(&browser, &a, &path, &[("csrf", &token)])
+        browser
+            .on(&a)
+            .submit(&path, &[("csrf", &token)])
             .await
             .status(),
         303
     );
-    assert_cut_off(&b, &tokens).await;
+    b.assert_cut_off(&tokens).await;
 }
 
 /// The worker's member id, read off the owner's members page on `app`.
-async fn worker_id(owner: &reqwest::Client, app: &TestApp, farm: &Farm) -> String {
-    let (_, html) = page(owner, app, "/admin/members").await;
+async fn worker_id(owner: &Browser, app: &TestApp, farm: &Farm) -> String {
+    let (_, html) = owner.on(app).page("/admin/members").await;
     let heading = html.find(&format!(">{}", farm.worker.email)).unwrap();
     let marker = "action=\"/admin/members/";
     let start = html[heading..].find(marker).unwrap() + heading + marker.len();
@@ -150,20 +151,20 @@ async fn an_epoch_move_through_one_replica_is_refused_on_the_other(engine: Engin
     let (a, b) = replicas(engine).await;
     let (farm, tokens) = connected(&a).await;
     let worker = shared_browser(&b, &farm.worker).await;
-    assert_eq!(page(&worker, &b, "/").await.0, 200);
+    assert_eq!(worker.on(&b).page("/").await.0, 200);
     let owner = shared_browser(&a, &farm.owner).await;
     let id = worker_id(&owner, &a, &farm).await;
-    let token = csrf(&owner, &a, "/admin/members").await;
-    let response = post(
-        &owner,
-        &a,
-        &format!("/admin/members/{id}"),
-        &[("csrf", &token), ("action", "sign_out_everywhere")],
-    )
-    .await;
+    let token = owner.on(&a).csrf("/admin/members").await;
+    let response = owner
+        .on(&a)
+        .submit(
+            &format!("/admin/members/{id}"),
+            &[("csrf", &token), ("action", "sign_out_everywhere")],
+        )
+        .await;
     assert_eq!(response.status(), 303);
-    assert_cut_off(&b, &tokens).await;
-    assert_eq!(page(&worker, &b, "/").await.0, 303);
+    b.assert_cut_off(&tokens).await;
+    assert_eq!(worker.on(&b).page("/").await.0, 303);
 }
 
 async fn a_user_disabled_through_one_replica_is_refused_on_the_other(engine: Engine) {
@@ -172,17 +173,17 @@ async fn a_user_disabled_through_one_replica_is_refused_on_the_other(engine: Eng
     let worker = shared_browser(&b, &farm.worker).await;
     let owner = shared_browser(&a, &farm.owner).await;
     let id = worker_id(&owner, &a, &farm).await;
-    let token = csrf(&owner, &a, "/admin/members").await;
-    let response = post(
-        &owner,
-        &a,
-        &format!("/admin/members/{id}"),
-        &[("csrf", &token), ("action", "disable")],
-    )
-    .await;
+    let token = owner.on(&a).csrf("/admin/members").await;
+    let response = owner
+        .on(&a)
+        .submit(
+            &format!("/admin/members/{id}"),
+            &[("csrf", &token), ("action", "disable")],
+        )
+        .await;
     assert_eq!(response.status(), 303);
-    assert_cut_off(&b, &tokens).await;
-    assert_eq!(page(&worker, &b, "/").await.0, 303);
+    b.assert_cut_off(&tokens).await;
+    assert_eq!(worker.on(&b).page("/").await.0, 303);
 }
 
 async fn a_farm_suspended_by_the_operator_is_refused_on_both(engine: Engine) {
@@ -190,34 +191,34 @@ async fn a_farm_suspended_by_the_operator_is_refused_on_both(engine: Engine) {
     let (farm, mut tokens) = connected(&a).await;
     let (code, _, err) = a.cli(&["admin", "farm", "suspend", &farm.slug]).await;
     assert_eq!(code, 0, "{err}");
-    assert_cut_off(&a, &tokens).await;
-    assert_cut_off(&b, &tokens).await;
+    a.assert_cut_off(&tokens).await;
+    b.assert_cut_off(&tokens).await;
     let (code, _, _) = b.cli(&["admin", "farm", "resume", &farm.slug]).await;
     assert_eq!(code, 0);
-    assert_works(&b, &mut tokens).await;
+    b.assert_works(&mut tokens).await;
 }
 
 async fn connected_apps_off_through_one_replica_is_refused_on_the_other(engine: Engine) {
     let (a, b) = replicas(engine).await;
     let (farm, mut tokens) = connected(&a).await;
     let owner = shared_browser(&a, &farm.owner).await;
-    let token = csrf(&owner, &a, "/admin").await;
-    let response = post(
-        &owner,
-        &a,
-        "/admin/connected-apps",
-        &[("csrf", &token), ("enabled", "off")],
-    )
-    .await;
+    let token = owner.on(&a).csrf("/admin").await;
+    let response = owner
+        .on(&a)
+        .submit(
+            "/admin/connected-apps",
+            &[("csrf", &token), ("enabled", "off")],
+        )
+        .await;
     assert_eq!(response.status(), 303);
-    assert_cut_off(&b, &tokens).await;
-    let response = post(
-        &owner,
-        &b,
-        "/admin/connected-apps",
-        &[("csrf", &token), ("enabled", "on")],
-    )
-    .await;
+    b.assert_cut_off(&tokens).await;
+    let response = owner
+        .on(&b)
+        .submit(
+            "/admin/connected-apps",
+            &[("csrf", &token), ("enabled", "on")],
+        )
+        .await;
     assert_eq!(response.status(), 303);
-    assert_works(&a, &mut tokens).await;
+    a.assert_works(&mut tokens).await;
 }

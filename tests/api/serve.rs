@@ -11,7 +11,7 @@ use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::process::{Child, ChildStdout, Command};
 use tokio::task::JoinHandle;
 
-use crate::helpers::{Engine, TestDatabase, browser, form_value, location};
+use crate::helpers::{Browser, Engine, TestDatabase, location};
 use crate::on_both_engines;
 
 on_both_engines!(serve_demo_prints_credentials_that_sign_in_and_seeds_once);
@@ -186,31 +186,13 @@ fn demo_credentials(printed: &[String]) -> Vec<(String, String, String)> {
 
 /// Signs in with a fresh browser; returns it, still signed in.
 async fn sign_in(server: &Server, email: &str, password: &str) -> (reqwest::Client, u16) {
-    let client = browser();
-    let page = client
-        .get(server.url("/login"))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
-    let csrf = form_value(&page, "csrf").unwrap();
-    let response = client
-        .post(server.url("/login"))
-        .form(&[
-            ("csrf", csrf.as_str()),
-            ("email", email),
-            ("password", password),
-        ])
-        .send()
-        .await
-        .unwrap();
+    let browser = Browser::at(&server.issuer, &server.issuer);
+    let response = browser.sign_in_returning(email, password, None).await;
     let status = response.status().as_u16();
     if status == 303 {
         assert_eq!(location(&response), "/");
     }
-    (client, status)
+    (browser.client, status)
 }
 
 async fn home_page(server: &Server, client: &reqwest::Client) -> String {

@@ -6,8 +6,7 @@
 use coop::storage::Store;
 use coop::storage::sessions::SessionBackend;
 
-use crate::helpers::{Engine, TestApp, browser, form_value};
-use crate::oauth_client::{db_count, db_text};
+use crate::helpers::{Engine, TestApp, cookie_jar, form_value};
 use crate::on_both_engines;
 
 on_both_engines!(
@@ -19,7 +18,7 @@ on_both_engines!(
 );
 
 async fn sessions(app: &TestApp) -> i64 {
-    db_count(app, "select count(*) from sessions").await
+    app.db_count("select count(*) from sessions").await
 }
 
 /// The `name=value` of the cookie `name` a response sets, if it sets one.
@@ -49,12 +48,12 @@ async fn a_thousand_anonymous_page_loads_add_no_session_row(engine: Engine) {
         "/account/password",
         "/admin",
     ];
-    let visitor = browser();
+    let visitor = cookie_jar();
     let loads = futures::stream::iter(0..1000).map(|n| {
         let client = if n % 2 == 0 {
             visitor.clone()
         } else {
-            browser()
+            cookie_jar()
         };
         let url = app.url(&format!("{}?visit={n}", paths[n % paths.len()]));
         async move {
@@ -85,11 +84,11 @@ async fn a_session_found_in_the_database_cannot_be_used_as_a_cookie(engine: Engi
     let user = app.farm_with_member("owner").await;
     let response = app.sign_in(&user.email, &user.password).await;
     let cookie = set_cookie(&response, "coop_session").expect("a session cookie at sign-in");
-    let stored = db_text(&app, "select id_hash from sessions").await;
+    let stored = app.db_text("select id_hash from sessions").await;
     let id = cookie.trim_start_matches("coop_session=");
     assert_ne!(stored, id);
     assert!(!stored.contains(id), "the id is not in the row");
-    let data = db_text(&app, "select data from sessions").await;
+    let data = app.db_text("select data from sessions").await;
     assert!(!data.contains(id), "nor in its data");
 
     let as_cookie = |value: String| {

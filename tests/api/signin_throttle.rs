@@ -8,7 +8,9 @@ use std::sync::Arc;
 
 use coop::config::{Issuer, SignInLimits};
 
-use crate::helpers::{Engine, TestApp, TestUser, form_value, location};
+use crate::helpers::{
+    Browser, Engine, TestApp, TestUser, cookie_jar_builder, form_value, location, retry_after,
+};
 use crate::on_both_engines;
 
 on_both_engines!(
@@ -26,9 +28,7 @@ on_both_engines!(
 
 /// A browser of its own (cookies on, redirects off), from `address`.
 fn browser_from(address: &str) -> reqwest::Client {
-    reqwest::Client::builder()
-        .redirect(reqwest::redirect::Policy::none())
-        .cookie_store(true)
+    cookie_jar_builder()
         .local_address(address.parse::<IpAddr>().unwrap())
         .build()
         .unwrap()
@@ -38,32 +38,16 @@ fn fresh_browser() -> reqwest::Client {
     browser_from("127.0.0.1")
 }
 
-/// GETs `/login` and posts the form with `browser`.
+/// Signs in with `browser` (no `return_to`).
 async fn sign_in(
     app: &TestApp,
     browser: &reqwest::Client,
     email: &str,
     password: &str,
 ) -> reqwest::Response {
-    let page = browser
-        .get(app.url("/login"))
-        .send()
+    Browser::with_client(app, browser.clone())
+        .sign_in_returning(email, password, None)
         .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
-    let csrf = form_value(&page, "csrf").unwrap();
-    browser
-        .post(app.url("/login"))
-        .form(&[
-            ("csrf", csrf.as_str()),
-            ("email", email),
-            ("password", password),
-        ])
-        .send()
-        .await
-        .unwrap()
 }
 
 /// The status of a sign-in by `browser`.
@@ -78,11 +62,7 @@ async fn status(app: &TestApp, browser: &reqwest::Client, email: &str, password:
 /// long to wait, with the form to try again.
 async fn assert_throttled(response: reqwest::Response) {
     assert_eq!(response.status(), 429);
-    let retry_after: u64 = response.headers()["retry-after"]
-        .to_str()
-        .unwrap()
-        .parse()
-        .unwrap();
+    let retry_after = retry_after(&response);
     assert!((1..=300).contains(&retry_after), "{retry_after}");
     let body = response.text().await.unwrap();
     assert!(
@@ -223,7 +203,8 @@ async fn a_throttled_attempt_checks_no_password(engine: Engine) {
             401
         );
     }
-    crate::oauth_client::db_execute(&app, "update users set password_hash = 'not a hash'").await;
+    app.db_execute("update users set password_hash = 'not a hash'")
+        .await;
     assert_throttled(sign_in(&app, &fresh_browser(), &user.email, &user.password).await).await;
     // (What a check of that hash answers, once the budget refills.)
     app.clock.advance(time::Duration::seconds(60));

@@ -326,7 +326,7 @@ async fn a_request_not_answered_in_time_gets_503(engine: Engine) {
     });
     let lock = ClientsLock::hold(&app.db).await;
     let response = app
-        .client
+        .browser
         .post(app.url("/register"))
         .json(&registration)
         .timeout(PATIENCE)
@@ -342,7 +342,7 @@ async fn a_request_not_answered_in_time_gets_503(engine: Engine) {
     lock.release().await;
 
     let response = app
-        .client
+        .browser
         .post(app.url("/register"))
         .json(&registration)
         .send()

@@ -15,8 +15,24 @@ Modes:
     cimd     `Client(mode="auto")` with `client_metadata_url`: the client_id
              is the URL of a Client ID Metadata Document (--client-metadata-url)
              that Coop fetches over https; no registration.
+    client-secret
+             An automation (the MCP client credentials extension):
+             `ClientCredentialsOAuthProvider` with the client_id and secret
+             `coop admin automation add --secret` printed (client_secret_basic).
+    private-key-jwt
+             An automation with `PrivateKeyJWTOAuthProvider`: the script makes
+             an RS256 key pair (the SDK's default algorithm), prints the public
+             key set on a `KEYS {...}` line for the operator's
+             `coop admin automation add --jwks-file`, and signs each assertion
+             with `SignedJWTParameters`. The private key never leaves memory.
 
-The SDK's `OAuthClientProvider` does discovery, registration, PKCE, the
+The automation modes read their credentials as one JSON line on stdin
+(`{"client_id": ..., "client_secret": ...}`; no secret in argv or in the
+output), take no --email/--password, and pause once: after the write tool
+they print `AWAIT disable`, wait for a line on stdin (the test disables the
+automation meanwhile), and check that the SDK's next call is refused.
+
+In the person modes the SDK's `OAuthClientProvider` does discovery, registration, PKCE, the
 authorization request, the code exchange and the refresh. The "browser" is
 this script: it opens the authorization URL, fills the sign-in form (with its
 CSRF token), ticks exactly --scopes on the consent screen, approves by form
@@ -38,12 +54,21 @@ from html.parser import HTMLParser
 from urllib.parse import parse_qs, urlencode, urljoin, urlparse
 
 import httpx2
+import jwt
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric import rsa
 from mcp.client.auth import AuthorizationCodeResult, OAuthClientProvider
+from mcp.client.auth.extensions.client_credentials import (
+    ClientCredentialsOAuthProvider,
+    PrivateKeyJWTOAuthProvider,
+    SignedJWTParameters,
+)
 from mcp.client.client import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.auth import OAuthClientInformationFull, OAuthClientMetadata, OAuthToken
 
 REDIRECT_URI = "http://127.0.0.1:53682/callback"
+AUTOMATION_MODES = ("client-secret", "private-key-jwt")
 
 
 class StepFailed(Exception):
@@ -412,6 +437,242 @@ async def run(args: argparse.Namespace, trace: Trace) -> Report:
     return report
 
 
+def jwt_claims(token: str) -> dict:
+    """The claims of a JWT, unverified (what was put in it)."""
+    return jwt.decode(token, options={"verify_signature": False})
+
+
+def read_line() -> str:
+    """One line from the test on stdin (it answers the script's requests)."""
+    line = sys.stdin.readline()
+    if not line:
+        raise StepFailed("the test closed stdin before answering")
+    return line.strip()
+
+
+def automation_credentials(args: argparse.Namespace) -> tuple[dict, str | None]:
+    """The automation's credentials, from the operator (the test) on stdin.
+
+    With private_key_jwt the key pair is made here first, as the
+    automation's owner would, and only the public half is handed over (a
+    `KEYS` line): the private key stays in this process's memory. Returns
+    (what the test sent, the private key in PEM or None)."""
+    private_pem = None
+    if args.mode == "private-key-jwt":
+        key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+        private_pem = key.private_bytes(
+            serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+        ).decode()
+        public = json.loads(jwt.algorithms.RSAAlgorithm.to_jwk(key.public_key()))
+        public.update(use="sig", alg="RS256", kid="coop-interop-python")
+        print(f"KEYS {json.dumps({'keys': [public]})}", flush=True)
+    sent = json.loads(read_line())
+    return sent, private_pem
+
+
+def form_of(request: httpx2.Request) -> dict[str, list[str]]:
+    return parse_qs(request.content.decode(), keep_blank_values=True)
+
+
+class AutomationRun:
+    """An automation's run: client credentials, no person, no browser."""
+
+    def __init__(self, args: argparse.Namespace, trace: Trace) -> None:
+        self.args = args
+        self.trace = trace
+        self.report = Report()
+        self.storage = MemoryStorage()
+        # Set once the automation is disabled: the trace entries from there.
+        self.disabled_at: int | None = None
+
+    def provider(self) -> OAuthClientProvider:
+        args = self.args
+        sent, private_pem = automation_credentials(args)
+        self.client_id = sent["client_id"]
+        server_url = f"{args.issuer}/mcp"
+        if args.mode == "client-secret":
+            return ClientCredentialsOAuthProvider(
+                server_url=server_url,
+                storage=self.storage,
+                client_id=self.client_id,
+                client_secret=sent["client_secret"],
+                issuer=args.issuer,
+            )
+        assert private_pem is not None
+        signer = SignedJWTParameters(issuer=self.client_id, subject=self.client_id, signing_key=private_pem)
+        return PrivateKeyJWTOAuthProvider(
+            server_url=server_url,
+            storage=self.storage,
+            client_id=self.client_id,
+            assertion_provider=signer.create_assertion_provider(),
+            issuer=args.issuer,
+        )
+
+    async def run(self) -> Report:
+        refused: BaseException | None = None
+        try:
+            await self.session()
+        except Exception as error:  # noqa: BLE001 - once disabled, the refusal is what is wanted
+            if self.disabled_at is None or first_step_failure(error) is not None:
+                raise
+            refused = error
+        await self.check_refused(refused)
+        return self.report
+
+    async def session(self) -> None:
+        args, trace, report = self.args, self.trace, self.report
+        server_url = f"{args.issuer}/mcp"
+        provider = self.provider()
+        http = httpx2.AsyncClient(auth=provider, timeout=30, event_hooks={"response": [trace.on_response]})
+        transport = streamable_http_client(server_url, http_client=http)
+        expected = sorted(t for t in args.expect_tools.split(",") if t)
+
+        async with http, Client(transport, mode="auto", cache=None) as client:
+            # 1. The first call was refused, and the SDK found its way from there.
+            first = trace.entries[0] if trace.entries else None
+            www = first[3].headers.get("www-authenticate", "") if first else ""
+            report.check(
+                first is not None and first[1] == "/mcp" and first[2] == 401 and "resource_metadata=" in www,
+                "401 and discovery (challenge)",
+                f"{first[0] if first else '-'} /mcp → {first[2] if first else '-'}, WWW-Authenticate: {www}",
+            )
+            prm = [e for e in trace.entries if e[1].startswith("/.well-known/oauth-protected-resource") and e[2] == 200]
+            asm = [e for e in trace.entries if e[1] == "/.well-known/oauth-authorization-server" and e[2] == 200]
+            report.check(
+                bool(prm)
+                and bool(asm)
+                and not trace.find("POST", "/register")
+                and not trace.find("GET", "/authorize"),
+                "401 and discovery (metadata)",
+                f"{prm[0][1] if prm else 'no resource metadata'} then {asm[0][1] if asm else 'no AS metadata'}; "
+                "no registration, no authorization request",
+            )
+
+            # 2. The token, by the SDK's provider: grant_type=client_credentials,
+            # resource=<issuer>/mcp, the automation's own authentication method.
+            tokens = trace.find("POST", "/token")
+            report.check(
+                len(tokens) == 1 and tokens[0][2] == 200,
+                "token request",
+                f"POST /token → {tokens[0][2] if tokens else '-'}",
+            )
+            request = tokens[0][3].request
+            form = form_of(request)
+            basic = request.headers.get("authorization", "")
+            report.check(
+                form.get("grant_type") == ["client_credentials"] and form.get("resource") == [server_url],
+                "client_credentials grant",
+                f"grant_type={form.get('grant_type')}, resource={form.get('resource')}, scope={form.get('scope')}",
+            )
+            if args.mode == "client-secret":
+                report.check(
+                    basic.startswith("Basic ") and "client_secret" not in form and "client_assertion" not in form,
+                    "client_secret_basic",
+                    "the secret in the Basic header, none in the body",
+                )
+            else:
+                assertion = form.get("client_assertion", [""])[0]
+                claims = jwt_claims(assertion) if assertion else {}
+                header = jwt.get_unverified_header(assertion) if assertion else {}
+                report.check(
+                    not basic
+                    and form.get("client_assertion_type") == ["urn:ietf:params:oauth:client-assertion-type:jwt-bearer"]
+                    and header.get("alg") == "RS256"
+                    and claims.get("iss") == self.client_id
+                    and claims.get("sub") == self.client_id
+                    and claims.get("aud") == args.issuer
+                    and bool(claims.get("jti")),
+                    "private_key_jwt",
+                    f"an {header.get('alg')} assertion, iss = sub = the client_id, aud={claims.get('aud')}, "
+                    f"client_id in the body: {'client_id' in form}",
+                )
+
+            held = self.storage.tokens
+            report.check(
+                held is not None
+                and held.token_type == "Bearer"
+                and held.refresh_token is None
+                and held.expires_in is not None
+                and 0 < held.expires_in <= 300,
+                "access token, no refresh token",
+                f"token_type={held.token_type if held else None}, expires_in={held.expires_in if held else None}, "
+                f"refresh_token={'present' if held and held.refresh_token else 'none'}",
+            )
+            assert held is not None
+            self.held = held
+            granted = sorted((held.scope or "").split())
+            subject = jwt_claims(held.access_token).get("sub")
+            report.check(
+                granted == sorted(args.scopes.split()) and subject == self.client_id,
+                "granted scopes",
+                f"{granted}, sub={subject}",
+            )
+            era = client.protocol_version
+            report.check(era == "2026-07-28", "protocol era", f"server/discover, version {era} (no handshake)")
+
+            # 3. tools/list shows exactly role ∩ allowed scopes.
+            listed = await client.list_tools()
+            names = sorted(t.name for t in listed.tools)
+            report.check(names == expected, "tools/list", f"{names}")
+
+            # 4. A read tool.
+            flocks = tool_json(await client.call_tool("list_flocks", {}))
+            report.check(args.flock in json.dumps(flocks), "read tool list_flocks", f"sees flock {args.flock}")
+
+            # 5. The write tool, when its scopes and role allow it.
+            if "record_daily_entry" in expected:
+                day = (datetime.date.today() - datetime.timedelta(days=1)).isoformat()
+                written = tool_json(
+                    await client.call_tool(
+                        "record_daily_entry",
+                        {"flock": args.flock, "date": day, "eggs_collected": 777, "notes": f"python {args.mode}"},
+                    )
+                )
+                report.check(
+                    isinstance(written, dict) and written.get("entry", {}).get("eggs_collected") == 777,
+                    "write tool record_daily_entry",
+                    f"{day}: change={written.get('change') if isinstance(written, dict) else written}",
+                )
+            else:
+                report.ok("write tool record_daily_entry", "not allowed to this role and scopes: not listed, not called")
+
+            # 6. The operator disables the automation meanwhile; the SDK's next
+            # call, with the (unexpired) token it holds, must be refused. The
+            # refusal ends the SDK's session: it surfaces from the call or,
+            # through the transport's task group, when the session closes.
+            print("AWAIT disable", flush=True)
+            await asyncio.to_thread(read_line)
+            self.disabled_at = len(trace.entries)
+            await client.list_tools()
+
+    async def check_refused(self, refused: BaseException | None) -> None:
+        assert self.disabled_at is not None
+        after = self.trace.entries[self.disabled_at :]
+        call = next((e for e in after if e[1] == "/mcp"), None)
+        call_www = call[3].headers.get("www-authenticate", "") if call else ""
+        again = [e for e in after if e[0] == "POST" and e[1] == "/token"]
+        again_errors = sorted({e[3].json().get("error") for e in again})
+        raised = sorted({type(leaf).__name__ for leaf in leaves(refused)}) if refused else []
+        self.report.check(
+            refused is not None
+            and call is not None
+            and call[2] == 401
+            and 'error="invalid_token"' in call_www
+            and bool(again)
+            and all(e[2] == 401 for e in again)
+            and again_errors == ["invalid_client"],
+            "disabled automation refused",
+            f"/mcp → {call[2] if call else '-'} ({call_www}), then POST /token → "
+            f"{[e[2] for e in again]} {again_errors}; the SDK raised {raised or 'nothing'}",
+        )
+        status, www = await mcp_status(self.args.issuer, self.held.access_token)
+        self.report.check(
+            status == 401 and 'error="invalid_token"' in www,
+            "held token refused",
+            f"the same token by plain HTTP: {status}, WWW-Authenticate: {www}",
+        )
+
+
 def client_auth(info: OAuthClientInformationFull, form: dict[str, str]) -> tuple[dict[str, str], dict[str, str]]:
     """Authenticates a token-endpoint request the way the client registered."""
     headers: dict[str, str] = {}
@@ -471,23 +732,30 @@ def describe(error: BaseException) -> str:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--issuer", required=True)
-    parser.add_argument("--email", required=True)
-    parser.add_argument("--password", required=True)
-    parser.add_argument("--mode", choices=["default", "legacy", "cimd"], default="default")
+    parser.add_argument("--email", help="the person who signs in (not in the automation modes)")
+    parser.add_argument("--password")
+    parser.add_argument("--mode", choices=["default", "legacy", "cimd", *AUTOMATION_MODES], default="default")
     parser.add_argument("--client-metadata-url")
-    parser.add_argument("--scopes", default="farm:read daily-entries:write")
+    parser.add_argument(
+        "--scopes",
+        default="farm:read daily-entries:write",
+        help="the scopes ticked on the consent screen; for an automation, the scopes it is allowed",
+    )
     parser.add_argument("--expect-tools", required=True, help="comma-separated tool names")
     parser.add_argument("--flock", required=True, help="a flock the user can see")
     args = parser.parse_args()
     if args.mode == "cimd" and not args.client_metadata_url:
         parser.error("--mode cimd needs --client-metadata-url")
+    automation = args.mode in AUTOMATION_MODES
+    if not automation and not (args.email and args.password):
+        parser.error(f"--mode {args.mode} needs --email and --password")
     args.issuer = args.issuer.rstrip("/")
 
     started = time.monotonic()
     report: Report | None = None
     trace = Trace()
     try:
-        report = asyncio.run(run(args, trace))
+        report = asyncio.run(AutomationRun(args, trace).run() if automation else run(args, trace))
     except BaseException as error:  # noqa: BLE001 - every failure is reported, then the exit code says it
         if isinstance(error, KeyboardInterrupt):
             raise

@@ -30,10 +30,25 @@
 // refreshes and retries. Revocation (RFC 7009), which this SDK does not do,
 // and the checks that the old tokens are dead are plain fetch.
 //
+// Two more modes drive an automation (the MCP client credentials
+// extension) instead of a person: `--mode client-secret` with the SDK's
+// `ClientCredentialsProvider` (client_secret_basic) and `--mode
+// private-key-jwt` with its `PrivateKeyJwtProvider` (ES256 assertions; the
+// script makes the key pair and prints only the public key set, on a
+// `KEYS {...}` line, for the operator's `coop admin automation add
+// --jwks-file`; the private key never leaves memory). Their credentials come
+// as one JSON line on stdin (`{"client_id": ..., "client_secret": ...}`), never
+// in argv or the output; --email and --password are not used. After the
+// write tool the script prints `AWAIT disable` and waits for a line on stdin
+// while the test disables the automation, then checks that the SDK's next
+// call is refused.
+//
 // Prints one PASS/FAIL line per step; exits non-zero on the first failure.
 
 import { parseArgs } from "node:util";
 import { join } from "node:path";
+import { generateKeyPairSync } from "node:crypto";
+import { createInterface } from "node:readline";
 import { pathToFileURL } from "node:url";
 
 import { signInAndConsent } from "./browser.mjs";
@@ -50,22 +65,31 @@ const { values: args } = parseArgs({
     flock: { type: "string" },
   },
 });
-for (const required of ["node-clients", "issuer", "email", "password", "expect-tools", "flock"]) {
+const automationModes = ["client-secret", "private-key-jwt"];
+const automation = automationModes.includes(args.mode);
+if (![...["none", "dpop", "dpop-nonce"], ...automationModes].includes(args.mode)) {
+  console.error(`--mode is none, dpop, dpop-nonce, client-secret or private-key-jwt, not ${args.mode}`);
+  process.exit(2);
+}
+const needed = ["node-clients", "issuer", "expect-tools", "flock", ...(automation ? [] : ["email", "password"])];
+for (const required of needed) {
   if (!args[required]) {
     console.error(`--${required} is required`);
     process.exit(2);
   }
 }
 
-if (!["none", "dpop", "dpop-nonce"].includes(args.mode)) {
-  console.error(`--mode is none, dpop or dpop-nonce, not ${args.mode}`);
-  process.exit(2);
-}
-
 const sdk = await import(
   pathToFileURL(join(args["node-clients"], "node_modules/@modelcontextprotocol/client/dist/index.mjs")).href
 );
-const { Client, StreamableHTTPClientTransport, UnauthorizedError, DpopSession } = sdk;
+const {
+  Client,
+  StreamableHTTPClientTransport,
+  UnauthorizedError,
+  DpopSession,
+  ClientCredentialsProvider,
+  PrivateKeyJwtProvider,
+} = sdk;
 const dpopSession = args.mode.startsWith("dpop") ? await DpopSession.create() : undefined;
 const nonces = args.mode === "dpop-nonce";
 
@@ -101,9 +125,15 @@ async function tracingFetch(input, init) {
   } catch {
     rpc = undefined;
   }
-  const dpop = new Headers(init?.headers).has("dpop");
+  const headers = new Headers(init?.headers);
+  const dpop = headers.has("dpop");
   const nonce = response.headers.get("dpop-nonce") ?? undefined;
-  trace.push({ method, path: url.pathname, rpc, status: response.status, www: response.headers.get("www-authenticate"), dpop, nonce });
+  // For the token requests: the form sent, the Authorization scheme (never
+  // its value) and the OAuth error of a refusal.
+  const form = init?.body instanceof URLSearchParams ? new URLSearchParams(init.body) : undefined;
+  const scheme = headers.get("authorization")?.split(" ")[0];
+  const error = url.pathname === "/token" && !response.ok ? (await response.clone().json().catch(() => ({}))).error : undefined;
+  trace.push({ method, path: url.pathname, rpc, status: response.status, www: response.headers.get("www-authenticate"), dpop, nonce, form, scheme, error });
   return response;
 }
 const find = (method, path) => trace.filter((e) => e.method === method && e.path === path);
@@ -403,9 +433,172 @@ async function run() {
   }
 }
 
+// The test's answers, one line each, on stdin (automation modes only).
+const stdinLines = automation ? createInterface({ input: process.stdin })[Symbol.asyncIterator]() : undefined;
+async function readLine() {
+  const { value, done } = await stdinLines.next();
+  if (done) throw new StepFailed("the test closed stdin before answering");
+  return value.trim();
+}
+
+/**
+ * The automation's credentials, from the operator (the test). With
+ * private_key_jwt the key pair is made here first, as the automation's
+ * owner would, and only its public half is handed over.
+ */
+async function automationCredentials() {
+  let privateKey;
+  if (args.mode === "private-key-jwt") {
+    const pair = generateKeyPairSync("ec", { namedCurve: "P-256" });
+    privateKey = pair.privateKey.export({ type: "pkcs8", format: "pem" });
+    const jwk = { ...pair.publicKey.export({ format: "jwk" }), use: "sig", alg: "ES256", kid: "coop-interop-ts" };
+    console.log(`KEYS ${JSON.stringify({ keys: [jwk] })}`);
+  }
+  return { ...JSON.parse(await readLine()), privateKey };
+}
+
+function jwtHeader(jwt) {
+  return JSON.parse(Buffer.from(jwt.split(".")[0], "base64url").toString("utf8"));
+}
+
+async function runAutomation() {
+  const sent = await automationCredentials();
+  const clientId = sent.client_id;
+  const provider =
+    args.mode === "client-secret"
+      ? new ClientCredentialsProvider({ clientId, clientSecret: sent.client_secret, expectedIssuer: issuer })
+      : new PrivateKeyJwtProvider({ clientId, privateKey: sent.privateKey, algorithm: "ES256", expectedIssuer: issuer });
+  const client = new Client(clientInfo, clientOptions);
+  const transport = new StreamableHTTPClientTransport(serverUrl, { authProvider: provider, fetch: tracingFetch });
+  // No person: the transport meets the 401 and gets a token by itself.
+  await client.connect(transport);
+
+  // 1. The first call was refused, and the SDK found its way from there.
+  const first = trace[0];
+  check(
+    first && first.path === "/mcp" && first.status === 401 && (first.www ?? "").includes("resource_metadata="),
+    "401 and discovery (challenge)",
+    `${first?.method} /mcp → ${first?.status}, WWW-Authenticate: ${first?.www}`,
+  );
+  const prm = trace.find((e) => e.path.startsWith("/.well-known/oauth-protected-resource") && e.status === 200);
+  const asm = trace.find((e) => e.path === "/.well-known/oauth-authorization-server" && e.status === 200);
+  check(
+    prm && asm && !find("POST", "/register").length && !trace.some((e) => e.path === "/authorize"),
+    "401 and discovery (metadata)",
+    `${prm?.path} then ${asm?.path}; no registration, no authorization request`,
+  );
+
+  // 2. The token, by the SDK's provider.
+  const tokens = find("POST", "/token");
+  check(tokens.length === 1 && tokens[0].status === 200, "token request", `POST /token → ${tokens[0]?.status}`);
+  const form = tokens[0].form ?? new URLSearchParams();
+  check(
+    form.get("grant_type") === "client_credentials" && form.getAll("resource").join() === serverUrl.href,
+    "client_credentials grant",
+    `grant_type=${form.get("grant_type")}, resource=${form.getAll("resource")}, scope=${JSON.stringify(form.get("scope"))}`,
+  );
+  if (args.mode === "client-secret") {
+    check(
+      tokens[0].scheme === "Basic" && !form.has("client_secret") && !form.has("client_assertion"),
+      "client_secret_basic",
+      "the secret in the Basic header, none in the body",
+    );
+  } else {
+    const assertion = form.get("client_assertion") ?? "";
+    const claims = assertion ? jwtClaims(assertion) : {};
+    const header = assertion ? jwtHeader(assertion) : {};
+    check(
+      !tokens[0].scheme &&
+        form.get("client_assertion_type") === "urn:ietf:params:oauth:client-assertion-type:jwt-bearer" &&
+        header.alg === "ES256" &&
+        claims.iss === clientId &&
+        claims.sub === clientId &&
+        claims.aud === issuer &&
+        claims.jti,
+      "private_key_jwt",
+      `an ${header.alg} assertion, iss = sub = the client_id, aud=${claims.aud}, client_id in the body: ${form.has("client_id")}`,
+    );
+  }
+  const held = provider.tokens();
+  check(
+    held?.token_type?.toLowerCase() === "bearer" && !held.refresh_token && held.expires_in > 0 && held.expires_in <= 300,
+    "access token, no refresh token",
+    `token_type=${held?.token_type}, expires_in=${held?.expires_in}, refresh_token=${held?.refresh_token ? "present" : "none"}`,
+  );
+  const granted = (held.scope ?? "").split(/\s+/).filter(Boolean).sort();
+  const subject = jwtClaims(held.access_token).sub;
+  check(
+    JSON.stringify(granted) === JSON.stringify([...wantedScopes].sort()) && subject === clientId,
+    "granted scopes",
+    `${JSON.stringify(granted)}, sub=${subject}`,
+  );
+  const rpcs = trace.filter((e) => e.path === "/mcp" && e.status === 200).map((e) => e.rpc);
+  check(
+    client.getNegotiatedProtocolVersion() === "2026-07-28" && rpcs.includes("server/discover") && !rpcs.includes("initialize"),
+    "protocol era",
+    `server/discover, no initialize: version ${client.getNegotiatedProtocolVersion()}`,
+  );
+
+  // 3. tools/list shows exactly role ∩ allowed scopes.
+  const listed = await client.listTools();
+  const names = listed.tools.map((t) => t.name).sort();
+  check(JSON.stringify(names) === JSON.stringify(expectedTools), "tools/list", JSON.stringify(names));
+
+  // 4. A read tool.
+  const flocks = toolJson(await client.callTool({ name: "list_flocks", arguments: {} }));
+  check(JSON.stringify(flocks).includes(args.flock), "read tool list_flocks", `sees flock ${args.flock}`);
+
+  // 5. The write tool, when its scopes and role allow it.
+  if (expectedTools.includes("record_daily_entry")) {
+    const day = new Date(Date.now() - 86_400_000).toISOString().slice(0, 10);
+    const written = toolJson(
+      await client.callTool({
+        name: "record_daily_entry",
+        arguments: { flock: args.flock, date: day, eggs_collected: 655, notes: `typescript v2 ${args.mode}` },
+      }),
+    );
+    check(written?.entry?.eggs_collected === 655, "write tool record_daily_entry", `${day}: change=${written?.change}`);
+  } else {
+    ok("write tool record_daily_entry", "not allowed to this role and scopes: not listed, not called");
+  }
+
+  // 6. The operator disables the automation; the SDK's next call, with the
+  // token it holds (unexpired), is refused at /mcp, and asking for a new
+  // token is refused too.
+  console.log("AWAIT disable");
+  await readLine();
+  const seen = trace.length;
+  let refused;
+  try {
+    await client.listTools();
+  } catch (error) {
+    refused = error;
+  }
+  const after = trace.slice(seen);
+  const call = after.find((e) => e.path === "/mcp");
+  const again = after.filter((e) => e.method === "POST" && e.path === "/token");
+  check(
+    refused &&
+      call?.status === 401 &&
+      (call.www ?? "").includes('error="invalid_token"') &&
+      again.length >= 1 &&
+      again.every((e) => e.status === 401 && e.error === "invalid_client"),
+    "disabled automation refused",
+    `/mcp → ${call?.status} (${call?.www}), then POST /token → ${again.map((e) => `${e.status} ${e.error}`).join(", ")}; ` +
+      `the SDK threw ${refused?.constructor?.name ?? "nothing"}`,
+  );
+  await client.close().catch(() => {});
+  const { status, www } = await mcpStatus(held.access_token);
+  check(
+    status === 401 && www.includes('error="invalid_token"'),
+    "held token refused",
+    `the same token by plain fetch: ${status}, WWW-Authenticate: ${www}`,
+  );
+}
+
 const started = performance.now();
 try {
-  await run();
+  await (automation ? runAutomation() : run());
   console.log(`typescript-sdk-v2: ${passed} passed, 0 failed in ${((performance.now() - started) / 1000).toFixed(1)}s`);
   process.exit(0);
 } catch (error) {

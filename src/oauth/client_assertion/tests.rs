@@ -1,18 +1,15 @@
-//! The verifier's checks, one refusal each, with keys made on the spot;
-//! the key helpers are shared with other unit tests.
+//! The verifier's checks, one refusal each, with keys made on the spot
+//! (`crate::testing::client_keys`, shared with the integration suite).
 
 use std::collections::HashSet;
-use std::sync::{Mutex, OnceLock};
+use std::sync::Mutex;
 
-use aws_lc_rs::encoding::AsDer;
-use aws_lc_rs::rand::SystemRandom;
-use aws_lc_rs::signature::{ECDSA_P256_SHA256_FIXED_SIGNING, EcdsaKeyPair, Ed25519KeyPair};
-use base64::engine::general_purpose::STANDARD;
 use jsonwebtoken::{EncodingKey, Header};
 use serde_json::json;
 use time::macros::datetime;
 
 use super::*;
+use crate::testing::client_keys::ClientKey;
 
 const NOW: OffsetDateTime = datetime!(2026-12-01 12:00:00 UTC);
 const CLIENT: &str = "https://chatgpt.example/oauth/client.json";
@@ -20,84 +17,8 @@ const ISSUER: &str = "https://coop.example";
 const TOKEN_ENDPOINT: &str = "https://coop.example/token";
 const AUDIENCES: &[&str] = &[ISSUER, TOKEN_ENDPOINT];
 
-/// A client's key pair: signs assertions; its public half as a JWK.
-pub struct TestKey {
-    pub alg: Algorithm,
-    encoding: EncodingKey,
-    pub public: Jwk,
-}
-
-impl TestKey {
-    pub fn es256(kid: &str) -> Self {
-        let pkcs8 =
-            EcdsaKeyPair::generate_pkcs8(&ECDSA_P256_SHA256_FIXED_SIGNING, &SystemRandom::new())
-                .unwrap();
-        Self::from_encoding(
-            EncodingKey::from_ec_der(pkcs8.as_ref()),
-            Algorithm::ES256,
-            kid,
-        )
-    }
-
-    pub fn ed25519(kid: &str) -> Self {
-        let pkcs8 = Ed25519KeyPair::generate_pkcs8v1(&SystemRandom::new()).unwrap();
-        Self::from_encoding(
-            EncodingKey::from_ed_der(pkcs8.as_ref()),
-            Algorithm::EdDSA,
-            kid,
-        )
-    }
-
-    /// An RSA key (one 2048-bit key per test process: making one is slow)
-    /// for RS256 or PS256.
-    pub fn rsa(kid: &str, alg: Algorithm) -> Self {
-        static PEM: OnceLock<String> = OnceLock::new();
-        let pem = PEM.get_or_init(|| {
-            let pair = aws_lc_rs::rsa::KeyPair::generate(aws_lc_rs::rsa::KeySize::Rsa2048).unwrap();
-            let der = pair.as_der().unwrap();
-            let body = STANDARD.encode(der.as_ref());
-            let lines: Vec<&str> = body
-                .as_bytes()
-                .chunks(64)
-                .map(|c| std::str::from_utf8(c).unwrap())
-                .collect();
-            format!(
-                "-----BEGIN PRIVATE KEY-----\n{}\n-----END PRIVATE KEY-----\n",
-                lines.join("\n")
-            )
-        });
-        Self::from_encoding(EncodingKey::from_rsa_pem(pem.as_bytes()).unwrap(), alg, kid)
-    }
-
-    fn from_encoding(encoding: EncodingKey, alg: Algorithm, kid: &str) -> Self {
-        let mut public = Jwk::from_encoding_key(&encoding, alg).unwrap();
-        public.common.key_id = Some(kid.to_owned());
-        Self {
-            alg,
-            encoding,
-            public,
-        }
-    }
-
-    pub fn kid(&self) -> &str {
-        self.public.common.key_id.as_deref().unwrap()
-    }
-
-    /// `claims` signed, the header naming this key's `kid`.
-    pub fn sign(&self, claims: &Value) -> String {
-        let mut header = Header::new(self.alg);
-        header.kid = Some(self.kid().to_owned());
-        jsonwebtoken::encode(&header, claims, &self.encoding).unwrap()
-    }
-
-    /// `claims` signed, the header naming no key.
-    pub fn sign_without_kid(&self, claims: &Value) -> String {
-        jsonwebtoken::encode(&Header::new(self.alg), claims, &self.encoding).unwrap()
-    }
-}
-
 /// The public keys as a set.
-pub fn set_of(keys: &[&TestKey]) -> Arc<JwkSet> {
+pub fn set_of(keys: &[&ClientKey]) -> Arc<JwkSet> {
     Arc::new(JwkSet {
         keys: keys.iter().map(|k| k.public.clone()).collect(),
     })
@@ -177,10 +98,10 @@ fn jwt(header: &Value, claims: &Value, signature: &[u8]) -> String {
 #[tokio::test]
 async fn each_allowed_algorithm_verifies() {
     for key in [
-        TestKey::es256("ec"),
-        TestKey::rsa("rs", Algorithm::RS256),
-        TestKey::rsa("ps", Algorithm::PS256),
-        TestKey::ed25519("ed"),
+        ClientKey::es256("ec"),
+        ClientKey::rsa("rs", Algorithm::RS256),
+        ClientKey::rsa("ps", Algorithm::PS256),
+        ClientKey::ed25519("ed"),
     ] {
         let keys = set_of(&[&key]);
         let claims = claims_for(CLIENT, NOW);
@@ -199,7 +120,7 @@ async fn each_allowed_algorithm_verifies() {
 
 #[tokio::test]
 async fn a_jti_is_single_use_per_client_and_a_refusal_spends_none() {
-    let key = TestKey::es256("k");
+    let key = ClientKey::es256("k");
     let keys = set_of(&[&key]);
     let jtis = MemoryJtis::default();
     let claims = claims_for(CLIENT, NOW);
@@ -246,7 +167,7 @@ async fn a_jti_is_single_use_per_client_and_a_refusal_spends_none() {
 
 #[tokio::test]
 async fn aud_must_name_coop_and_nothing_else() {
-    let key = TestKey::es256("k");
+    let key = ClientKey::es256("k");
     let keys = set_of(&[&key]);
     for good in [
         json!(ISSUER),
@@ -286,7 +207,7 @@ async fn aud_must_name_coop_and_nothing_else() {
 
 #[tokio::test]
 async fn iss_and_sub_must_be_the_client() {
-    let key = TestKey::es256("k");
+    let key = ClientKey::es256("k");
     let keys = set_of(&[&key]);
     let other = json!("https://other.example/client.json");
     for (claims, want) in [
@@ -306,7 +227,7 @@ async fn iss_and_sub_must_be_the_client() {
 
 #[tokio::test]
 async fn exp_is_required_not_past_and_not_far_ahead() {
-    let key = TestKey::es256("k");
+    let key = ClientKey::es256("k");
     let keys = set_of(&[&key]);
     let t = NOW.unix_timestamp();
     let skew = CLOCK_SKEW.whole_seconds();
@@ -342,7 +263,7 @@ async fn exp_is_required_not_past_and_not_far_ahead() {
 
 #[tokio::test]
 async fn nbf_and_iat_may_not_be_in_the_future() {
-    let key = TestKey::es256("k");
+    let key = ClientKey::es256("k");
     let keys = set_of(&[&key]);
     let later = NOW.unix_timestamp() + CLOCK_SKEW.whole_seconds() + 1;
     for claim in ["nbf", "iat"] {
@@ -365,7 +286,7 @@ async fn nbf_and_iat_may_not_be_in_the_future() {
 
 #[tokio::test]
 async fn jti_is_required_and_bounded() {
-    let key = TestKey::es256("k");
+    let key = ClientKey::es256("k");
     let keys = set_of(&[&key]);
     for claims in [
         without("jti"),
@@ -384,24 +305,24 @@ async fn jti_is_required_and_bounded() {
 
 #[tokio::test]
 async fn only_a_key_of_the_clients_set_verifies() {
-    let mine = TestKey::es256("mine");
+    let mine = ClientKey::es256("mine");
     let keys = set_of(&[&mine]);
     let claims = claims_for(CLIENT, NOW);
     // A kid the set does not hold.
-    let stranger = TestKey::es256("stranger");
+    let stranger = ClientKey::es256("stranger");
     assert!(matches!(
         check(&stranger.sign(&claims), &keys).await,
         Err(AssertionError::UnknownKey)
     ));
     // Another client's key under this client's kid.
-    let impostor = TestKey::es256("mine");
+    let impostor = ClientKey::es256("mine");
     assert!(matches!(
         check(&impostor.sign(&claims), &keys).await,
         Err(AssertionError::BadSignature)
     ));
     // Without a kid, every key of the set is tried, and only they.
     assert!(check(&mine.sign_without_kid(&claims), &keys).await.is_ok());
-    let two = set_of(&[&TestKey::es256("a"), &mine]);
+    let two = set_of(&[&ClientKey::es256("a"), &mine]);
     assert!(
         check(&mine.sign_without_kid(&claims_for(CLIENT, NOW)), &two)
             .await
@@ -426,14 +347,14 @@ async fn only_a_key_of_the_clients_set_verifies() {
 async fn a_key_verifies_only_what_it_is_for() {
     let claims = claims_for(CLIENT, NOW);
     // An RS256 signature with a key published for PS256.
-    let rs = TestKey::rsa("r", Algorithm::RS256);
-    let ps = TestKey::rsa("r", Algorithm::PS256);
+    let rs = ClientKey::rsa("r", Algorithm::RS256);
+    let ps = ClientKey::rsa("r", Algorithm::PS256);
     assert!(matches!(
         check(&rs.sign(&claims), &set_of(&[&ps])).await,
         Err(AssertionError::UnknownKey)
     ));
     // An encryption key, and a key whose operations exclude verifying.
-    let key = TestKey::es256("k");
+    let key = ClientKey::es256("k");
     let mut enc = key.public.clone();
     enc.common.public_key_use = Some(PublicKeyUse::Encryption);
     let enc = Arc::new(JwkSet { keys: vec![enc] });
@@ -451,7 +372,7 @@ async fn a_key_verifies_only_what_it_is_for() {
         Err(AssertionError::UnknownKey)
     ));
     // An EdDSA header over an EC key.
-    let ed = TestKey::ed25519("k");
+    let ed = ClientKey::ed25519("k");
     assert!(matches!(
         check(&ed.sign(&claims), &set_of(&[&key])).await,
         Err(AssertionError::UnknownKey)
@@ -460,7 +381,7 @@ async fn a_key_verifies_only_what_it_is_for() {
 
 #[tokio::test]
 async fn none_hmac_and_other_algorithms_are_refused() {
-    let key = TestKey::es256("k");
+    let key = ClientKey::es256("k");
     let keys = set_of(&[&key]);
     let claims = claims_for(CLIENT, NOW);
     // alg none, unsigned.
@@ -502,8 +423,8 @@ async fn none_hmac_and_other_algorithms_are_refused() {
 
 #[tokio::test]
 async fn the_registered_algorithm_is_the_only_one_accepted() {
-    let ec = TestKey::es256("ec");
-    let ed = TestKey::ed25519("ed");
+    let ec = ClientKey::es256("ec");
+    let ed = ClientKey::ed25519("ed");
     let keys = set_of(&[&ec, &ed]);
     let only_es256 = Expected {
         algorithm: Some(Algorithm::ES256),
@@ -524,7 +445,7 @@ async fn the_registered_algorithm_is_the_only_one_accepted() {
 
 #[tokio::test]
 async fn malformed_assertions_are_refused() {
-    let key = TestKey::es256("k");
+    let key = ClientKey::es256("k");
     let keys = set_of(&[&key]);
     let claims = claims_for(CLIENT, NOW);
     let good = key.sign(&claims);
@@ -560,7 +481,7 @@ async fn malformed_assertions_are_refused() {
 
 #[test]
 fn the_claimed_client_is_read_from_sub() {
-    let key = TestKey::es256("k");
+    let key = ClientKey::es256("k");
     assert_eq!(
         claimed_client_id(&key.sign(&claims_for(CLIENT, NOW))).as_deref(),
         Some(CLIENT)
@@ -598,7 +519,7 @@ impl KeySource for Asked {
 
 #[tokio::test]
 async fn the_key_source_is_asked_for_the_assertions_kid_and_its_failure_is_reported() {
-    let key = TestKey::es256("k1");
+    let key = ClientKey::es256("k1");
     let source = Asked {
         set: set_of(&[&key]),
         kids: Mutex::default(),

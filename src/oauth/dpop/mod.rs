@@ -25,7 +25,7 @@
 pub mod nonce;
 pub mod proof;
 #[cfg(test)]
-pub(crate) mod testing;
+pub(crate) use crate::testing::dpop_keys as testing;
 pub mod thumbprint;
 
 use time::OffsetDateTime;

@@ -18,9 +18,9 @@
 //! or missing secret or assertion, the other method than its own, a
 //! disabled one: `invalid_client`), then the request
 //! (`resource` as for every grant: absent means `<issuer>/mcp`, anything
-//! else is `invalid_target`; `scope` must be a subset of what it may hold,
-//! else `invalid_scope`), then the farm (suspended, or connected apps off:
-//! `unauthorized_client`).
+//! else is `invalid_target`; `scope` is narrowed to what it may hold, and
+//! an unknown scope or nothing left is `invalid_scope`), then the farm
+//! (suspended, or connected apps off: `unauthorized_client`).
 //!
 //! With a DPoP proof (checked by the caller) the token is bound to the
 //! proof's key (`cnf.jkt`, `token_type: DPoP`), as for every grant.
@@ -245,9 +245,13 @@ pub async fn exchange(
     })
 }
 
-/// The scopes asked for: every allowed one when `scope` is absent (or
-/// empty), else a subset of them; an unknown scope, one it may not hold,
-/// or nothing left is `invalid_scope`.
+/// The scopes granted: every allowed one when `scope` is absent (or
+/// empty), else the asked ones it may hold. A known scope it may not hold
+/// is left out rather than refused: MCP clients ask for what the resource's
+/// challenge names (both scopes, to a caller not yet known), whatever the
+/// automation may hold, and offer no way to ask for less; RFC 6749 §3.3
+/// lets the server grant less, and the response's `scope` says what it
+/// granted. An unknown scope, or nothing left, is `invalid_scope`.
 fn asked_scope(allowed: &ScopeSet, asked: Option<&str>) -> Result<ScopeSet, OAuthError> {
     let mut scopes = Vec::new();
     for word in asked
@@ -260,19 +264,14 @@ fn asked_scope(allowed: &ScopeSet, asked: Option<&str>) -> Result<ScopeSet, OAut
                 .ok_or_else(|| OAuthError::InvalidScope(format!("unknown scope {word:?}")))?,
         );
     }
-    let asked = ScopeSet::from_scopes(scopes);
-    let scope = if asked.is_empty() {
+    let scope = if scopes.is_empty() {
         allowed.clone()
-    } else if asked.is_subset(allowed) {
-        asked
     } else {
-        return Err(OAuthError::InvalidScope(
-            "the automation may not hold that scope".into(),
-        ));
+        ScopeSet::from_scopes(scopes.into_iter().filter(|s| allowed.contains(*s)))
     };
     if scope.is_empty() {
         return Err(OAuthError::InvalidScope(
-            "the automation may hold no scope".into(),
+            "the automation may hold none of the scopes asked for".into(),
         ));
     }
     Ok(scope)
@@ -292,11 +291,19 @@ mod tests {
             asked_scope(&both, Some("daily-entries:write offline_access")).unwrap(),
             write
         );
+        // What an MCP client asks for (the challenge's scopes): narrowed.
+        assert_eq!(
+            asked_scope(&write, Some("farm:read daily-entries:write")).unwrap(),
+            write
+        );
         for (allowed, asked) in [
             (&write, "farm:read"),
-            (&write, "farm:read daily-entries:write"),
+            (&write, "farm:read offline_access"),
             (&both, "admin"),
+            (&both, "farm:read admin"),
+            (&write, "daily-entries:write FARM:READ"),
             (&ScopeSet::empty(), ""),
+            (&ScopeSet::empty(), "farm:read"),
         ] {
             assert_eq!(
                 asked_scope(allowed, Some(asked)).unwrap_err().code(),

@@ -16,125 +16,30 @@ use time::macros::datetime;
 
 use super::{ToolError, ToolReply, call};
 use crate::admin::{self, FlockInput};
-use crate::config::DatabaseUrl;
 use crate::domain::{ClientId, Email, FarmId, FlockId, GrantId, Role, Scope, ScopeSet, UserId};
 use crate::mcp::{CallContext, Caller, FlockScope};
+pub(crate) use crate::on_both_engines;
 use crate::storage::Store;
 use crate::storage::flocks as flock_store;
 use crate::storage::users::{self, NewMember};
+pub use crate::testing::databases::Engine;
+use crate::testing::databases::TestDatabase;
 
 /// The instant every test runs at unless it moves on.
 pub const NOW: OffsetDateTime = datetime!(2026-03-10 12:00 UTC);
 
-/// Expands one `async fn(Engine)` into a SQLite test and a PostgreSQL test.
-macro_rules! on_both_engines {
-    ($($name:ident),+ $(,)?) => {
-        $(
-            mod $name {
-                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-                async fn sqlite() {
-                    super::$name($crate::mcp::tools::tests::Engine::Sqlite).await
-                }
-                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-                async fn postgres() {
-                    if $crate::mcp::tools::tests::postgres_available().await {
-                        super::$name($crate::mcp::tools::tests::Engine::Postgres).await
-                    }
-                }
-            }
-        )+
-    };
-}
-pub(crate) use on_both_engines;
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Engine {
-    Sqlite,
-    Postgres,
-}
-
-fn pg_admin_url() -> String {
-    std::env::var("COOP_TEST_POSTGRES_URL")
-        .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/postgres".to_owned())
-}
-
-pub async fn postgres_available() -> bool {
-    static AVAILABLE: tokio::sync::OnceCell<bool> = tokio::sync::OnceCell::const_new();
-    let available = *AVAILABLE
-        .get_or_init(|| async {
-            use sqlx::Connection;
-            sqlx::PgConnection::connect(&pg_admin_url()).await.is_ok()
-        })
-        .await;
-    if !available && std::env::var("COOP_TEST_REQUIRE_POSTGRES").is_ok_and(|v| v == "1") {
-        panic!("PostgreSQL is required (COOP_TEST_REQUIRE_POSTGRES=1) but not reachable");
-    }
-    available
-}
-
-/// A migrated store on a database of its own, dropped with it.
+/// A migrated store on a database of its own (the shared test database),
+/// dropped with it.
 pub struct TestDb {
     pub store: Store,
-    pg_name: Option<String>,
-    _dir: Option<tempfile::TempDir>,
+    _db: TestDatabase,
 }
 
 impl TestDb {
     pub async fn new(engine: Engine) -> Self {
-        match engine {
-            Engine::Sqlite => {
-                let dir = tempfile::tempdir().unwrap();
-                let url = format!("sqlite://{}", dir.path().join("coop.db").display());
-                let store = Store::connect(&DatabaseUrl::Sqlite(url)).await.unwrap();
-                Self {
-                    store,
-                    pg_name: None,
-                    _dir: Some(dir),
-                }
-            }
-            Engine::Postgres => {
-                use sqlx::Connection;
-                let name = format!("coop_unit_{}", uuid::Uuid::new_v4().simple());
-                let admin = pg_admin_url();
-                let mut conn = sqlx::PgConnection::connect(&admin).await.unwrap();
-                sqlx::query(&format!(r#"create database "{name}""#))
-                    .execute(&mut conn)
-                    .await
-                    .unwrap();
-                let root = admin.rsplit_once('/').map(|(r, _)| r).unwrap_or(&admin);
-                let url = DatabaseUrl::Postgres(format!("{root}/{name}"));
-                let store = Store::connect(&url).await.unwrap();
-                Self {
-                    store,
-                    pg_name: Some(name),
-                    _dir: None,
-                }
-            }
-        }
-    }
-}
-
-impl Drop for TestDb {
-    fn drop(&mut self) {
-        let Some(name) = self.pg_name.take() else {
-            return;
-        };
-        let handle = std::thread::spawn(move || {
-            let runtime = tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-                .unwrap();
-            runtime.block_on(async move {
-                use sqlx::Connection;
-                if let Ok(mut conn) = sqlx::PgConnection::connect(&pg_admin_url()).await {
-                    let _ =
-                        sqlx::query(&format!(r#"drop database if exists "{name}" with (force)"#))
-                            .execute(&mut conn)
-                            .await;
-                }
-            });
-        });
-        let _ = handle.join();
+        let db = TestDatabase::create(engine).await;
+        let store = Store::connect(&db.url).await.unwrap();
+        Self { store, _db: db }
     }
 }
 

@@ -1,6 +1,12 @@
-//! Test keys that sign DPoP proofs as a client would (unit tests only).
+//! A client's DPoP proof keys (RFC 9449), for the unit tests and the
+//! integration suite alike: keys of each algorithm Coop accepts, their
+//! public JWKs and RFC 7638 thumbprints (computed here, independently of
+//! Coop's own), and proofs signed as a client library would, with any
+//! header or claim changed.
+// Shared with the integration suite, which uses what the unit tests do not.
+#![allow(dead_code)]
 
-use aws_lc_rs::rand::SystemRandom;
+use aws_lc_rs::rand::{SecureRandom, SystemRandom};
 use aws_lc_rs::signature::{
     ECDSA_P256_SHA256_FIXED_SIGNING, EcdsaKeyPair, Ed25519KeyPair, KeyPair, RSA_PKCS1_SHA256,
     RSA_PSS_SHA256, RsaKeyPair, RsaPublicKeyComponents,
@@ -9,19 +15,20 @@ use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use serde_json::{Value, json};
 
+fn b64(bytes: &[u8]) -> String {
+    URL_SAFE_NO_PAD.encode(bytes)
+}
+
 enum Pair {
     Ec(EcdsaKeyPair),
     Ed(Ed25519KeyPair),
     Rsa(RsaKeyPair, bool),
 }
 
+/// A client's proof key.
 pub struct ProofKey {
     pub alg: &'static str,
     pair: Pair,
-}
-
-fn b64(bytes: &[u8]) -> String {
-    URL_SAFE_NO_PAD.encode(bytes)
 }
 
 impl ProofKey {
@@ -72,14 +79,33 @@ impl ProofKey {
         }
     }
 
+    /// RFC 7638, computed here independently of Coop.
     pub fn thumbprint(&self) -> String {
-        super::thumbprint::thumbprint(self.public_jwk().as_object().unwrap()).unwrap()
+        let jwk = self.public_jwk();
+        let canonical = match jwk["kty"].as_str().unwrap() {
+            "EC" => format!(
+                r#"{{"crv":"P-256","kty":"EC","x":"{}","y":"{}"}}"#,
+                jwk["x"].as_str().unwrap(),
+                jwk["y"].as_str().unwrap()
+            ),
+            "OKP" => format!(
+                r#"{{"crv":"Ed25519","kty":"OKP","x":"{}"}}"#,
+                jwk["x"].as_str().unwrap()
+            ),
+            _ => format!(
+                r#"{{"e":"{}","kty":"RSA","n":"{}"}}"#,
+                jwk["e"].as_str().unwrap(),
+                jwk["n"].as_str().unwrap()
+            ),
+        };
+        b64(aws_lc_rs::digest::digest(&aws_lc_rs::digest::SHA256, canonical.as_bytes()).as_ref())
     }
 
     pub fn header(&self) -> Value {
         json!({"typ": "dpop+jwt", "alg": self.alg, "jwk": self.public_jwk()})
     }
 
+    /// Signs `claims` under `header` (which may say anything).
     pub fn sign_with_header(&self, header: &Value, claims: &Value) -> String {
         let input = format!(
             "{}.{}",
@@ -104,9 +130,48 @@ impl ProofKey {
         };
         format!("{input}.{}", b64(&signature))
     }
+
+    /// A good proof for `htm` `htu` (with `ath` when `token` is given).
+    pub fn proof(&self, htm: &str, htu: &str, token: Option<&str>) -> String {
+        proof(self, &claims(htm, htu, token))
+    }
+
+    /// A POST proof for `htu` with `change` applied to its claims.
+    pub fn proof_with(
+        &self,
+        htu: &str,
+        token: Option<&str>,
+        change: impl FnOnce(&mut Value),
+    ) -> String {
+        let mut c = claims("POST", htu, token);
+        change(&mut c);
+        proof(self, &c)
+    }
 }
 
 /// A proof with the key's own header over `claims`.
 pub fn proof(key: &ProofKey, claims: &Value) -> String {
     key.sign_with_header(&key.header(), claims)
+}
+
+/// `ath`: the SHA-256 of the token, base64url.
+pub fn ath(token: &str) -> String {
+    b64(aws_lc_rs::digest::digest(&aws_lc_rs::digest::SHA256, token.as_bytes()).as_ref())
+}
+
+/// The claims of a fresh proof: a random `jti`, `iat` now (the real clock:
+/// the integration suite's adjustable clocks start at the real time).
+pub fn claims(htm: &str, htu: &str, token: Option<&str>) -> Value {
+    let mut jti = [0u8; 16];
+    SystemRandom::new().fill(&mut jti).unwrap();
+    let mut claims = json!({
+        "jti": b64(&jti),
+        "htm": htm,
+        "htu": htu,
+        "iat": time::OffsetDateTime::now_utc().unix_timestamp(),
+    });
+    if let Some(token) = token {
+        claims["ath"] = ath(token).into();
+    }
+    claims
 }

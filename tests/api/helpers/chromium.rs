@@ -5,7 +5,6 @@
 //! `chromium` and `chromium-driver` are not installed (tests/tools/chromium.sh
 //! installs them) the tests skip, unless `COOP_TEST_REQUIRE_BROWSER=1`, as
 //! CI sets it, makes that a failure.
-#![allow(dead_code)]
 
 use std::path::PathBuf;
 use std::process::Stdio;
@@ -14,7 +13,7 @@ use std::time::Duration;
 use fantoccini::{Client, ClientBuilder, Locator};
 use hyper_util::client::legacy::connect::HttpConnector;
 
-pub struct Browser {
+pub struct Chromium {
     pub client: Client,
     _driver: tokio::process::Child,
 }
@@ -27,7 +26,7 @@ fn on_path(program: &str) -> Option<PathBuf> {
     })
 }
 
-impl Browser {
+impl Chromium {
     /// A fresh headless Chromium, or `None` (skip) when it is not installed.
     pub async fn start() -> Option<Self> {
         let Some(driver) = on_path("chromedriver") else {
