@@ -197,7 +197,7 @@ impl Config {
 }
 
 /// What a connection may cost the server (threat 32). Enforced by
-/// [`crate::http::serve`]; each is a `coop serve` setting.
+/// `crate::http::serve`; each is a `coop serve` setting.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ConnectionLimits {
     /// From accepting a connection (or, on a kept-alive one, from the first
@@ -233,7 +233,7 @@ impl Default for ConnectionLimits {
 }
 
 /// How many failed sign-ins are allowed before each further attempt must
-/// wait (threat 15; enforced by [`crate::identity::throttle`]). Each budget
+/// wait (threat 15; enforced by `crate::identity::throttle`). Each budget
 /// may be spent at once and refills evenly over `window`: with the defaults
 /// an account regains one try a minute. Only failures count.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -18,14 +18,17 @@
 //!   at fixed instants.
 //! - [`domain`]: the farm's vocabulary (ids, roles, scopes, emails), parsed
 //!   once and trusted after; no I/O.
-//! - [`identity`]: password hashing (argon2id on the blocking pool, bounded)
+//! - `identity`: password hashing (argon2id on the blocking pool, bounded)
 //!   and sign-in throttling.
 //! - [`secrets`]: random tokens, their storage hashes, constant-time compare.
 //! - [`storage`]: every SQL statement, on SQLite or PostgreSQL, one module
 //!   per aggregate.
-//! - [`http`]: axum only: per-area routers, middleware, the one
-//!   error-to-response mapping, page handlers and templates.
-//! - [`admin`]: the operator's command-line actions over the store.
+//! - `http`: axum only: per-area routers, middleware, one error-to-response
+//!   place per kind of client (pages, OAuth, MCP), page handlers and
+//!   templates.
+//! - `admin`: the operator's command-line actions over the store.
+//! - [`cli`]: the `coop` command line (clap): each command group's flags,
+//!   their checks and dispatch; `main.rs` only parses and runs it.
 //! - [`telemetry`]: structured logs with a request id on every line.
 //!
 //! ## A browser request
@@ -35,19 +38,20 @@
 //! extractor (loads the user, checks the credential epoch) → handler →
 //! `PageError` → HTML page.
 
-pub mod admin;
+pub(crate) mod admin;
 #[cfg(test)]
 mod architecture;
+pub mod cli;
 pub mod clock;
 pub mod config;
 pub mod domain;
-pub mod http;
-pub mod identity;
+pub(crate) mod http;
+pub(crate) mod identity;
 pub mod mcp;
 pub mod oauth;
 pub mod secrets;
 pub mod startup;
-pub mod state;
+pub(crate) mod state;
 pub mod storage;
 pub mod telemetry;
 #[cfg(test)]

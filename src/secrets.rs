@@ -3,13 +3,20 @@
 //! Codes, refresh tokens and client secrets leave Coop once and are stored
 //! only as SHA-256 hashes: they are 256-bit random values, so a fast hash is
 //! enough (no password stretching needed), and a database dump yields nothing
-//! usable.
+//! usable. Each kind of secret has its own type, whose `Debug` hides it
+//! (`redacted.rs`).
 
 use aws_lc_rs::rand::{SecureRandom, SystemRandom};
 use aws_lc_rs::{digest, hmac};
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use subtle::ConstantTimeEq;
+
+mod redacted;
+pub use redacted::{
+    AccessToken, AuthorizationCode, ClientSecret, CodeVerifier, MasterSecret, Password,
+    RefreshToken,
+};
 
 /// `bytes` random bytes, base64url without padding.
 pub fn random_token(bytes: usize) -> String {
@@ -29,11 +36,11 @@ pub fn hash_secret(secret: &str) -> String {
 /// presented token can compute it, and the nonce (stored, unlike any token)
 /// is worthless alone; a fresh nonce per rotation means a stolen old token
 /// does not yield the tokens after its successor.
-pub fn successor_token(presented: &str, nonce: &str) -> String {
-    let key = hmac::Key::new(hmac::HMAC_SHA256, presented.as_bytes());
+pub fn successor_token(presented: &RefreshToken, nonce: &str) -> RefreshToken {
+    let key = hmac::Key::new(hmac::HMAC_SHA256, presented.expose().as_bytes());
     let mut message = b"coop refresh successor v1\0".to_vec();
     message.extend_from_slice(nonce.as_bytes());
-    URL_SAFE_NO_PAD.encode(hmac::sign(&key, &message).as_ref())
+    RefreshToken::new(URL_SAFE_NO_PAD.encode(hmac::sign(&key, &message).as_ref()))
 }
 
 /// A key for the message authentication codes of values Coop hands to a
@@ -96,14 +103,14 @@ const PASSWORD_LEN: usize = 20;
 
 /// A human-friendly generated password: 20 characters drawn uniformly from
 /// [`PASSWORD_ALPHABET`] (55 symbols, about 115 bits).
-pub fn generate_password() -> String {
+pub fn generate_password() -> Password {
     let mut password = String::with_capacity(PASSWORD_LEN);
     while password.len() < PASSWORD_LEN {
         let mut buf = [0u8; 32];
         fill_random(&mut buf);
         push_uniform(&mut password, &buf, PASSWORD_LEN);
     }
-    password
+    Password::new(password)
 }
 
 /// Appends a symbol for each usable byte until `password` is `len` long.
@@ -147,7 +154,7 @@ mod tests {
         assert_eq!(hash_secret("x"), hash_secret("x"));
         assert!(constant_time_eq(&hash_secret("x"), &hash_secret("x")));
         assert!(!constant_time_eq(&hash_secret("x"), &hash_secret("y")));
-        assert_eq!(generate_password().len(), 20);
+        assert_eq!(generate_password().expose().len(), 20);
     }
 
     #[test]
@@ -183,7 +190,12 @@ mod tests {
         push_uniform(&mut drawn, &[255, 220, 0, 54], 2);
         assert_eq!(drawn, "a9");
         let password = generate_password();
-        assert_eq!(password.len(), PASSWORD_LEN);
-        assert!(password.bytes().all(|b| PASSWORD_ALPHABET.contains(&b)));
+        assert_eq!(password.expose().len(), PASSWORD_LEN);
+        assert!(
+            password
+                .expose()
+                .bytes()
+                .all(|b| PASSWORD_ALPHABET.contains(&b))
+        );
     }
 }

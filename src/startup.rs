@@ -5,7 +5,7 @@
 //! store is connected and migrated, the session layer built on it, and the
 //! router assembled. `run_until_stopped` serves until SIGTERM or Ctrl-C and
 //! drains in-flight requests, up to the drain deadline; connections and
-//! their timeouts are [`crate::http::serve`]'s.
+//! their timeouts are `crate::http::serve`'s.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -22,7 +22,7 @@ use crate::http::metrics::Metrics;
 use crate::identity::{Passwords, SignIn};
 use crate::oauth::cimd::CimdFetcher;
 use crate::oauth::keys::Keys;
-use crate::secrets::{self, MacKey};
+use crate::secrets::{self, MacKey, MasterSecret};
 use crate::state::{AppState, Shared};
 use crate::storage::sessions::SessionBackend;
 use crate::storage::{Store, StoreError, server_secrets};
@@ -98,7 +98,7 @@ impl Application {
         let cookie_master = server_secrets::load_or_create(
             &store,
             COOKIE_MASTER_SECRET,
-            || secrets::random_token(32),
+            || MasterSecret::new(secrets::random_token(32)),
             clock.now(),
         )
         .await?;
@@ -106,12 +106,12 @@ impl Application {
             store.clone(),
             passwords.clone(),
             config.signin,
-            MacKey::derive(cookie_master.as_bytes(), "device cookie"),
+            MacKey::derive(cookie_master.expose().as_bytes(), "device cookie"),
         );
-        let form_key = MacKey::derive(cookie_master.as_bytes(), "signed-out form csrf");
+        let form_key = MacKey::derive(cookie_master.expose().as_bytes(), "signed-out form csrf");
         let dpop = crate::oauth::dpop::Policy::new(
             crate::oauth::dpop::NonceKey::new(MacKey::derive(
-                cookie_master.as_bytes(),
+                cookie_master.expose().as_bytes(),
                 "dpop nonce",
             )),
             config.dpop_require_nonce,

@@ -24,7 +24,7 @@ use super::{AdminResult, check_name, refused};
 use crate::domain::{Access, AccessError, AutomationId, FarmId, FlockId, Role, Scope, ScopeSet};
 use crate::oauth::cimd::{fetch_url, key_set};
 use crate::oauth::client::disguises_text;
-use crate::secrets;
+use crate::secrets::{self, ClientSecret};
 use crate::storage::audit::{self, AuditEvent, AuditKind};
 use crate::storage::automations::{self, AutomationRow, Inserted, NewAutomation, NewCredential};
 use crate::storage::{Store, Tx};
@@ -55,10 +55,9 @@ pub struct AutomationInput<'a> {
 /// A new automation: what to tell the one who made it.
 #[derive(Clone, Debug)]
 pub struct Created {
-    pub id: AutomationId,
     pub client_id: String,
     /// The client secret, shown this once; `None` for `private_key_jwt`.
-    pub secret: Option<String>,
+    pub secret: Option<ClientSecret>,
 }
 
 /// The role an automation may have: any but owner.
@@ -119,9 +118,9 @@ pub async fn add(
         AccessError::NoFlockChosen => refused("choose at least one flock, or all of them"),
     })?;
     let scopes = parse_scopes(input.scopes)?;
-    let secret =
-        matches!(input.credential, CredentialInput::Secret).then(|| secrets::random_token(32));
-    let secret_hash = secret.as_deref().map(secrets::hash_secret);
+    let secret = matches!(input.credential, CredentialInput::Secret)
+        .then(|| ClientSecret::new(secrets::random_token(32)));
+    let secret_hash = secret.as_ref().map(|s| secrets::hash_secret(s.expose()));
     let jwks_text;
     let credential = match (&input.credential, &secret_hash) {
         (CredentialInput::Secret, Some(hash)) => NewCredential::SecretHash(hash),
@@ -169,7 +168,6 @@ pub async fn add(
     record(&mut tx, farm, id, "automation_added", detail, by, now).await?;
     tx.commit().await?;
     Ok(Created {
-        id,
         client_id: id.client_id(),
         secret,
     })

@@ -28,6 +28,7 @@ use super::AdminResult;
 use crate::domain::Issuer;
 use crate::domain::{Email, FarmId, FlockId, HouseId, Role, UserId};
 use crate::identity::Passwords;
+use crate::secrets::Password;
 use crate::storage::seed::{
     self, EntrySeed, FarmSeed, FlockSeed, HouseSeed, LotSeed, MemberSeed, StockSeed,
 };
@@ -131,7 +132,7 @@ const MEMBERS: [(Role, &str); 4] = [
 pub struct DemoMember {
     pub role: Role,
     pub email: String,
-    pub password: String,
+    pub password: Password,
 }
 
 /// The demo's members and their generated passwords, printed once.
@@ -151,7 +152,7 @@ impl DemoFarm {
                 "  {:<8} {:<24} {}\n",
                 member.role.as_str(),
                 member.email,
-                member.password
+                member.password.expose()
             ));
         }
         out.push_str("These passwords are shown only now.");

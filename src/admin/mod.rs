@@ -15,6 +15,7 @@ use time::{Date, OffsetDateTime};
 use crate::domain::{Email, FarmId, FlockId, Role};
 use crate::identity::Passwords;
 use crate::identity::password::check_new_password;
+use crate::secrets::Password;
 use crate::storage::farms::{self, FarmRow};
 use crate::storage::users::{self, NewMember};
 use crate::storage::{Store, StoreError, Tx};
@@ -237,7 +238,7 @@ pub struct UserInput<'a> {
     /// Comma-separated flock names, for a worker limited to them.
     pub flocks: Option<&'a str>,
     /// `None`: generate one and return it.
-    pub password: Option<&'a str>,
+    pub password: Option<&'a Password>,
 }
 
 /// `coop admin user add`: returns the generated password, if one was made.
@@ -246,7 +247,7 @@ pub async fn add_user(
     passwords: &Passwords,
     input: &UserInput<'_>,
     now: OffsetDateTime,
-) -> AdminResult<Option<String>> {
+) -> AdminResult<Option<Password>> {
     let farm = farm(store, input.farm).await?;
     let email = Email::parse(input.email).map_err(refused)?;
     let role = Role::parse(input.role).map_err(refused)?;
@@ -260,7 +261,7 @@ pub async fn add_user(
     let (password, generated) = match input.password {
         Some(password) => {
             check_new_password(password).map_err(refused)?;
-            (password.to_owned(), None)
+            (password.clone(), None)
         }
         None => {
             let password = crate::secrets::generate_password();

@@ -1,10 +1,13 @@
-//! The one place an error becomes a response.
+//! Browser pages' errors: where a [`PageError`] becomes an HTML page in
+//! plain words (the rule for every kind of client: [`crate::http`]).
 //!
-//! Browser pages answer with an HTML page in plain words ([`PageError`]).
 //! Internal causes are logged with the request's span and never shown: the
 //! person sees "something went wrong" and the request id to quote. A
 //! database out of reach is its own answer, 503 with `Retry-After`: nothing
 //! is wrong with the person's session or input, and they should try again.
+//! The authorization endpoint's refusals that cannot go back to the client
+//! (no trusted redirect URI yet) are pages too ([`PageError::Authorization`],
+//! [`PageError::DocumentNotFetched`]).
 
 use std::time::Duration;
 
@@ -13,6 +16,8 @@ use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{Html, IntoResponse, Response};
 
 use crate::identity::PasswordError;
+use crate::oauth::authorize::PageRefusal;
+use crate::oauth::cimd::{Limit, Throttle};
 use crate::storage::{RETRY_AFTER_UNAVAILABLE, StoreError, sessions};
 
 /// A refusal or failure on a browser page.
@@ -33,6 +38,16 @@ pub enum PageError {
     Conflict(String),
     #[error("too many attempts; retry in {0:?}")]
     TooManyAttempts(Duration),
+    /// An authorization request that cannot be trusted with a redirect:
+    /// 400, nothing sent to the app.
+    #[error("authorization request refused: {0}")]
+    Authorization(PageRefusal),
+    /// An authorization request naming a metadata document that a fetch
+    /// limit keeps Coop from fetching now (threat 33): "not now", 429 when
+    /// the limit is the requester's own address, 503 when it is one shared
+    /// by everyone (per host, in flight), with `Retry-After`.
+    #[error("client metadata document not fetched now: {0}")]
+    DocumentNotFetched(Throttle),
     /// The database cannot be reached or written just now; the detail is
     /// for the log.
     #[error("unavailable: {0}")]
@@ -127,6 +142,37 @@ impl IntoResponse for PageError {
                 "There is nothing at this address.".to_owned(),
             ),
             Self::Conflict(msg) => (StatusCode::CONFLICT, "That cannot be done", msg.clone()),
+            Self::Authorization(refusal) => {
+                tracing::info!(reason = %refusal, "authorization request refused with a page");
+                (
+                    StatusCode::BAD_REQUEST,
+                    "That did not work",
+                    format!(
+                        "This sign-in link cannot be used: {refusal}. Nothing was sent to the app. Go back to the app and try connecting again."
+                    ),
+                )
+            }
+            Self::DocumentNotFetched(throttle) => {
+                let (status, why) = match throttle.limit {
+                    Limit::Address => (
+                        StatusCode::TOO_MANY_REQUESTS,
+                        "too many application descriptions were fetched for your network address",
+                    ),
+                    Limit::Host | Limit::InFlight => (
+                        StatusCode::SERVICE_UNAVAILABLE,
+                        "Coop is fetching too many application descriptions at the moment",
+                    ),
+                };
+                tracing::info!(limit = ?throttle.limit, "authorization request refused: fetch limit");
+                (
+                    status,
+                    "Try again shortly",
+                    format!(
+                        "This sign-in link cannot be used right now: the application's description could not be fetched, because {why}. Nothing was sent to the app. Try again in {} seconds.",
+                        throttle.retry_after.as_secs().max(1)
+                    ),
+                )
+            }
             Self::TooManyAttempts(wait) => (
                 StatusCode::TOO_MANY_REQUESTS,
                 "Too many attempts",
@@ -162,6 +208,7 @@ impl IntoResponse for PageError {
         *response.status_mut() = status;
         let retry_after = match &self {
             Self::TooManyAttempts(wait) => Some(*wait),
+            Self::DocumentNotFetched(throttle) => Some(throttle.retry_after),
             Self::Unavailable(_) => Some(RETRY_AFTER_UNAVAILABLE),
             _ => None,
         };
@@ -185,5 +232,28 @@ mod tests {
         assert_eq!(wait_in_words(Duration::from_secs(119)), "119 seconds");
         assert_eq!(wait_in_words(Duration::from_secs(120)), "2 minutes");
         assert_eq!(wait_in_words(Duration::from_secs(121)), "3 minutes");
+    }
+
+    #[tokio::test]
+    async fn a_throttled_document_fetch_is_a_page_saying_when_to_retry() {
+        for (limit, status) in [
+            (Limit::Address, 429),
+            (Limit::Host, 503),
+            (Limit::InFlight, 503),
+        ] {
+            let response = PageError::DocumentNotFetched(Throttle {
+                limit,
+                retry_after: std::time::Duration::from_secs(4),
+            })
+            .into_response();
+            assert_eq!(response.status().as_u16(), status, "{limit:?}");
+            assert_eq!(response.headers()["retry-after"], "4");
+            assert!(response.headers().get("location").is_none());
+            let bytes = axum::body::to_bytes(response.into_body(), 1 << 16)
+                .await
+                .unwrap();
+            let html = String::from_utf8(bytes.to_vec()).unwrap();
+            assert!(html.contains("Try again in 4 seconds"), "{html}");
+        }
     }
 }

@@ -3,8 +3,30 @@
 //! Each area exposes its own `router()`; this module merges them and wraps
 //! the whole in the layers every response needs (request id, tracing,
 //! security headers). Handlers turn requests into calls on `identity`,
-//! `oauth` and `mcp`, and [`error`] is the one place an error becomes a
-//! response.
+//! `oauth` and `mcp`, and return what those give back.
+//!
+//! # Errors: one place per kind of client
+//!
+//! An error becomes an answer in exactly one module for each kind of
+//! client, because each kind reads its answers differently:
+//!
+//! | client | error type | the one place | what it gets |
+//! |---|---|---|---|
+//! | a person's browser (pages, forms, the authorization endpoint before its redirect URI is trusted) | [`error::PageError`] | [`error`] | an HTML page in plain words; 503 with `Retry-After` when the store is out of reach |
+//! | an OAuth client (`/token`, `/revoke`, `/register`, `/introspect`; `/authorize` once its redirect URI is trusted) | [`crate::oauth::error::OAuthError`] | [`oauth::error`] | RFC 6749 §5.2 JSON with `no-store`, or the refusal redirect with `error`, `state` and `iss` |
+//! | an MCP client (`/mcp`) | the refusals of [`crate::mcp::bearer`] and [`crate::mcp::wire`] | [`mcp::error`] | 401/403 with the `Bearer` (and `DPoP`) challenges, JSON-RPC error bodies, 503 with `Retry-After` |
+//!
+//! Handlers never build an error answer themselves: they return one of
+//! these types (or call the place's functions), and the place logs the
+//! internal cause and sends none of it. Three things are not errors of a
+//! request and stay where they are: a form sent back with what was wrong
+//! (its own page, re-rendered by its handler with a 4xx status); a
+//! JSON-RPC error inside an exchange rmcp carries, which the MCP handler
+//! returns as rmcp's `ErrorData` (`crate::mcp::server`: an unknown tool
+//! −32602, a failure −32603); and the connection-level answers below the
+//! router ([`serve`]: a request not received or not answered in time 408
+//! or 503, a connection over the cap 503, in plain text), with `/health`'s
+//! readiness answer.
 
 pub mod admin;
 pub mod dpop;

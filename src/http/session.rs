@@ -49,14 +49,6 @@ pub struct SignedIn {
     pub session: Session,
 }
 
-impl SignedIn {
-    /// Whether the password was entered within `max_age`: consent asks for
-    /// it again when not.
-    pub fn signed_in_within(&self, max_age: time::Duration, now: OffsetDateTime) -> bool {
-        now.unix_timestamp() - self.authenticated_at <= max_age.whole_seconds()
-    }
-}
-
 /// Starts a signed-in session: a new session id (no fixation), the user,
 /// the epoch and the time of sign-in.
 pub async fn sign_in(

@@ -23,6 +23,8 @@ use base64::engine::general_purpose::STANDARD_NO_PAD;
 use subtle::ConstantTimeEq;
 use tokio::sync::Semaphore;
 
+use crate::secrets::Password;
+
 #[derive(Debug, thiserror::Error)]
 pub enum PasswordError {
     #[error("the password hasher failed: {0}")]
@@ -167,8 +169,8 @@ impl Passwords {
             .map_err(|_| PasswordError::Shutdown)?
     }
 
-    pub async fn hash(&self, password: &str) -> Result<String, PasswordError> {
-        let password = password.to_owned();
+    pub async fn hash(&self, password: &Password) -> Result<String, PasswordError> {
+        let password = password.expose().to_owned();
         self.with_memory(move |memory| hash_with_memory(&password, memory))
             .await
     }
@@ -194,12 +196,12 @@ impl Passwords {
     /// is no account, so both paths cost one argon2 verification.
     pub async fn verify(
         &self,
-        password: &str,
+        password: &Password,
         stored: Option<&str>,
     ) -> Result<bool, PasswordError> {
         let exists = stored.is_some();
         let phc = stored.unwrap_or(&self.decoy_hash).to_owned();
-        let password = password.to_owned();
+        let password = password.expose().to_owned();
         let matched = self
             .with_memory(move |memory| verify_blocking(&password, &phc, memory))
             .await?;
@@ -221,8 +223,8 @@ pub const MIN_PASSWORD_LEN: usize = 12;
 pub const MAX_PASSWORD_LEN: usize = 1024;
 
 /// Why a proposed password is refused, in words a person can act on.
-pub fn check_new_password(password: &str) -> Result<(), String> {
-    let len = password.chars().count();
+pub fn check_new_password(password: &Password) -> Result<(), String> {
+    let len = password.expose().chars().count();
     if len < MIN_PASSWORD_LEN {
         return Err(format!(
             "Use at least {MIN_PASSWORD_LEN} characters; a few words together work well."
@@ -253,17 +255,20 @@ mod tests {
     #[tokio::test]
     async fn a_hash_verifies_its_password_only() {
         let passwords = Passwords::new(2).unwrap();
-        let hash = passwords.hash("correct horse battery").await.unwrap();
+        let hash = passwords
+            .hash(&Password::new("correct horse battery"))
+            .await
+            .unwrap();
         assert!(hash.starts_with("$argon2id$"));
         assert!(
             passwords
-                .verify("correct horse battery", Some(&hash))
+                .verify(&Password::new("correct horse battery"), Some(&hash))
                 .await
                 .unwrap()
         );
         assert!(
             !passwords
-                .verify("wrong horse battery", Some(&hash))
+                .verify(&Password::new("wrong horse battery"), Some(&hash))
                 .await
                 .unwrap()
         );
@@ -273,7 +278,10 @@ mod tests {
     async fn older_parameters_verify_in_the_reused_memory() {
         use argon2::password_hash::PasswordHasher;
         let passwords = Passwords::new(1).unwrap();
-        let current = passwords.hash("the current parameters").await.unwrap();
+        let current = passwords
+            .hash(&Password::new("the current parameters"))
+            .await
+            .unwrap();
         let older = Argon2::new(
             Algorithm::Argon2id,
             Version::V0x13,
@@ -290,7 +298,10 @@ mod tests {
             ("the current parameter", &current, false),
         ] {
             assert_eq!(
-                passwords.verify(password, Some(hash)).await.unwrap(),
+                passwords
+                    .verify(&Password::new(password), Some(hash))
+                    .await
+                    .unwrap(),
                 expected,
                 "{password}"
             );
@@ -301,7 +312,10 @@ mod tests {
     #[tokio::test]
     async fn a_damaged_stored_hash_is_an_error_not_a_match() {
         let passwords = Passwords::new(1).unwrap();
-        let hash = passwords.hash("correct horse battery").await.unwrap();
+        let hash = passwords
+            .hash(&Password::new("correct horse battery"))
+            .await
+            .unwrap();
         let (head, _) = hash.rsplit_once('$').unwrap();
         for damaged in [
             "not a hash",
@@ -310,7 +324,7 @@ mod tests {
         ] {
             assert!(
                 passwords
-                    .verify("correct horse battery", Some(damaged))
+                    .verify(&Password::new("correct horse battery"), Some(damaged))
                     .await
                     .is_err(),
                 "{damaged}"
@@ -321,12 +335,17 @@ mod tests {
     #[tokio::test]
     async fn an_unknown_account_never_verifies() {
         let passwords = Passwords::new(1).unwrap();
-        assert!(!passwords.verify("anything at all", None).await.unwrap());
+        assert!(
+            !passwords
+                .verify(&Password::new("anything at all"), None)
+                .await
+                .unwrap()
+        );
     }
 
     #[test]
     fn short_passwords_are_refused() {
-        assert!(check_new_password("short").is_err());
-        assert!(check_new_password("long enough password").is_ok());
+        assert!(check_new_password(&Password::new("short")).is_err());
+        assert!(check_new_password(&Password::new("long enough password")).is_ok());
     }
 }

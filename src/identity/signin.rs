@@ -27,6 +27,7 @@ use super::{PasswordError, Passwords};
 use crate::config::SignInLimits;
 use crate::domain::Email;
 use crate::secrets::MacKey;
+use crate::secrets::Password;
 use crate::storage::audit::{self, AuditEvent, AuditKind};
 use crate::storage::users::{self, Account};
 use crate::storage::{Store, StoreError};
@@ -49,7 +50,7 @@ pub enum SignInError {
 pub struct Attempt<'a> {
     /// As typed; trimmed and lower-cased here.
     pub email: &'a str,
-    pub password: &'a str,
+    pub password: &'a Password,
     pub address: IpAddr,
     /// The browser's device cookie, if it sent one.
     pub device_cookie: Option<&'a str>,
@@ -180,7 +181,7 @@ impl SignIn {
     pub async fn confirm_password(
         &self,
         account: &Account,
-        password: &str,
+        password: &Password,
         address: IpAddr,
         device_cookie: Option<&str>,
         now: OffsetDateTime,

@@ -18,6 +18,7 @@ use uuid::Uuid;
 use super::keys::{KeyError, Keys};
 use super::verified;
 use crate::domain::{AutomationId, GrantId, ScopeSet, UserId};
+use crate::secrets::AccessToken;
 
 /// The claims of a Coop access token.
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq)]
@@ -126,7 +127,7 @@ pub async fn mint(
     keys: &Keys,
     new: &NewAccessToken<'_>,
     now: OffsetDateTime,
-) -> Result<(String, AccessClaims), KeyError> {
+) -> Result<(AccessToken, AccessClaims), KeyError> {
     let claims = AccessClaims {
         iss: new.issuer.to_owned(),
         sub: new.user.to_string(),
@@ -170,7 +171,7 @@ pub async fn mint_for_automation(
     keys: &Keys,
     new: &NewAutomationToken<'_>,
     now: OffsetDateTime,
-) -> Result<(String, AccessClaims), KeyError> {
+) -> Result<(AccessToken, AccessClaims), KeyError> {
     let client_id = new.automation.client_id();
     let claims = AccessClaims {
         iss: new.issuer.to_owned(),
@@ -190,7 +191,10 @@ pub async fn mint_for_automation(
 }
 
 /// Signs `claims` with the active key (whose id it records in them).
-async fn sign(keys: &Keys, mut claims: AccessClaims) -> Result<(String, AccessClaims), KeyError> {
+async fn sign(
+    keys: &Keys,
+    mut claims: AccessClaims,
+) -> Result<(AccessToken, AccessClaims), KeyError> {
     let (kid, key) = keys.signing_key().await?;
     claims.kid = kid.clone();
     let mut header = Header::new(Algorithm::ES256);
@@ -198,7 +202,7 @@ async fn sign(keys: &Keys, mut claims: AccessClaims) -> Result<(String, AccessCl
     header.kid = Some(kid);
     let token = jsonwebtoken::encode(&header, &claims, &key)
         .map_err(|e| KeyError::Corrupt("signing".to_owned(), e.to_string()))?;
-    Ok((token, claims))
+    Ok((AccessToken::new(token), claims))
 }
 
 /// Why a presented token is not acceptable. Every variant is answered the
@@ -358,9 +362,11 @@ mod tests {
         let (token, claims) = mint(&keys, &new_token(&scope, RESOURCE), now)
             .await
             .unwrap();
-        let header = jsonwebtoken::decode_header(&token).unwrap();
+        let header = jsonwebtoken::decode_header(token.expose()).unwrap();
         assert_eq!(header.typ.as_deref(), Some("at+jwt"));
-        let verified = verify(&keys, &token, ISSUER, RESOURCE, now).await.unwrap();
+        let verified = verify(&keys, token.expose(), ISSUER, RESOURCE, now)
+            .await
+            .unwrap();
         assert_eq!(verified, claims);
         assert_eq!(verified.epoch, 3);
         assert_eq!(verified.scopes(), scope);
@@ -374,17 +380,19 @@ mod tests {
         let mut new = new_token(&scope, RESOURCE);
         new.jkt = Some("thumb");
         let (token, _) = mint(&keys, &new, now).await.unwrap();
-        let payload = token.split('.').nth(1).unwrap();
+        let payload = token.expose().split('.').nth(1).unwrap();
         let json: serde_json::Value =
             serde_json::from_slice(&URL_SAFE_NO_PAD.decode(payload).unwrap()).unwrap();
         assert_eq!(json["cnf"], serde_json::json!({"jkt": "thumb"}));
-        let verified = verify(&keys, &token, ISSUER, RESOURCE, now).await.unwrap();
+        let verified = verify(&keys, token.expose(), ISSUER, RESOURCE, now)
+            .await
+            .unwrap();
         assert_eq!(verified.jkt(), Some("thumb"));
         // A bearer token has no cnf at all, not a null.
         let (token, _) = mint(&keys, &new_token(&scope, RESOURCE), now)
             .await
             .unwrap();
-        let payload = token.split('.').nth(1).unwrap();
+        let payload = token.expose().split('.').nth(1).unwrap();
         let json: serde_json::Value =
             serde_json::from_slice(&URL_SAFE_NO_PAD.decode(payload).unwrap()).unwrap();
         assert!(json.get("cnf").is_none());
@@ -406,13 +414,15 @@ mod tests {
             jkt: None,
         };
         let (token, _) = mint_for_automation(&keys, &new, now).await.unwrap();
-        let claims = verify(&keys, &token, ISSUER, RESOURCE, now).await.unwrap();
+        let claims = verify(&keys, token.expose(), ISSUER, RESOURCE, now)
+            .await
+            .unwrap();
         assert_eq!(claims.sub, automation.client_id());
         assert_eq!(claims.client_id, automation.client_id());
         assert_eq!(claims.subject(), Some(TokenSubject::Automation(automation)));
         assert_eq!(claims.user_id(), None);
         assert_eq!(claims.grant_id(), None);
-        let body = token.split('.').nth(1).unwrap();
+        let body = token.expose().split('.').nth(1).unwrap();
         let raw: serde_json::Value =
             serde_json::from_slice(&URL_SAFE_NO_PAD.decode(body).unwrap()).unwrap();
         assert!(raw.get("grant_id").is_none(), "{raw}");
@@ -422,7 +432,9 @@ mod tests {
         let (person, _) = mint(&keys, &new_token(&scope, RESOURCE), now)
             .await
             .unwrap();
-        let mut claims = verify(&keys, &person, ISSUER, RESOURCE, now).await.unwrap();
+        let mut claims = verify(&keys, person.expose(), ISSUER, RESOURCE, now)
+            .await
+            .unwrap();
         assert!(matches!(
             claims.subject(),
             Some(TokenSubject::Member { .. })
@@ -447,15 +459,33 @@ mod tests {
             .unwrap();
         let later = now + time::Duration::minutes(15);
         assert_eq!(
-            rejection(verify(&keys, &token, ISSUER, RESOURCE, later).await),
+            rejection(verify(&keys, token.expose(), ISSUER, RESOURCE, later).await),
             Err(TokenRejection::Expired)
         );
         assert_eq!(
-            rejection(verify(&keys, &token, "https://other.example", RESOURCE, now).await),
+            rejection(
+                verify(
+                    &keys,
+                    token.expose(),
+                    "https://other.example",
+                    RESOURCE,
+                    now
+                )
+                .await
+            ),
             Err(TokenRejection::WrongIssuer)
         );
         assert_eq!(
-            rejection(verify(&keys, &token, ISSUER, "https://coop.example/other", now).await),
+            rejection(
+                verify(
+                    &keys,
+                    token.expose(),
+                    ISSUER,
+                    "https://coop.example/other",
+                    now
+                )
+                .await
+            ),
             Err(TokenRejection::WrongAudience)
         );
     }
@@ -468,7 +498,7 @@ mod tests {
         let (token, _) = mint(&keys, &new_token(&scope, RESOURCE), now)
             .await
             .unwrap();
-        let parts: Vec<&str> = token.split('.').collect();
+        let parts: Vec<&str> = token.expose().split('.').collect();
 
         // Claims altered (scope widened): the signature no longer matches.
         let mut claims: serde_json::Value =

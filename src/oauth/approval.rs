@@ -17,7 +17,7 @@ use crate::domain::Issuer;
 use crate::domain::{GrantId, Scope, ScopeSet};
 use crate::oauth::authorize::{AuthorizationRequest, RedirectRefusal};
 use crate::oauth::pending::{self, Decision, Pending};
-use crate::secrets;
+use crate::secrets::{self, AuthorizationCode};
 use crate::storage::audit::{self, AuditEvent, AuditKind};
 use crate::storage::codes::{self, NewCode};
 use crate::storage::grants::{self, Consent, ConsentOutcome};
@@ -68,7 +68,7 @@ pub async fn approve(
     account: &Account,
     scope: &ScopeSet,
     now: OffsetDateTime,
-) -> Result<Option<String>, StoreError> {
+) -> Result<Option<AuthorizationCode>, StoreError> {
     match approve_once(store, pending, account, scope, now).await {
         // PostgreSQL: a consent for the same (user, client), from another
         // request, committed between our read and our insert. Once more
@@ -84,7 +84,7 @@ async fn approve_once(
     account: &Account,
     scope: &ScopeSet,
     now: OffsetDateTime,
-) -> Result<Option<String>, StoreError> {
+) -> Result<Option<AuthorizationCode>, StoreError> {
     let request = &pending.request;
     let wire = scope.to_wire();
     let asked = request.scopes();
@@ -196,10 +196,10 @@ pub async fn issue_code(
     account: &Account,
     grant: GrantId,
     now: OffsetDateTime,
-) -> Result<Option<String>, StoreError> {
+) -> Result<Option<AuthorizationCode>, StoreError> {
     let mut tx = store.write().await?;
     let code = match waited {
-        None => secrets::random_token(32),
+        None => AuthorizationCode::new(secrets::random_token(32)),
         Some(pending) => {
             let user = account.user_id();
             if !pending::claim(&mut tx, &pending.id, user, Decision::Approve, now).await? {
@@ -230,13 +230,13 @@ async fn insert_code(
     account: &Account,
     grant: GrantId,
     scope: &ScopeSet,
-    code: &str,
+    code: &AuthorizationCode,
     now: OffsetDateTime,
 ) -> Result<(), StoreError> {
     codes::insert(
         tx,
         &NewCode {
-            code_hash: &secrets::hash_secret(code),
+            code_hash: &secrets::hash_secret(code.expose()),
             grant,
             client_id: &request.client_id,
             user: account.user_id(),
@@ -280,7 +280,7 @@ pub async fn replay(
         )),
         Some(Decision::Approve) => {
             let code = pending::code_for(&pending.id);
-            let hash = secrets::hash_secret(&code);
+            let hash = secrets::hash_secret(code.expose());
             match codes::find(&mut store.read().await?, &hash).await? {
                 Some(row) if row.consumed_at.is_none() && row.expires_at > now.unix_timestamp() => {
                     Ok(code_redirect(request, &code, issuer))
@@ -296,12 +296,12 @@ pub async fn replay(
 /// whatever query the registered URI already has.
 pub fn code_redirect(
     request: &AuthorizationRequest,
-    code: &str,
+    code: &AuthorizationCode,
     issuer: &Issuer,
 ) -> Option<String> {
     redirect_with(
         &request.redirect_uri,
-        &[("code", code)],
+        &[("code", code.expose())],
         request.state.as_deref(),
         issuer,
     )
@@ -402,7 +402,7 @@ mod tests {
     #[test]
     fn redirects_carry_state_and_iss_and_keep_the_registered_query() {
         let issuer = Issuer::parse("https://coop.example").unwrap();
-        let url = code_redirect(&request("farm:read"), "abc", &issuer).unwrap();
+        let url = code_redirect(&request("farm:read"), &"abc".into(), &issuer).unwrap();
         assert_eq!(
             url,
             "https://app.example/cb?keep=1&code=abc&state=s+t%26&iss=https%3A%2F%2Fcoop.example"

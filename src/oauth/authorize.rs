@@ -304,7 +304,7 @@ pub fn check_after_redirect(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::oauth::client::{AuthMethod, ClientKind};
+    use crate::oauth::client::{ClientKind, Origin};
 
     const CHALLENGE: &str = "E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM";
 
@@ -315,12 +315,11 @@ mod tests {
     fn client(uris: &[&str]) -> Client {
         Client {
             client_id: "c1".into(),
-            kind: ClientKind::Dynamic,
+            kind: ClientKind::Public {
+                origin: Origin::Dynamic,
+            },
             name: "Test".into(),
             redirect_uris: uris.iter().map(|u| (*u).to_owned()).collect(),
-            auth_method: AuthMethod::None,
-            secret_hash: None,
-            assertion_keys: None,
             may_refresh: true,
             native: false,
         }

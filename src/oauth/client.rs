@@ -10,27 +10,62 @@ use jsonwebtoken::jwk::JwkSet;
 
 use crate::oauth::redirect_uri;
 
-/// How Coop learned about the client. Shown on the consent page: a
-/// self-registered client's name is its own claim ("unverified"); a
-/// metadata-document client is vouched for by the host serving its document.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum ClientKind {
+/// How Coop learned about a stored client. Shown on the consent page: a
+/// self-registered client's name is its own claim ("unverified").
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Origin {
     /// `coop admin client add`.
     Registered,
     /// RFC 7591 `/register`.
     Dynamic,
-    /// A Client ID Metadata Document; the host that served it.
-    MetadataDocument { document_host: String },
 }
 
-impl ClientKind {
-    pub fn as_str(&self) -> &'static str {
-        match self {
-            Self::Registered => "registered",
-            Self::Dynamic => "dynamic",
-            Self::MetadataDocument { .. } => "metadata_document",
-        }
-    }
+/// Where a confidential client sends its secret.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SecretMethod {
+    /// `client_secret_basic`: in the HTTP Basic header.
+    Basic,
+    /// `client_secret_post`: in the body.
+    Post,
+}
+
+/// How a metadata-document client authenticates: never with a secret (a
+/// document that offers one is refused, [`crate::oauth::cimd`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DocumentAuth {
+    /// `none`: PKCE is its only proof.
+    None,
+    /// `private_key_jwt` with the keys its document gives, read from the
+    /// document (fetched, or cached) each time it authenticates, never
+    /// from the store ([`crate::oauth::clients::Resolved`]).
+    PrivateKeyJwt,
+}
+
+/// What kind of client it is, with exactly what authenticating it takes: a
+/// confidential client always has its secret's hash, a `private_key_jwt`
+/// client its keys, and a metadata-document client never a secret.
+/// Built from a stored row or a fetched document at the storage boundary
+/// ([`crate::oauth::clients`]); a row that fits none of these is unusable.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ClientKind {
+    /// A public client (`none`): PKCE is its only proof.
+    Public { origin: Origin },
+    /// `client_secret_basic` or `client_secret_post`, with the SHA-256 of
+    /// the secret Coop issued.
+    Confidential {
+        origin: Origin,
+        method: SecretMethod,
+        secret_hash: String,
+    },
+    /// `private_key_jwt` (RFC 7523 §2.2), with the keys (a key set, or its
+    /// `jwks_uri`) its assertions are checked with.
+    PrivateKeyJwt { origin: Origin, keys: AssertionKeys },
+    /// Described by a Client ID Metadata Document; `document_host` served
+    /// it, and is shown on the consent page.
+    MetadataDocument {
+        document_host: String,
+        auth: DocumentAuth,
+    },
 }
 
 /// `token_endpoint_auth_method`.
@@ -171,14 +206,10 @@ pub fn disguises_text(c: char) -> bool {
 #[derive(Clone, Debug)]
 pub struct Client {
     pub client_id: String,
+    /// How it came to be known and how it authenticates.
     pub kind: ClientKind,
     pub name: String,
     pub redirect_uris: Vec<String>,
-    pub auth_method: AuthMethod,
-    /// SHA-256 of the secret, for `client_secret_*` clients.
-    pub secret_hash: Option<String>,
-    /// The keys of a `private_key_jwt` client.
-    pub assertion_keys: Option<AssertionKeys>,
     /// Whether the client may use the `refresh_token` grant: every client
     /// may, unless it registered `grant_types` without it.
     pub may_refresh: bool,
@@ -189,6 +220,49 @@ pub struct Client {
 }
 
 impl Client {
+    /// Its `token_endpoint_auth_method`.
+    pub fn auth_method(&self) -> AuthMethod {
+        match &self.kind {
+            ClientKind::Public { .. }
+            | ClientKind::MetadataDocument {
+                auth: DocumentAuth::None,
+                ..
+            } => AuthMethod::None,
+            ClientKind::Confidential {
+                method: SecretMethod::Basic,
+                ..
+            } => AuthMethod::ClientSecretBasic,
+            ClientKind::Confidential {
+                method: SecretMethod::Post,
+                ..
+            } => AuthMethod::ClientSecretPost,
+            ClientKind::PrivateKeyJwt { .. }
+            | ClientKind::MetadataDocument {
+                auth: DocumentAuth::PrivateKeyJwt,
+                ..
+            } => AuthMethod::PrivateKeyJwt,
+        }
+    }
+
+    /// How a stored client came to be known; `None` for a metadata-document
+    /// client.
+    pub fn origin(&self) -> Option<Origin> {
+        match &self.kind {
+            ClientKind::Public { origin }
+            | ClientKind::Confidential { origin, .. }
+            | ClientKind::PrivateKeyJwt { origin, .. } => Some(*origin),
+            ClientKind::MetadataDocument { .. } => None,
+        }
+    }
+
+    /// The host that served a metadata-document client's document.
+    pub fn document_host(&self) -> Option<&str> {
+        match &self.kind {
+            ClientKind::MetadataDocument { document_host, .. } => Some(document_host),
+            _ => None,
+        }
+    }
+
     /// The registered URI `requested` matches, if any (exact, or loopback
     /// with another port).
     pub fn allows_redirect(&self, requested: &str) -> bool {
@@ -217,13 +291,46 @@ impl Client {
         if self.native {
             return false;
         }
-        self.auth_method.is_confidential()
+        self.auth_method().is_confidential()
             || url::Url::parse(redirect_uri).is_ok_and(|u| u.scheme() == "https")
     }
 
     /// Whether the name on the consent page is only the client's own claim.
     pub fn is_unverified(&self) -> bool {
-        matches!(self.kind, ClientKind::Dynamic)
+        self.origin() == Some(Origin::Dynamic)
+    }
+}
+
+#[cfg(test)]
+impl Client {
+    /// A self-registered client `c` using `method`, for tests.
+    pub(crate) fn with_method(method: AuthMethod) -> Self {
+        let origin = Origin::Dynamic;
+        let secret = |method| ClientKind::Confidential {
+            origin,
+            method,
+            secret_hash: "h".into(),
+        };
+        let kind = match method {
+            AuthMethod::None => ClientKind::Public { origin },
+            AuthMethod::ClientSecretBasic => secret(SecretMethod::Basic),
+            AuthMethod::ClientSecretPost => secret(SecretMethod::Post),
+            AuthMethod::PrivateKeyJwt => ClientKind::PrivateKeyJwt {
+                origin,
+                keys: AssertionKeys {
+                    keys: ClientKeys::Uri("https://app.example/jwks".into()),
+                    algorithm: None,
+                },
+            },
+        };
+        Self {
+            client_id: "c".into(),
+            kind,
+            name: "n".into(),
+            redirect_uris: vec![],
+            may_refresh: true,
+            native: false,
+        }
     }
 }
 
@@ -233,15 +340,8 @@ mod tests {
 
     fn client(auth_method: AuthMethod, native: bool) -> Client {
         Client {
-            client_id: "c".into(),
-            kind: ClientKind::Dynamic,
-            name: "n".into(),
-            redirect_uris: vec![],
-            auth_method,
-            secret_hash: None,
-            assertion_keys: None,
-            may_refresh: true,
             native,
+            ..Client::with_method(auth_method)
         }
     }
 
@@ -302,6 +402,38 @@ mod tests {
         }
         assert_eq!(AuthMethod::parse("client_secret_jwt"), Option::None);
         assert!(AuthMethod::PrivateKeyJwt.is_confidential());
+    }
+
+    #[test]
+    fn each_kind_names_its_method_and_origin() {
+        for method in AuthMethod::ALL {
+            let client = Client::with_method(method);
+            assert_eq!(client.auth_method(), method);
+            assert_eq!(client.origin(), Some(Origin::Dynamic));
+            assert!(client.is_unverified());
+            assert_eq!(client.document_host(), Option::None);
+        }
+        let document = |auth| Client {
+            kind: ClientKind::MetadataDocument {
+                document_host: "app.example".into(),
+                auth,
+            },
+            ..Client::with_method(AuthMethod::None)
+        };
+        let public = document(DocumentAuth::None);
+        assert_eq!(public.auth_method(), AuthMethod::None);
+        assert_eq!(public.origin(), Option::None);
+        assert!(!public.is_unverified());
+        assert_eq!(public.document_host(), Some("app.example"));
+        let signed = document(DocumentAuth::PrivateKeyJwt);
+        assert_eq!(signed.auth_method(), AuthMethod::PrivateKeyJwt);
+        let registered = Client {
+            kind: ClientKind::Public {
+                origin: Origin::Registered,
+            },
+            ..Client::with_method(AuthMethod::None)
+        };
+        assert!(!registered.is_unverified());
     }
 
     #[test]

@@ -29,21 +29,21 @@ use time::OffsetDateTime;
 
 use crate::domain::Issuer;
 use crate::oauth::cimd::CimdRequest;
-use crate::oauth::client::{AuthMethod, Client};
+use crate::oauth::client::{AssertionKeys, AuthMethod, Client, ClientKind, DocumentAuth};
 use crate::oauth::client_assertion::{
     self, ASSERTION_TYPE, AssertionError, ClientKeySource, Expected, KeySetError,
 };
 use crate::oauth::clients::{self, ClientLookupError};
 use crate::oauth::error::OAuthError;
 use crate::oauth::params::Params;
-use crate::secrets;
+use crate::secrets::{self, ClientSecret};
 use crate::storage::Store;
 
 /// What the request presented.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Presented {
     pub client_id: String,
-    pub secret: Option<String>,
+    pub secret: Option<ClientSecret>,
     /// Whether the credentials came in the Basic header.
     pub basic: bool,
     /// A client assertion (`client_assertion`, of the JWT type).
@@ -67,7 +67,7 @@ impl Presented {
 /// Collects the client's credentials from the Basic header (already
 /// decoded; `Err` if it was malformed) and the body.
 pub fn presented(
-    basic: Option<Result<(String, String), ()>>,
+    basic: Option<Result<(String, ClientSecret), ()>>,
     form: &Params,
 ) -> Result<Presented, OAuthError> {
     let repeated = |name| OAuthError::invalid_request(format!("{name} is repeated"));
@@ -117,7 +117,7 @@ pub fn presented(
                 })?;
             Ok(Presented {
                 client_id: id,
-                secret: form_secret.map(str::to_owned),
+                secret: form_secret.map(ClientSecret::from),
                 basic: false,
                 assertion,
             })
@@ -158,28 +158,51 @@ pub async fn authenticate(
     now: OffsetDateTime,
 ) -> Result<Client, OAuthError> {
     let refuse = |why: &str| OAuthError::invalid_client(why, presented.basic);
-    let client = match clients::resolve(store, cimd, &presented.client_id, now).await {
-        Ok(Some(resolved)) => resolved.client,
+    let resolved = match clients::resolve(store, cimd, &presented.client_id, now).await {
+        Ok(Some(resolved)) => resolved,
         Ok(None) => return Err(refuse("unknown client")),
         Err(ClientLookupError::Document(why)) => return Err(refuse(&why)),
         Err(ClientLookupError::Throttled(throttle)) => return Err(throttle.into()),
         Err(ClientLookupError::Store(err)) => return Err(err.into()),
     };
+    let client = resolved.client;
     check_method(&client, presented)?;
-    if client.auth_method == AuthMethod::PrivateKeyJwt {
-        return authenticate_assertion(store, cimd, issuer, client, presented, now).await;
-    }
-    match (&client.secret_hash, &presented.secret) {
-        (Some(expected), Some(secret))
-            if client.auth_method.is_confidential()
-                && secrets::constant_time_eq(expected, &secrets::hash_secret(secret)) =>
-        {
-            Ok(client)
+    let assertion_keys = match &client.kind {
+        ClientKind::Confidential { secret_hash, .. } => {
+            return match &presented.secret {
+                Some(secret)
+                    if secrets::constant_time_eq(
+                        secret_hash,
+                        &secrets::hash_secret(secret.expose()),
+                    ) =>
+                {
+                    Ok(client)
+                }
+                _ => Err(refuse("wrong or missing client secret")),
+            };
         }
-        (Some(_), _) => Err(refuse("wrong or missing client secret")),
-        (None, None) if !client.auth_method.is_confidential() => Ok(client),
-        (None, _) => Err(refuse("a public client has no secret to send")),
-    }
+        ClientKind::Public { .. }
+        | ClientKind::MetadataDocument {
+            auth: DocumentAuth::None,
+            ..
+        } => {
+            return match presented.secret {
+                None => Ok(client),
+                Some(_) => Err(refuse("a public client has no secret to send")),
+            };
+        }
+        ClientKind::PrivateKeyJwt { keys, .. } => Some(keys),
+        // A document client's keys are its document's, as just resolved.
+        ClientKind::MetadataDocument {
+            auth: DocumentAuth::PrivateKeyJwt,
+            ..
+        } => resolved
+            .document
+            .as_ref()
+            .and_then(|document| document.assertion_keys.as_ref()),
+    };
+    authenticate_assertion(store, cimd, issuer, &client, assertion_keys, presented, now).await?;
+    Ok(client)
 }
 
 /// `private_key_jwt` (the method already checked): the assertion must pass
@@ -188,12 +211,13 @@ async fn authenticate_assertion(
     store: &Store,
     cimd: &CimdRequest<'_>,
     issuer: &Issuer,
-    client: Client,
+    client: &Client,
+    keys: Option<&AssertionKeys>,
     presented: &Presented,
     now: OffsetDateTime,
-) -> Result<Client, OAuthError> {
+) -> Result<(), OAuthError> {
     let refuse = |why: &str| OAuthError::invalid_client(why, false);
-    let (Some(assertion), Some(keys)) = (&presented.assertion, &client.assertion_keys) else {
+    let (Some(assertion), Some(keys)) = (&presented.assertion, keys) else {
         return Err(refuse("no client assertion, or no keys to check it with"));
     };
     let token_endpoint = issuer.url("/token");
@@ -208,7 +232,7 @@ async fn authenticate_assertion(
         cimd,
     };
     match client_assertion::verify(assertion, &expected, &source, now, store).await {
-        Ok(_) => Ok(client),
+        Ok(_) => Ok(()),
         Err(AssertionError::KeySet(KeySetError::Throttled(throttle))) => Err(throttle.into()),
         Err(AssertionError::Store(err)) => Err(err.into()),
         Err(err) => Err(refuse(&format!(
@@ -224,13 +248,13 @@ async fn authenticate_assertion(
 /// tried Basic.
 pub fn check_method(client: &Client, presented: &Presented) -> Result<(), OAuthError> {
     let used = presented.method();
-    if used == client.auth_method {
+    if used == client.auth_method() {
         return Ok(());
     }
     Err(OAuthError::invalid_client(
         format!(
             "the client is registered for {} and authenticated with {}",
-            client.auth_method.as_str(),
+            client.auth_method().as_str(),
             used.as_str()
         ),
         presented.basic,
@@ -248,14 +272,7 @@ mod tests {
     fn client(auth_method: AuthMethod) -> Client {
         Client {
             client_id: "id".into(),
-            kind: crate::oauth::client::ClientKind::Dynamic,
-            name: "n".into(),
-            redirect_uris: vec![],
-            auth_method,
-            secret_hash: None,
-            assertion_keys: None,
-            may_refresh: true,
-            native: false,
+            ..Client::with_method(auth_method)
         }
     }
 
@@ -311,7 +328,7 @@ mod tests {
             "the verifier then refuses the mismatch"
         );
         let code = |basic, body: &str| presented(basic, &form(body)).unwrap_err().code();
-        let basic = Some(Ok(("id".to_owned(), "s".to_owned())));
+        let basic = Some(Ok(("id".to_owned(), "s".into())));
         assert_eq!(code(basic, &body), "invalid_request");
         assert_eq!(
             code(None, &format!("{body}&client_secret=s")),
@@ -341,7 +358,7 @@ mod tests {
 
     #[test]
     fn credentials_come_from_the_header_or_the_body_never_both() {
-        let basic = Some(Ok(("id".to_owned(), "s3cret".to_owned())));
+        let basic = Some(Ok(("id".to_owned(), "s3cret".into())));
         assert_eq!(
             presented(basic.clone(), &form("grant_type=x")).unwrap(),
             Presented {
@@ -368,7 +385,8 @@ mod tests {
             presented(None, &form("client_id=id&client_secret=s"))
                 .unwrap()
                 .secret
-                .as_deref(),
+                .as_ref()
+                .map(ClientSecret::expose),
             Some("s")
         );
         assert_eq!(

@@ -21,7 +21,9 @@ use time::OffsetDateTime;
 
 use crate::oauth::cimd::key_set;
 use crate::oauth::cimd::{CimdError, CimdRequest, ClientMetadataDocument, Throttle};
-use crate::oauth::client::{AssertionKeys, AuthMethod, Client, ClientKeys, ClientKind};
+use crate::oauth::client::{
+    AssertionKeys, AuthMethod, Client, ClientKeys, ClientKind, DocumentAuth, Origin, SecretMethod,
+};
 use crate::oauth::client_assertion;
 use crate::storage::clients::{self as stored, ClientRow, DocumentClient};
 use crate::storage::{Store, StoreError};
@@ -81,27 +83,43 @@ pub async fn resolve(
             ClientLookupError::Document(plain_reason(&err))
         }
     })?;
+    let Some(client) = document_client(&document) else {
+        tracing::error!(client_id, "a document negotiated a shared-secret method");
+        return Err(ClientLookupError::Document(
+            "it offers no client authentication method Coop has".to_owned(),
+        ));
+    };
     Ok(Some(Resolved {
-        client: document_client(&document),
+        client,
         document: Some(document),
     }))
 }
 
 /// A metadata document as a client, authenticating with the negotiated
-/// method and refreshing like any other.
-pub fn document_client(document: &ClientMetadataDocument) -> Client {
-    Client {
+/// method and refreshing like any other. Its keys stay in the document
+/// ([`Resolved::document`]). `None` if the negotiated method needs a
+/// secret, which a document never has (negotiation offers it only `none`
+/// and `private_key_jwt`, so this does not happen).
+pub fn document_client(document: &ClientMetadataDocument) -> Option<Client> {
+    Some(Client {
         client_id: document.client_id.clone(),
         kind: ClientKind::MetadataDocument {
             document_host: document.document_host.clone(),
+            auth: document_auth(document.auth_method)?,
         },
         name: document.client_name.clone(),
         redirect_uris: document.redirect_uris.clone(),
-        auth_method: document.auth_method,
-        secret_hash: None,
-        assertion_keys: document.assertion_keys.clone(),
         may_refresh: true,
         native: false,
+    })
+}
+
+/// A document's method, if it is one a document may use.
+fn document_auth(method: AuthMethod) -> Option<DocumentAuth> {
+    match method {
+        AuthMethod::None => Some(DocumentAuth::None),
+        AuthMethod::PrivateKeyJwt => Some(DocumentAuth::PrivateKeyJwt),
+        AuthMethod::ClientSecretBasic | AuthMethod::ClientSecretPost => None,
     }
 }
 
@@ -180,56 +198,86 @@ fn is_expired_registration(row: &ClientRow, now: OffsetDateTime) -> bool {
         && row.created_at + UNUSED_REGISTRATION_TTL.whole_seconds() < now.unix_timestamp()
 }
 
-/// A stored row as a [`Client`]; `None` (logged) if the row is unusable.
+/// A stored row as a [`Client`]: the storage boundary, where the row's
+/// strings become one [`ClientKind`]. `None` (logged) if the row is
+/// unusable: an unknown kind or method, unreadable redirect URIs, a
+/// confidential client without its secret's hash, a public one with one,
+/// a `private_key_jwt` client without usable keys, a metadata-document
+/// client with a secret.
 fn from_row(row: ClientRow) -> Option<Client> {
     let metadata: serde_json::Value = serde_json::from_str(&row.metadata).unwrap_or_default();
-    let kind = match row.kind.as_str() {
-        "registered" => ClientKind::Registered,
-        "dynamic" => ClientKind::Dynamic,
-        "metadata_document" => ClientKind::MetadataDocument {
-            document_host: metadata["document_host"]
-                .as_str()
-                .unwrap_or_default()
-                .to_owned(),
-        },
+    let unusable = |why: &str| {
+        tracing::error!(client_id = %row.client_id, "stored client {why}");
+    };
+    let Ok(redirect_uris) = serde_json::from_str::<Vec<String>>(&row.redirect_uris) else {
+        unusable("has unreadable redirect URIs");
+        return None;
+    };
+    let Some(auth_method) = AuthMethod::parse(&row.token_endpoint_auth_method) else {
+        unusable("has an unknown auth method");
+        return None;
+    };
+    let origin = match row.kind.as_str() {
+        "registered" => Some(Origin::Registered),
+        "dynamic" => Some(Origin::Dynamic),
+        "metadata_document" => None,
         other => {
             tracing::error!(kind = other, "stored client of an unknown kind");
             return None;
         }
     };
-    let Ok(redirect_uris) = serde_json::from_str::<Vec<String>>(&row.redirect_uris) else {
-        tracing::error!(client_id = %row.client_id, "stored client has unreadable redirect URIs");
-        return None;
-    };
-    let Some(auth_method) = AuthMethod::parse(&row.token_endpoint_auth_method) else {
-        tracing::error!(client_id = %row.client_id, "stored client has an unknown auth method");
-        return None;
+    let kind = match (origin, auth_method, row.secret_hash) {
+        (Some(origin), AuthMethod::None, None) => ClientKind::Public { origin },
+        (
+            Some(origin),
+            AuthMethod::ClientSecretBasic | AuthMethod::ClientSecretPost,
+            Some(hash),
+        ) => ClientKind::Confidential {
+            origin,
+            method: if auth_method == AuthMethod::ClientSecretBasic {
+                SecretMethod::Basic
+            } else {
+                SecretMethod::Post
+            },
+            secret_hash: hash,
+        },
+        (Some(origin), AuthMethod::PrivateKeyJwt, None) => {
+            let Some(keys) = stored_assertion_keys(&metadata) else {
+                unusable("is private_key_jwt without usable keys");
+                return None;
+            };
+            ClientKind::PrivateKeyJwt { origin, keys }
+        }
+        // A document client's stored copy only names it: its keys are read
+        // from the document at each use.
+        (None, AuthMethod::None | AuthMethod::PrivateKeyJwt, None) => {
+            ClientKind::MetadataDocument {
+                document_host: metadata["document_host"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_owned(),
+                auth: document_auth(auth_method)?,
+            }
+        }
+        (_, method, hash) => {
+            unusable(&format!(
+                "is {} {} a secret hash",
+                method.as_str(),
+                if hash.is_some() { "with" } else { "without" }
+            ));
+            return None;
+        }
     };
     let may_refresh = match metadata.get("grant_types").and_then(|g| g.as_array()) {
         Some(types) => types.iter().any(|t| t == "refresh_token"),
         None => true,
     };
     let native = metadata.get("application_type").and_then(|t| t.as_str()) == Some("native");
-    // A document client's stored copy only names it (its keys are read
-    // from the document at each use), so it keeps none.
-    let is_document = matches!(kind, ClientKind::MetadataDocument { .. });
-    let assertion_keys = if auth_method == AuthMethod::PrivateKeyJwt && !is_document {
-        let Some(keys) = stored_assertion_keys(&metadata) else {
-            tracing::error!(client_id = %row.client_id, "stored private_key_jwt client has unusable keys");
-            return None;
-        };
-        Some(keys)
-    } else {
-        None
-    };
     Some(Client {
         client_id: row.client_id,
         kind,
         name: row.client_name,
         redirect_uris,
-        auth_method,
-        secret_hash: row.secret_hash,
-        assertion_keys,
         may_refresh,
         native,
     })
@@ -311,9 +359,55 @@ mod tests {
         assert_eq!(
             from_row(r).unwrap().kind,
             ClientKind::MetadataDocument {
-                document_host: "app.example".into()
+                document_host: "app.example".into(),
+                auth: DocumentAuth::None,
             }
         );
         assert!(from_row(row("other", 0, None)).is_none());
+    }
+
+    #[test]
+    fn a_row_becomes_one_kind_or_nothing() {
+        let with = |kind: &str, method: &str, hash: Option<&str>| {
+            let mut r = row(kind, 0, None);
+            r.token_endpoint_auth_method = method.into();
+            r.secret_hash = hash.map(str::to_owned);
+            from_row(r).map(|c| c.kind)
+        };
+        assert_eq!(
+            with("registered", "client_secret_post", Some("h")),
+            Some(ClientKind::Confidential {
+                origin: Origin::Registered,
+                method: SecretMethod::Post,
+                secret_hash: "h".into(),
+            })
+        );
+        assert_eq!(
+            with("dynamic", "none", None),
+            Some(ClientKind::Public {
+                origin: Origin::Dynamic
+            })
+        );
+        assert_eq!(
+            with("metadata_document", "private_key_jwt", None),
+            Some(ClientKind::MetadataDocument {
+                document_host: String::new(),
+                auth: DocumentAuth::PrivateKeyJwt,
+            })
+        );
+        // What no kind can be: confidential without its secret, public with
+        // one, private_key_jwt without keys, a document with a secret.
+        for (kind, method, hash) in [
+            ("registered", "client_secret_basic", None),
+            ("dynamic", "client_secret_post", None),
+            ("dynamic", "none", Some("h")),
+            ("registered", "private_key_jwt", None),
+            ("registered", "private_key_jwt", Some("h")),
+            ("metadata_document", "client_secret_basic", None),
+            ("metadata_document", "none", Some("h")),
+            ("dynamic", "client_secret_jwt", Some("h")),
+        ] {
+            assert_eq!(with(kind, method, hash), None, "{kind} {method} {hash:?}");
+        }
     }
 }

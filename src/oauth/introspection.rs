@@ -70,7 +70,7 @@ pub async fn require_introspector(
     caller: &Client,
     basic: bool,
 ) -> Result<(), OAuthError> {
-    let allowed = caller.auth_method.is_confidential()
+    let allowed = caller.auth_method().is_confidential()
         && clients::may_introspect(&mut store.read().await?, &caller.client_id).await?;
     if !allowed {
         tracing::warn!(client_id = %caller.client_id, "introspection by a client not registered for it");

@@ -20,7 +20,7 @@ use time::OffsetDateTime;
 
 use crate::domain::UserId;
 use crate::oauth::authorize::AuthorizationRequest;
-use crate::secrets;
+use crate::secrets::{self, AuthorizationCode};
 use crate::storage::pending_authorizations::{self as stored, NewPending};
 use crate::storage::{Store, StoreError, Tx};
 
@@ -156,13 +156,13 @@ pub async fn claim(
 /// the id's 256 random bits. Whoever holds the id (the person's browser)
 /// can compute it, and no one else; the store keeps its hash like any
 /// other code's.
-pub fn code_for(id: &str) -> String {
+pub fn code_for(id: &str) -> AuthorizationCode {
     use aws_lc_rs::hmac;
     use base64::Engine;
     use base64::engine::general_purpose::URL_SAFE_NO_PAD;
     let key = hmac::Key::new(hmac::HMAC_SHA256, id.as_bytes());
     let tag = hmac::sign(&key, b"coop authorization code v1");
-    URL_SAFE_NO_PAD.encode(tag.as_ref())
+    AuthorizationCode::new(URL_SAFE_NO_PAD.encode(tag.as_ref()))
 }
 
 #[cfg(test)]
@@ -176,8 +176,8 @@ mod tests {
         assert_eq!(code_for(&a), code_for(&a));
         assert_ne!(code_for(&a), code_for(&b));
         // As long as a random code: 256 bits, base64url.
-        assert_eq!(code_for(&a).len(), 43);
-        assert_ne!(code_for(&a), a);
+        assert_eq!(code_for(&a).expose().len(), 43);
+        assert_ne!(code_for(&a).expose(), a);
     }
 
     #[test]

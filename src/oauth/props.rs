@@ -360,7 +360,7 @@ mod access_tokens {
                 jkt: None,
             };
             let (token, _) = access_token::mint(&keys, &new, now).await.unwrap();
-            (keys, token)
+            (keys, token.expose().to_owned())
         });
         Fixture {
             runtime,

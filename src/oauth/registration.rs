@@ -35,7 +35,7 @@ use crate::oauth::client::{AuthMethod, disguises_text, negotiate};
 use crate::oauth::client_assertion;
 use crate::oauth::error::OAuthError;
 use crate::oauth::redirect_uri;
-use crate::secrets;
+use crate::secrets::{self, ClientSecret};
 use crate::storage::Store;
 use crate::storage::clients::{self, NewClient};
 
@@ -386,7 +386,7 @@ fn text(raw: &str, field: &str, max: usize) -> Result<String, OAuthError> {
 #[derive(Debug)]
 pub struct Registered {
     pub client_id: String,
-    pub client_secret: Option<String>,
+    pub client_secret: Option<ClientSecret>,
     pub issued_at: i64,
     /// The registered fields, as the response echoes them.
     pub metadata: Map<String, Value>,
@@ -399,7 +399,10 @@ impl Registered {
         body.insert("client_id".into(), Value::String(self.client_id.clone()));
         body.insert("client_id_issued_at".into(), Value::from(self.issued_at));
         if let Some(secret) = &self.client_secret {
-            body.insert("client_secret".into(), Value::String(secret.clone()));
+            body.insert(
+                "client_secret".into(),
+                Value::String(secret.expose().to_owned()),
+            );
             // 0: the secret does not expire.
             body.insert("client_secret_expires_at".into(), Value::from(0));
         }
@@ -538,8 +541,10 @@ async fn store_client(
     now: OffsetDateTime,
 ) -> Result<Registered, OAuthError> {
     let client_id = secrets::random_token(16);
-    let secret = method.uses_secret().then(|| secrets::random_token(32));
-    let secret_hash = secret.as_deref().map(secrets::hash_secret);
+    let secret = method
+        .uses_secret()
+        .then(|| ClientSecret::new(secrets::random_token(32)));
+    let secret_hash = secret.as_ref().map(|s| secrets::hash_secret(s.expose()));
     let stored = Value::Object(metadata.clone());
     let mut tx = store.write().await?;
     clients::insert(

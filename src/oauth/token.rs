@@ -1,30 +1,23 @@
-//! The token endpoint's grants: `authorization_code` and `refresh_token`
-//! here, `client_credentials` (automations only) in [`client_credentials`].
+//! The token endpoint's grants, one file per grant: `authorization_code`,
+//! `refresh_token`, and [`client_credentials`] (automations only). Here is
+//! what they share: the request read by `grant_type` ([`parse`]), the
+//! dispatch ([`exchange`]), the response, the resource check, whether a
+//! grant may still issue (`check_grant_usable`), minting the access token
+//! and reuse detection.
 //!
-//! Both follow one rule: **check everything, then spend**. A code or
-//! refresh token is read with its grant, every check runs (client binding,
-//! expiry, redirect URI, PKCE, resource, grant still usable), the access
-//! token is signed, and only then is the code or token spent, by one
-//! conditional update in the transaction that also stores the next refresh
-//! token. So a refused request consumes nothing (the client may correct
-//! its `resource` and retry), and two racing requests cannot both win.
+//! The code and refresh grants follow one rule: **check everything, then
+//! spend**. A code or refresh token is read with its grant, every check
+//! runs (client binding, expiry, redirect URI, PKCE, resource, grant still
+//! usable), the access token is signed, and only then is the code or token
+//! spent, by one conditional update in the transaction that also stores
+//! the next refresh token. So a refused request consumes nothing (the
+//! client may correct its `resource` and retry), and two racing requests
+//! cannot both win.
 //!
 //! Presenting a spent code or a spent refresh token is reuse: the whole
 //! grant is revoked, which ends everything the code or token issued
 //! (threats 3 and 7), and the audit log records it. A storage failure
 //! anywhere is `server_error` (see [`OAuthError`]), never `invalid_grant`.
-//!
-//! One exception keeps honest clients connected: a refresh token presented
-//! again within the reuse window of its rotation, while its successor has
-//! not been used, gets that same successor back (a response lost on the
-//! way, two processes sharing one credentials file, two tabs). The
-//! successor is derived from the presented token and a random nonce stored
-//! at rotation ([`secrets::successor_token`]), so it can be handed out
-//! again without ever being stored, and only to whoever holds the spent
-//! token. Whether the successor is still unused is claimed by one
-//! conditional update in the same transaction, so of a replay and the
-//! successor's own first use racing, exactly one order wins: there is never
-//! more than one live token family.
 //!
 //! A request with a DPoP proof (checked by the caller, [`crate::oauth::dpop`])
 //! gets an access token bound to the proof's key (`cnf.jkt`, `token_type`
@@ -38,24 +31,22 @@
 use serde::Serialize;
 use time::OffsetDateTime;
 
-use crate::domain::Issuer;
-use crate::domain::{Scope, ScopeSet};
+use crate::domain::{Issuer, ScopeSet};
 use crate::oauth::access_token::{self, NewAccessToken};
 use crate::oauth::client::Client;
 use crate::oauth::dpop::Proof;
 use crate::oauth::error::OAuthError;
 use crate::oauth::keys::Keys;
 use crate::oauth::params::Params;
-use crate::oauth::pkce::CodeChallenge;
 use crate::oauth::resource;
-use crate::oauth::scopes::OFFLINE_ACCESS;
-use crate::secrets;
+use crate::secrets::{AccessToken, AuthorizationCode, CodeVerifier, RefreshToken};
 use crate::storage::audit::{self, AuditEvent, AuditKind};
 use crate::storage::grants::{self, GrantStatus};
-use crate::storage::refresh_tokens::{self, NewRefreshToken};
-use crate::storage::{Store, StoreError, Tx, clients, codes};
+use crate::storage::{Store, StoreError};
 
+mod authorization_code;
 pub mod client_credentials;
+mod refresh_token;
 
 /// How long a refresh token lives; each rotation starts a new period.
 pub const REFRESH_TTL: time::Duration = time::Duration::days(30);
@@ -75,13 +66,13 @@ pub struct TokenContext<'a> {
 #[derive(Debug, PartialEq, Eq)]
 pub enum GrantRequest {
     AuthorizationCode {
-        code: String,
-        code_verifier: String,
+        code: AuthorizationCode,
+        code_verifier: CodeVerifier,
         redirect_uri: Option<String>,
         resource: Vec<String>,
     },
     RefreshToken {
-        refresh_token: String,
+        refresh_token: RefreshToken,
         resource: Vec<String>,
         scope: Option<String>,
     },
@@ -107,13 +98,13 @@ pub fn parse(form: &Params) -> Result<GrantRequest, OAuthError> {
         .collect();
     match required("grant_type")?.as_str() {
         "authorization_code" => Ok(GrantRequest::AuthorizationCode {
-            code: required("code")?,
-            code_verifier: required("code_verifier")?,
+            code: AuthorizationCode::new(required("code")?),
+            code_verifier: CodeVerifier::new(required("code_verifier")?),
             redirect_uri: one("redirect_uri")?,
             resource,
         }),
         "refresh_token" => Ok(GrantRequest::RefreshToken {
-            refresh_token: required("refresh_token")?,
+            refresh_token: RefreshToken::new(required("refresh_token")?),
             resource,
             scope: one("scope")?,
         }),
@@ -125,11 +116,11 @@ pub fn parse(form: &Params) -> Result<GrantRequest, OAuthError> {
 /// A successful token response (RFC 6749 §5.1); never a `null` in it.
 #[derive(Debug, Serialize)]
 pub struct TokenResponse {
-    pub access_token: String,
+    pub access_token: AccessToken,
     pub token_type: &'static str,
     pub expires_in: i64,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub refresh_token: Option<String>,
+    pub refresh_token: Option<RefreshToken>,
     pub scope: String,
 }
 
@@ -142,7 +133,7 @@ fn token_type(jkt: Option<&str>) -> &'static str {
 /// (or the one its previous token was bound to); nothing for a
 /// confidential client.
 fn refresh_binding<'a>(client: &Client, jkt: Option<&'a str>) -> Option<&'a str> {
-    if client.auth_method.is_confidential() {
+    if client.auth_method().is_confidential() {
         None
     } else {
         jkt
@@ -166,20 +157,20 @@ pub async fn exchange(
             redirect_uri,
             resource,
         } => {
-            let request = CodeRequest {
+            let request = authorization_code::CodeRequest {
                 code: &code,
                 verifier: &code_verifier,
                 redirect_uri: redirect_uri.as_deref(),
                 resource: &resource,
             };
-            exchange_code(ctx, client, &request, jkt, now).await
+            authorization_code::exchange(ctx, client, &request, jkt, now).await
         }
         GrantRequest::RefreshToken {
             refresh_token,
             resource,
             scope,
         } => {
-            exchange_refresh(
+            refresh_token::exchange(
                 ctx,
                 client,
                 &refresh_token,
@@ -192,212 +183,6 @@ pub async fn exchange(
         }
         GrantRequest::ClientCredentials => Err(OAuthError::UnauthorizedClient(
             "only an automation may use the client_credentials grant".into(),
-        )),
-    }
-}
-
-/// What an `authorization_code` request names.
-struct CodeRequest<'a> {
-    code: &'a str,
-    verifier: &'a str,
-    redirect_uri: Option<&'a str>,
-    resource: &'a [String],
-}
-
-async fn exchange_code(
-    ctx: &TokenContext<'_>,
-    client: &Client,
-    request: &CodeRequest<'_>,
-    jkt: Option<&str>,
-    now: OffsetDateTime,
-) -> Result<TokenResponse, OAuthError> {
-    let &CodeRequest {
-        code,
-        verifier,
-        redirect_uri,
-        resource,
-    } = request;
-    let code_hash = secrets::hash_secret(code);
-    let row = codes::find(&mut ctx.store.read().await?, &code_hash)
-        .await?
-        .ok_or_else(|| OAuthError::invalid_grant("unknown code"))?;
-    if row.client_id != client.client_id {
-        return Err(OAuthError::invalid_grant("code issued to another client"));
-    }
-    if redirect_uri.is_some_and(|uri| uri != row.redirect_uri) {
-        return Err(OAuthError::invalid_grant(
-            "redirect_uri differs from the authorization request's",
-        ));
-    }
-    if !CodeChallenge::from_stored(row.code_challenge.clone()).is_satisfied_by(verifier) {
-        tracing::warn!(client_id = %client.client_id, "PKCE verifier does not match: possible code interception");
-        return Err(OAuthError::invalid_grant("PKCE verifier does not match"));
-    }
-    check_resource(ctx.issuer, resource, &row.resource)?;
-    // Reuse before expiry: a spent code replayed after its minute is still
-    // a copy in someone else's hands (kept an hour past expiry for this).
-    if row.consumed_at.is_some() {
-        return Err(reuse_detected(ctx, &row.grant, "authorization_code", now).await);
-    }
-    if row.expires_at <= now.unix_timestamp() {
-        return Err(OAuthError::invalid_grant("code expired"));
-    }
-    check_grant_usable(&row.grant, row.credential_epoch)?;
-    let scope = ScopeSet::from_stored(&row.scope)
-        .intersection(&ScopeSet::from_stored(&row.grant.grant_scope));
-    if scope.is_empty() {
-        return Err(OAuthError::invalid_grant("no approved scope is left"));
-    }
-
-    let (access_token, _) = mint(ctx, client, &row.grant, &scope, jkt, now).await?;
-    let refresh = client.may_refresh.then(|| secrets::random_token(32));
-    let refresh_hash = refresh.as_deref().map(secrets::hash_secret);
-    let scope_wire = scope.to_wire();
-    let next = refresh_hash.as_deref().map(|hash| NewRefreshToken {
-        token_hash: hash,
-        grant: row.grant.id(),
-        scope: &scope_wire,
-        expires_at: now + REFRESH_TTL,
-        dpop_jkt: refresh_binding(client, jkt),
-    });
-    let mut tx = ctx.store.write().await?;
-    if !codes::redeem(&mut tx, &code_hash, next.as_ref(), now).await? {
-        // Another request spent the code between our read and our update.
-        drop(tx);
-        return Err(reuse_detected(ctx, &row.grant, "authorization_code", now).await);
-    }
-    clients::mark_used(&mut tx, &client.client_id, now).await?;
-    tx.commit().await?;
-    Ok(TokenResponse {
-        access_token,
-        token_type: token_type(jkt),
-        expires_in: ctx.access_ttl.whole_seconds(),
-        refresh_token: refresh,
-        scope: scope_wire,
-    })
-}
-
-async fn exchange_refresh(
-    ctx: &TokenContext<'_>,
-    client: &Client,
-    token: &str,
-    resource: &[String],
-    asked_scope: Option<&str>,
-    jkt: Option<&str>,
-    now: OffsetDateTime,
-) -> Result<TokenResponse, OAuthError> {
-    if !client.may_refresh {
-        return Err(OAuthError::UnauthorizedClient(
-            "the client registered without the refresh_token grant".into(),
-        ));
-    }
-    let token_hash = secrets::hash_secret(token);
-    let row = refresh_tokens::find(&mut ctx.store.read().await?, &token_hash)
-        .await?
-        .ok_or_else(|| OAuthError::invalid_grant("unknown refresh token"))?;
-    if row.grant.grant_client_id != client.client_id {
-        return Err(OAuthError::invalid_grant(
-            "refresh token issued to another client",
-        ));
-    }
-    if row.expires_at <= now.unix_timestamp() {
-        return Err(OAuthError::invalid_grant("refresh token expired"));
-    }
-    // A bound token without its key is worth nothing to whoever copied
-    // it: refused before anything else, spent or not, and nothing changes.
-    check_binding(row.dpop_jkt.as_deref(), jkt)?;
-    // A spent token goes through every check too: only a request that
-    // would have been answered had the token been fresh may get its
-    // successor again (below); any other replay is reuse.
-    check_resource(ctx.issuer, resource, &row.grant.grant_resource)?;
-    check_grant_usable(&row.grant, row.grant.grant_epoch)?;
-    let allowed = ScopeSet::from_stored(&row.scope)
-        .intersection(&ScopeSet::from_stored(&row.grant.grant_scope));
-    let scope = narrowed_scope(&allowed, asked_scope)?;
-    if scope.is_empty() {
-        return Err(OAuthError::invalid_grant("no approved scope is left"));
-    }
-
-    let (access_token, _) = mint(ctx, client, &row.grant, &scope, jkt, now).await?;
-    let binding = row
-        .dpop_jkt
-        .as_deref()
-        .or_else(|| refresh_binding(client, jkt));
-    // RFC 6749 §6: the new refresh token keeps the old one's scope, even
-    // when this access token was narrowed.
-    let allowed_wire = allowed.to_wire();
-    let respond = |refresh: String| TokenResponse {
-        access_token,
-        token_type: token_type(jkt),
-        expires_in: ctx.access_ttl.whole_seconds(),
-        refresh_token: Some(refresh),
-        scope: scope.to_wire(),
-    };
-
-    let mut tx = ctx.store.write().await?;
-    if row.used_at.is_none() {
-        let nonce = secrets::random_token(16);
-        let refresh = secrets::successor_token(token, &nonce);
-        let refresh_hash = secrets::hash_secret(&refresh);
-        let next = NewRefreshToken {
-            token_hash: &refresh_hash,
-            grant: row.grant.id(),
-            scope: &allowed_wire,
-            expires_at: now + REFRESH_TTL,
-            dpop_jkt: binding,
-        };
-        if refresh_tokens::rotate(&mut tx, &token_hash, &next, &nonce, now).await? {
-            tx.commit().await?;
-            return Ok(respond(refresh));
-        }
-        // Spent by a racing request between our read and our update: the
-        // same question as a replay, asked of what that request stored.
-    }
-    match resend_successor(ctx, &mut tx, token, &token_hash, now).await? {
-        Some(refresh) => {
-            tx.commit().await?;
-            tracing::info!(grant = %row.grant.grant_id, "spent refresh token presented again within the window: same successor");
-            Ok(respond(refresh))
-        }
-        None => {
-            drop(tx);
-            Err(reuse_detected(ctx, &row.grant, "refresh_token", now).await)
-        }
-    }
-}
-
-/// The successor of the spent token `token`, when it was spent within the
-/// reuse window and its successor is unused; claimed in `tx`.
-async fn resend_successor(
-    ctx: &TokenContext<'_>,
-    tx: &mut Tx,
-    token: &str,
-    token_hash: &str,
-    now: OffsetDateTime,
-) -> Result<Option<String>, StoreError> {
-    if ctx.reuse_window <= time::Duration::ZERO {
-        return Ok(None);
-    }
-    let Some(nonce) =
-        refresh_tokens::successor_nonce(tx, token_hash, now - ctx.reuse_window).await?
-    else {
-        return Ok(None);
-    };
-    let successor = secrets::successor_token(token, &nonce);
-    let unused = refresh_tokens::claim_unused(tx, &secrets::hash_secret(&successor), now).await?;
-    Ok(unused.then_some(successor))
-}
-
-/// A refresh token bound to a key needs a proof by that key.
-fn check_binding(bound: Option<&str>, jkt: Option<&str>) -> Result<(), OAuthError> {
-    match (bound, jkt) {
-        (None, _) => Ok(()),
-        (Some(bound), Some(jkt)) if secrets::constant_time_eq(bound, jkt) => Ok(()),
-        (Some(_), Some(_)) => Err(OAuthError::invalid_grant(
-            "the refresh token is bound to another DPoP key",
-        )),
-        (Some(_), None) => Err(OAuthError::invalid_grant(
-            "the refresh token is bound to a DPoP key and no proof came",
         )),
     }
 }
@@ -442,34 +227,6 @@ pub(crate) fn check_grant_usable(grant: &GrantStatus, epoch: i64) -> Result<(), 
     Err(OAuthError::invalid_grant(refusal))
 }
 
-/// A refresh request may ask for fewer scopes than the token carries,
-/// never more (RFC 6749 §6); `offline_access` is ignored as everywhere.
-fn narrowed_scope(allowed: &ScopeSet, asked: Option<&str>) -> Result<ScopeSet, OAuthError> {
-    let Some(asked) = asked else {
-        return Ok(allowed.clone());
-    };
-    let mut scopes = Vec::new();
-    for word in asked
-        .split(' ')
-        .filter(|w| !w.is_empty() && *w != OFFLINE_ACCESS)
-    {
-        scopes.push(
-            Scope::parse(word)
-                .ok_or_else(|| OAuthError::InvalidScope(format!("unknown scope {word:?}")))?,
-        );
-    }
-    let asked = ScopeSet::from_scopes(scopes);
-    if asked.is_empty() {
-        return Ok(allowed.clone());
-    }
-    if !asked.is_subset(allowed) {
-        return Err(OAuthError::InvalidScope(
-            "a refresh cannot add scopes that were not granted".into(),
-        ));
-    }
-    Ok(asked)
-}
-
 async fn mint(
     ctx: &TokenContext<'_>,
     client: &Client,
@@ -477,7 +234,7 @@ async fn mint(
     scope: &ScopeSet,
     jkt: Option<&str>,
     now: OffsetDateTime,
-) -> Result<(String, access_token::AccessClaims), OAuthError> {
+) -> Result<(AccessToken, access_token::AccessClaims), OAuthError> {
     Ok(access_token::mint(
         ctx.keys,
         &NewAccessToken {
@@ -592,51 +349,14 @@ mod tests {
     }
 
     #[test]
-    fn a_bound_refresh_token_needs_its_key_and_only_public_clients_bind() {
-        assert!(check_binding(None, None).is_ok());
-        assert!(check_binding(None, Some("k1")).is_ok());
-        assert!(check_binding(Some("k1"), Some("k1")).is_ok());
-        for jkt in [Some("k2"), None] {
-            assert_eq!(
-                check_binding(Some("k1"), jkt).unwrap_err().code(),
-                "invalid_grant"
-            );
+    fn a_grant_request_debugs_without_its_secrets() {
+        for body in [
+            "grant_type=authorization_code&code=c0de-s3cret&code_verifier=v3rifier-s3cret",
+            "grant_type=refresh_token&refresh_token=r3fresh-s3cret",
+        ] {
+            let printed = format!("{:?}", parse(&form(body)).unwrap());
+            assert!(!printed.contains("s3cret"), "{printed}");
         }
-        let mut client = Client {
-            client_id: "c".into(),
-            kind: crate::oauth::client::ClientKind::Dynamic,
-            name: "n".into(),
-            redirect_uris: vec![],
-            auth_method: crate::oauth::client::AuthMethod::None,
-            secret_hash: None,
-            may_refresh: true,
-            native: false,
-            assertion_keys: None,
-        };
-        assert_eq!(refresh_binding(&client, Some("k1")), Some("k1"));
-        client.auth_method = crate::oauth::client::AuthMethod::ClientSecretBasic;
-        assert_eq!(refresh_binding(&client, Some("k1")), None);
-        assert_eq!(token_type(Some("k1")), "DPoP");
-        assert_eq!(token_type(None), "Bearer");
-    }
-
-    #[test]
-    fn a_refresh_may_narrow_but_never_widen() {
-        let both = ScopeSet::from_stored("farm:read daily-entries:write");
-        let read = ScopeSet::from_stored("farm:read");
-        assert_eq!(narrowed_scope(&both, None).unwrap(), both);
-        assert_eq!(narrowed_scope(&both, Some("farm:read")).unwrap(), read);
-        assert_eq!(narrowed_scope(&read, Some("offline_access")).unwrap(), read);
-        assert_eq!(
-            narrowed_scope(&read, Some("farm:read daily-entries:write"))
-                .unwrap_err()
-                .code(),
-            "invalid_scope"
-        );
-        assert_eq!(
-            narrowed_scope(&read, Some("admin")).unwrap_err().code(),
-            "invalid_scope"
-        );
     }
 
     #[test]

@@ -9,28 +9,29 @@
 use time::OffsetDateTime;
 
 use super::{Sql, Store, StoreResult};
+use crate::secrets::MasterSecret;
 
 /// The secret called `name`, made from `fresh` if there is none yet.
 pub async fn load_or_create(
     store: &Store,
     name: &str,
-    fresh: impl FnOnce() -> String,
+    fresh: impl FnOnce() -> MasterSecret,
     now: OffsetDateTime,
-) -> StoreResult<String> {
+) -> StoreResult<MasterSecret> {
     let mut tx = store.write().await?;
     Sql::new(
         "insert into server_secrets (name, value, created_at) values ($1, $2, $3)
          on conflict (name) do nothing",
     )
     .bind(name)
-    .bind(fresh())
+    .bind(fresh().expose().to_owned())
     .bind(now)
     .execute(&mut tx)
     .await?;
-    let value = Sql::new("select value from server_secrets where name = $1")
+    let value: String = Sql::new("select value from server_secrets where name = $1")
         .bind(name)
         .fetch_scalar(&mut tx)
         .await?;
     tx.commit().await?;
-    Ok(value)
+    Ok(MasterSecret::new(value))
 }

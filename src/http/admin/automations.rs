@@ -26,6 +26,7 @@ use crate::http::form;
 use crate::http::pages::apps::NoticeQuery;
 use crate::http::pages::view::{Nav, last_used, scope_words, scopes_in_words};
 use crate::http::session::SignedIn;
+use crate::secrets::ClientSecret;
 use crate::state::AppState;
 use crate::storage::automations::{self, AutomationRow};
 use crate::storage::farm_admin::{self, FlockAdminRow};
@@ -112,7 +113,7 @@ struct ScopeChoice {
 struct CreatedView {
     name: String,
     client_id: String,
-    secret: Option<String>,
+    secret: Option<ClientSecret>,
 }
 
 #[derive(Template)]

@@ -1,4 +1,5 @@
-//! The one place an `/mcp` refusal becomes a response.
+//! MCP clients' errors: where an `/mcp` refusal becomes a response (the
+//! rule for every kind of client: [`crate::http`]).
 //!
 //! Authorization refusals follow RFC 6750 §3 and MCP's authorization rules:
 //! every 401 carries `WWW-Authenticate: Bearer resource_metadata="…"` (the

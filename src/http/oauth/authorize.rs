@@ -20,7 +20,7 @@ use axum::extract::{ConnectInfo, RawQuery, State};
 use axum::response::{IntoResponse, Redirect, Response};
 
 use super::consent::{self, Waiting};
-use super::error::{page_refusal, page_throttled, refusal_redirect};
+use super::error::refusal_redirect;
 use crate::http::error::PageError;
 use crate::http::session::SignedIn;
 use crate::oauth::authorize::{self, AuthorizeParams, PageRefusal};
@@ -41,26 +41,28 @@ pub async fn authorize(
     // 1. The client.
     let client_id = match authorize::client_id(&params) {
         Ok(id) => id,
-        Err(refusal) => return Ok(page_refusal(&refusal)),
+        Err(refusal) => return Err(PageError::Authorization(refusal)),
     };
     let cimd = state.cimd.for_peer(peer.ip());
     let found = match clients::resolve(&state.store, &cimd, client_id, now).await {
         Ok(found) => found,
         Err(ClientLookupError::Document(why)) => {
-            return Ok(page_refusal(&PageRefusal::ClientDocument(why)));
+            return Err(PageError::Authorization(PageRefusal::ClientDocument(why)));
         }
-        Err(ClientLookupError::Throttled(throttle)) => return Ok(page_throttled(&throttle)),
+        Err(ClientLookupError::Throttled(throttle)) => {
+            return Err(PageError::DocumentNotFetched(throttle));
+        }
         Err(ClientLookupError::Store(err)) => return Err(err.into()),
     };
     let document = found.as_ref().and_then(|f| f.document.clone());
     let client = match authorize::check_client(found.map(|f| f.client)) {
         Ok(client) => client,
-        Err(refusal) => return Ok(page_refusal(&refusal)),
+        Err(refusal) => return Err(PageError::Authorization(refusal)),
     };
     // 2. The redirect URI.
     let redirect_uri = match authorize::check_redirect_uri(&params, &client) {
         Ok(uri) => uri,
-        Err(refusal) => return Ok(page_refusal(&refusal)),
+        Err(refusal) => return Err(PageError::Authorization(refusal)),
     };
     // 3–6, each refusal sent back to the client.
     let client_state = match authorize::state(&params) {

@@ -6,10 +6,12 @@ use axum::http::{HeaderMap, header};
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
 
+use crate::secrets::ClientSecret;
+
 /// `None`: no Basic credentials. `Some(Err(()))`: a Basic header that
 /// cannot be read. `Some(Ok((id, secret)))` otherwise. Another scheme (a
 /// stray `Bearer`) is not client authentication and is ignored.
-pub fn basic(headers: &HeaderMap) -> Option<Result<(String, String), ()>> {
+pub fn basic(headers: &HeaderMap) -> Option<Result<(String, ClientSecret), ()>> {
     let value = headers.get(header::AUTHORIZATION)?;
     let Ok(value) = value.to_str() else {
         return Some(Err(()));
@@ -21,7 +23,7 @@ pub fn basic(headers: &HeaderMap) -> Option<Result<(String, String), ()>> {
     Some(decode(encoded.trim()))
 }
 
-fn decode(encoded: &str) -> Result<(String, String), ()> {
+fn decode(encoded: &str) -> Result<(String, ClientSecret), ()> {
     let bytes = STANDARD.decode(encoded).map_err(|_| ())?;
     let text = String::from_utf8(bytes).map_err(|_| ())?;
     let (id, secret) = text.split_once(':').ok_or(())?;
@@ -35,7 +37,7 @@ fn decode(encoded: &str) -> Result<(String, String), ()> {
     if id.is_empty() {
         return Err(());
     }
-    Ok((id, unescape(secret)))
+    Ok((id, ClientSecret::new(unescape(secret))))
 }
 
 #[cfg(test)]
@@ -54,12 +56,12 @@ mod tests {
         let encoded = STANDARD.encode("my%20id:s%3Acret+x");
         assert_eq!(
             basic(&headers(&format!("Basic {encoded}"))),
-            Some(Ok(("my id".to_owned(), "s:cret x".to_owned())))
+            Some(Ok(("my id".to_owned(), "s:cret x".into())))
         );
         let encoded = STANDARD.encode("plain:secret");
         assert_eq!(
             basic(&headers(&format!("basic {encoded}"))),
-            Some(Ok(("plain".to_owned(), "secret".to_owned())))
+            Some(Ok(("plain".to_owned(), "secret".into())))
         );
         assert_eq!(basic(&headers("Bearer abc")), None);
         assert_eq!(basic(&HeaderMap::new()), None);

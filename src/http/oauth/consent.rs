@@ -39,11 +39,13 @@ use crate::http::form;
 use crate::http::session::{self, CHANGE_PASSWORD_PATH, SignedIn};
 use crate::oauth::approval;
 use crate::oauth::authorize::AuthorizationRequest;
-use crate::oauth::client::{Client, ClientKind};
+use crate::oauth::client::Client;
 use crate::oauth::consent::{self, FarmState, NextStep, Reauthenticate, Situation};
 use crate::oauth::params::Params;
 use crate::oauth::pending::{self, Decision, Pending};
 use crate::oauth::{clients, redirect_uri};
+use crate::secrets::AuthorizationCode;
+use crate::secrets::Password;
 use crate::state::AppState;
 use crate::storage::grants::GrantStatus;
 use crate::storage::{farms, grants};
@@ -225,10 +227,7 @@ async fn respond(
         NextStep::AskConsent { remembered } => {
             let id = waiting_id(state, user, waiting).await?;
             let csrf = session::csrf_token(&user.session).await?;
-            let document_host = match &client.kind {
-                ClientKind::MetadataDocument { document_host } => Some(document_host.as_str()),
-                _ => None,
-            };
+            let document_host = client.document_host();
             let redirect_host = redirect_uri::host_of(&request.redirect_uri);
             let mut response = render(&ConsentPage {
                 client_name: &client.name,
@@ -314,7 +313,7 @@ async fn lost_claim(
 fn code_redirect(
     state: &AppState,
     request: &AuthorizationRequest,
-    code: &str,
+    code: &AuthorizationCode,
 ) -> Result<Response, PageError> {
     let url = approval::code_redirect(request, code, &state.issuer)
         .ok_or_else(|| PageError::Internal("a validated redirect URI did not parse".into()))?;
@@ -481,7 +480,7 @@ pub struct PasswordForm {
     #[serde(default)]
     request: String,
     #[serde(default)]
-    password: String,
+    password: Password,
 }
 
 pub async fn confirm_password(

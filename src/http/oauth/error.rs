@@ -1,25 +1,27 @@
-//! The one place an OAuth error becomes a response.
+//! OAuth clients' errors: where an [`OAuthError`] becomes an RFC 6749
+//! answer (the rule for every kind of client: [`crate::http`]).
 //!
-//! JSON endpoints (`/token`, `/revoke`, `/register`) answer RFC 6749 §5.2
-//! bodies: `error` and a fixed `error_description` per code, with
-//! `Cache-Control: no-store`. The internal reason a variant carries goes to
-//! the log only (for `invalid_grant` and `server_error` it could name what
-//! was wrong with a code, or a database message). `invalid_client` is a 401,
-//! with a `WWW-Authenticate: Basic` challenge when the client tried Basic.
+//! JSON endpoints (`/token`, `/revoke`, `/register`, `/introspect`) answer
+//! RFC 6749 §5.2 bodies: `error` and a fixed `error_description` per code,
+//! with `Cache-Control: no-store`. The internal reason a variant carries
+//! goes to the log only (for `invalid_grant` and `server_error` it could
+//! name what was wrong with a code, or a database message). `invalid_client`
+//! is a 401, with a `WWW-Authenticate: Basic` challenge when the client
+//! tried Basic.
 //!
-//! The authorization endpoint's refusals are either a page (no trusted
-//! redirect URI: [`page_refusal`]) or a redirect to the client carrying
-//! `error`, `state` and `iss` ([`refusal_redirect`]).
+//! The authorization endpoint's refusals, once the redirect URI is trusted,
+//! go back to the client: a redirect carrying `error`, `state` and `iss`
+//! ([`refusal_redirect`]). Before that they are pages
+//! ([`PageError::Authorization`]).
 
 use axum::Json;
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Redirect, Response};
 
 use crate::domain::Issuer;
-use crate::http::error::{ErrorPage, PageError, render};
+use crate::http::error::PageError;
 use crate::oauth::approval;
-use crate::oauth::authorize::{PageRefusal, RedirectRefusal};
-use crate::oauth::cimd::{Limit, Throttle};
+use crate::oauth::authorize::RedirectRefusal;
 use crate::oauth::error::OAuthError;
 
 impl IntoResponse for OAuthError {
@@ -109,48 +111,6 @@ impl IntoResponse for OAuthError {
 pub fn no_store(headers: &mut axum::http::HeaderMap) {
     headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
     headers.insert(header::PRAGMA, HeaderValue::from_static("no-cache"));
-}
-
-/// An authorization request that cannot be trusted with a redirect: a page
-/// in plain words, status 400.
-pub fn page_refusal(refusal: &PageRefusal) -> Response {
-    tracing::info!(reason = %refusal, "authorization request refused with a page");
-    PageError::BadRequest(format!(
-        "This sign-in link cannot be used: {refusal}. Nothing was sent to the app. Go back to the app and try connecting again."
-    ))
-    .into_response()
-}
-
-/// An authorization request naming a metadata document that a fetch limit
-/// keeps Coop from fetching now (threat 33). Like [`page_refusal`] it is a
-/// page, never a redirect (the redirect URI is not known yet), but it says
-/// "not now": 429 when the limit is the requester's own address, 503 when it
-/// is one shared by everyone (per host, in flight), with `Retry-After`.
-pub fn page_throttled(throttle: &Throttle) -> Response {
-    let seconds = throttle.retry_after.as_secs().max(1);
-    let (status, why) = match throttle.limit {
-        Limit::Address => (
-            StatusCode::TOO_MANY_REQUESTS,
-            "too many application descriptions were fetched for your network address",
-        ),
-        Limit::Host | Limit::InFlight => (
-            StatusCode::SERVICE_UNAVAILABLE,
-            "Coop is fetching too many application descriptions at the moment",
-        ),
-    };
-    tracing::info!(limit = ?throttle.limit, "authorization request refused: fetch limit");
-    let message = format!(
-        "This sign-in link cannot be used right now: the application's description could not be fetched, because {why}. Nothing was sent to the app. Try again in {seconds} seconds."
-    );
-    let mut response = render(&ErrorPage {
-        title: "Try again shortly",
-        message: &message,
-    });
-    *response.status_mut() = status;
-    if let Ok(value) = HeaderValue::from_str(&seconds.to_string()) {
-        response.headers_mut().insert(header::RETRY_AFTER, value);
-    }
-    response
 }
 
 /// Sends a refusal back to the client's validated redirect URI, with
@@ -275,27 +235,5 @@ mod tests {
         assert_eq!(response.headers()["retry-after"], "5");
         let response = OAuthError::UseDpopNonce("n-1".into()).into_response();
         assert_eq!(response.headers()["dpop-nonce"], "n-1");
-    }
-
-    #[tokio::test]
-    async fn a_throttled_document_fetch_is_a_page_saying_when_to_retry() {
-        for (limit, status) in [
-            (Limit::Address, 429),
-            (Limit::Host, 503),
-            (Limit::InFlight, 503),
-        ] {
-            let response = page_throttled(&Throttle {
-                limit,
-                retry_after: std::time::Duration::from_secs(4),
-            });
-            assert_eq!(response.status().as_u16(), status, "{limit:?}");
-            assert_eq!(response.headers()["retry-after"], "4");
-            assert!(response.headers().get("location").is_none());
-            let bytes = axum::body::to_bytes(response.into_body(), 1 << 16)
-                .await
-                .unwrap();
-            let html = String::from_utf8(bytes.to_vec()).unwrap();
-            assert!(html.contains("Try again in 4 seconds"), "{html}");
-        }
     }
 }

@@ -16,7 +16,9 @@
 //! on ambient credentials, small body caps, per-address rate limits on
 //! `/token`, `/register` and `/introspect`), and [`browser_router`] for the pages, which
 //! the caller puts behind the session layer and the same-origin POST check.
-//! [`error`] is the one place an OAuth error becomes a response.
+//! [`error`] is where an OAuth error becomes a response; a refusal shown
+//! as a page goes through [`crate::http::error::PageError`] (the rule:
+//! [`crate::http`]).
 
 pub mod authorize;
 pub mod client_credentials;

@@ -16,6 +16,7 @@ use std::net::SocketAddr;
 use crate::http::error::{PageError, render};
 use crate::http::session::{self, SignedIn};
 use crate::identity::password::check_new_password;
+use crate::secrets::Password;
 use crate::state::AppState;
 use crate::storage::audit::{self, AuditEvent, AuditKind};
 use crate::storage::{StoreError, users};
@@ -45,11 +46,11 @@ pub struct PasswordForm {
     #[serde(default)]
     csrf: String,
     #[serde(default)]
-    current_password: String,
+    current_password: Password,
     #[serde(default)]
-    new_password: String,
+    new_password: Password,
     #[serde(default)]
-    confirm_password: String,
+    confirm_password: Password,
 }
 
 pub async fn change_password(

@@ -19,6 +19,7 @@ use tower_sessions::Session;
 use crate::http::error::{PageError, render, wait_in_words};
 use crate::http::session::{self, CHANGE_PASSWORD_PATH, SignedIn, safe_return_path};
 use crate::identity::{Attempt, Outcome, SignInError};
+use crate::secrets::Password;
 use crate::state::AppState;
 use crate::storage::audit::{self, AuditEvent, AuditKind};
 
@@ -59,7 +60,7 @@ pub struct LoginForm {
     #[serde(default)]
     email: String,
     #[serde(default)]
-    password: String,
+    password: Password,
     return_to: Option<String>,
 }
 

@@ -124,10 +124,10 @@ pub async fn authenticate(
     };
     match (credential.auth_method.as_str(), &credential.secret_hash) {
         ("client_secret_basic", Some(expected)) => {
-            let Some(secret) = presented.secret.as_deref().filter(|_| presented.basic) else {
+            let Some(secret) = presented.secret.as_ref().filter(|_| presented.basic) else {
                 return Err(refuse("an automation sends its secret in the Basic header"));
             };
-            if !secrets::constant_time_eq(expected, &secrets::hash_secret(secret)) {
+            if !secrets::constant_time_eq(expected, &secrets::hash_secret(secret.expose())) {
                 tracing::warn!(automation = %automation, "wrong automation secret");
                 return Err(refuse("wrong automation secret"));
             }
