@@ -659,12 +659,7 @@ async fn an_automation_with_a_key_set_authenticates_with_assertions_only(engine:
         .await;
     assert_eq!(code, 0, "{err}");
     assert!(!out.contains("client_secret"), "{out}");
-    let client_id = out
-        .lines()
-        .find_map(|l| l.strip_prefix("client_id: "))
-        .unwrap()
-        .trim()
-        .to_owned();
+    let client_id = crate::helpers::app::printed(&out, "client_id").unwrap();
     let with_assertion = |assertion: String| {
         let app = &app;
         async move {
