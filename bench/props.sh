@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The long run of the property tests (issue 16): every property of the
-# parsers that read untrusted input (src/oauth/props.rs, src/mcp/props.rs),
+# parsers that read untrusted input (src/oauth/props.rs, src/mcp/props.rs,
+# src/oauth/dpop/props.rs, src/oauth/client_assertion/props.rs),
 # each with PROPTEST_CASES cases (default one million), and the count each
 # ran, read from the test harness's own output.
 #
@@ -15,7 +16,7 @@ cd "$(dirname "$0")/.."
 
 cases="${1:-1000000}"
 export PROPTEST_CASES="$cases"
-filters=(oauth::props mcp::props)
+filters=(oauth::props mcp::props oauth::dpop::props oauth::client_assertion::props)
 echo "$(date -u +%FT%TZ) property tests, $cases cases per property, release profile (opt-level 3, debug assertions off)"
 cargo test --release --lib --locked --no-run 2>&1 | tail -1
 for filter in "${filters[@]}"; do

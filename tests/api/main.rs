@@ -31,6 +31,7 @@ mod database;
 mod db_faults;
 mod dpop;
 mod health;
+mod housekeeping;
 mod introspection;
 mod login;
 mod mcp_auth;

@@ -25,6 +25,8 @@
 pub mod nonce;
 pub mod proof;
 #[cfg(test)]
+mod props;
+#[cfg(test)]
 pub(crate) use crate::testing::dpop_keys as testing;
 pub mod thumbprint;
 
