@@ -2,30 +2,56 @@
 # Mutation testing of the authorization paths (issue 16) with cargo-mutants:
 # each mutant is a deliberate bug (a condition flipped, a check skipped, a
 # value replaced); a mutant the tests do not notice is a missing test.
-# Prints, per module, mutants caught, missed, unviable and timed out, and
-# the score (caught / (caught + missed)); target at least 95 %.
+# Prints, per file, mutants caught, missed, unviable and timed out, and the
+# score (caught / (caught + missed)); target at least 95 %.
 #
-#   bench/mutants.sh [module…]      default: every module below
+#   bench/mutants.sh [file or folder…]   default: every part below
 #
-# Modules: src/oauth/ (protocol code), src/mcp/bearer.rs, the /mcp guard
+# Parts: src/oauth/ (protocol code), src/mcp/bearer.rs, the /mcp guard
 # (src/http/mcp/guard.rs), the per-call store look-up
-# (src/storage/call_context.rs) and src/identity/. Each mutant runs the
-# library's unit tests and the integration suite on SQLite only
-# (`COOP_TEST_POSTGRES_URL` pointed at nothing reachable would fail them, so
-# PostgreSQL tests are skipped by leaving COOP_TEST_REQUIRE_POSTGRES unset
-# and pointing the URL at a closed port): both engines run one SQL text,
-# so the engine does not change which mutant a test catches. Not part of
-# CI: a full run takes hours on 2 cores. Mutants known to be equivalent are
-# listed with a reason in .cargo/mutants-equivalent.txt and excluded.
-# Needs `cargo install cargo-mutants`.
+# (src/storage/call_context.rs) and src/identity/.
+#
+# Two passes, so that a run fits in hours rather than days on 2 cores
+# (src/oauth/ alone has over a thousand mutants, and each is a rebuild):
+#   1. every mutant against the library's unit tests (`cargo test --lib`),
+#      which is where the protocol code is tested with the clock passed in;
+#   2. only the mutants pass 1 missed, against the integration suite on
+#      SQLite (`cargo test --test api -- sqlite`): the HTTP-level tests
+#      catch what sits between the protocol code and the wire. Both engines
+#      run one SQL text, so the engine does not change which mutant a test
+#      catches; PostgreSQL's halves are skipped (COOP_TEST_POSTGRES_URL
+#      points at a closed port and COOP_TEST_REQUIRE_POSTGRES is unset).
+# A mutant either pass catches is caught; one that makes the tests hang past
+# the timeout is counted as caught too (the suite noticed). Mutants known to be equivalent
+# (the program behaves the same) are listed with a reason in
+# .cargo/mutants-equivalent.txt and excluded.
+#
+# It mutates a copy: a git worktree of HEAD under $MUTANTS_WORK (default
+# /tmp/coop-mutants), built in $MUTANTS_TARGET (default
+# ~/.cache/coop-mutants-target; copying a warm debug target there first
+# saves building the dependencies). Debug info is turned off for the crate
+# itself only, which makes each rebuild cheaper without rebuilding
+# dependencies. Not part of CI. Needs `cargo install cargo-mutants --locked`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 command -v cargo-mutants >/dev/null || { echo "cargo install cargo-mutants --locked" >&2; exit 1; }
 
-modules=("$@")
-[[ ${#modules[@]} -gt 0 ]] || modules=(src/oauth src/mcp/bearer.rs src/http/mcp/guard.rs src/storage/call_context.rs src/identity)
+parts=("$@")
+[[ ${#parts[@]} -gt 0 ]] || parts=(src/oauth src/mcp/bearer.rs src/http/mcp/guard.rs src/storage/call_context.rs src/identity)
+work="${MUTANTS_WORK:-/tmp/coop-mutants}"
 out="${MUTANTS_OUT:-$(mktemp -d)}"
+export CARGO_TARGET_DIR="${MUTANTS_TARGET:-$HOME/.cache/coop-mutants-target}"
 export COOP_TEST_POSTGRES_URL="postgres://postgres@127.0.0.1:1/postgres"
+unset COOP_TEST_REQUIRE_POSTGRES
+
+if [[ ! -d "$work" ]]; then git worktree add -q --detach "$work" HEAD; fi
+git -C "$work" checkout -q --detach "$(git rev-parse HEAD)"
+mkdir -p "$work/.cargo"
+cat > "$work/.cargo/config.toml" <<'TOML'
+[profile.dev.package.coop]
+debug = 0
+TOML
+
 exclude=()
 if [[ -f .cargo/mutants-equivalent.txt ]]; then
   while IFS= read -r line; do
@@ -33,17 +59,52 @@ if [[ -f .cargo/mutants-equivalent.txt ]]; then
     exclude+=(--exclude-re "${line%% #*}")
   done < .cargo/mutants-equivalent.txt
 fi
-printf '%-32s %7s %7s %9s %8s %7s\n' module caught missed unviable timeout score
-for module in "${modules[@]}"; do
-  dir="$out/$(tr '/' '_' <<<"$module")"
-  glob="$module"; [[ -d "$module" ]] && glob="$module/**/*.rs"
-  cargo mutants --no-shuffle -j 1 --timeout-multiplier 3 -f "$glob" "${exclude[@]}" \
-    --output "$dir" -- --lib --test api >/dev/null 2>&1 || true
-  m="$dir/mutants.out"
-  count() { [[ -f "$m/$1.txt" ]] && grep -c . "$m/$1.txt" || echo 0; }
-  caught=$(count caught); missed=$(count missed); unviable=$(count unviable); timeout=$(count timeout)
-  printf '%-32s %7s %7s %9s %8s %6s%%\n' "$module" "$caught" "$missed" "$unviable" "$timeout" \
-    "$(awk -v c="$caught" -v m="$missed" 'BEGIN { printf "%.1f", (c + m) ? 100 * c / (c + m) : 0 }')"
-  [[ -s "$m/missed.txt" ]] && sed 's/^/    missed: /' "$m/missed.txt"
+files=()
+for part in "${parts[@]}"; do
+  if [[ -d "$part" ]]; then files+=(-f "$part/**/*.rs"); else files+=(-f "$part"); fi
 done
+common=(--in-place --no-shuffle --baseline skip --timeout 300 --build-timeout 1200 "${exclude[@]}")
+
+echo "$(date -u +%FT%TZ) cargo-mutants $(cargo mutants --version | awk '{print $2}') on $(git rev-parse --short HEAD), $(cd "$work" && cargo mutants --list "${files[@]}" "${exclude[@]}" | wc -l) mutants"
+(cd "$work" && cargo mutants "${common[@]}" "${files[@]}" --output "$out/unit" -- --lib) >"$out/unit.log" 2>&1 || true
+missed="$out/unit/mutants.out/missed.txt"
+if [[ -s "$missed" ]]; then
+  # Each missed mutant by its exact name (cargo-mutants' --re matches names).
+  names=$(sed -e 's/[][\\.^$*+?(){}|/]/\\&/g' -e 's/^/^/' -e 's/$/$/' "$missed" | paste -sd'|')
+  (cd "$work" && cargo mutants "${common[@]}" "${files[@]}" --re "$names" --output "$out/api" \
+    -- --test api -- sqlite) >"$out/api.log" 2>&1 || true
+fi
+
+python3 - "$out" <<'PY'
+import collections, pathlib, re, sys
+out = pathlib.Path(sys.argv[1])
+def read(phase, outcome):
+    f = out / phase / "mutants.out" / f"{outcome}.txt"
+    return f.read_text().splitlines() if f.exists() else []
+unit_missed = set(read("unit", "missed"))
+api_missed = set(read("api", "missed")) if (out / "api").exists() else unit_missed
+api_caught = set(read("api", "caught"))
+rows = collections.defaultdict(lambda: collections.Counter())
+def file_of(name): return re.sub(r":\d+:\d+:.*", "", name)
+for name in read("unit", "caught"): rows[file_of(name)]["caught by unit tests"] += 1
+for name in api_caught: rows[file_of(name)]["caught by api tests"] += 1
+for name in unit_missed & api_missed: rows[file_of(name)]["missed"] += 1
+for name in read("unit", "unviable"): rows[file_of(name)]["unviable"] += 1
+for name in read("unit", "timeout") + read("api", "timeout"): rows[file_of(name)]["timeout"] += 1
+cols = ["caught by unit tests", "caught by api tests", "missed", "unviable", "timeout"]
+print(f"{'file':40} {'unit':>5} {'api':>5} {'missed':>6} {'unviable':>8} {'timeout':>7} {'score':>6}")
+total = collections.Counter()
+for f in sorted(rows):
+    r = rows[f]; total.update(r)
+    caught = r[cols[0]] + r[cols[1]] + r["timeout"]
+    viable = caught + r["missed"]
+    score = f"{100 * caught / viable:.1f}%" if viable else "-"
+    print(f"{f:40} {r[cols[0]]:5} {r[cols[1]]:5} {r['missed']:6} {r['unviable']:8} {r['timeout']:7} {score:>6}")
+caught = total[cols[0]] + total[cols[1]] + total["timeout"]
+viable = caught + total["missed"]
+if viable:
+    print(f"{'all':40} {total[cols[0]]:5} {total[cols[1]]:5} {total['missed']:6} {total['unviable']:8} {total['timeout']:7} {100 * caught / viable:5.1f}%")
+for name in sorted(unit_missed & api_missed):
+    print("    missed:", name)
+PY
 echo "(full reports under $out)"

@@ -83,6 +83,21 @@ mod tests {
         assert!(!challenge.is_satisfied_by(&VERIFIER.replace('d', "e")));
         assert!(!challenge.is_satisfied_by(CHALLENGE));
         assert!(!challenge.is_satisfied_by("short"));
+        // What is stored is the challenge as sent.
+        assert_eq!(challenge.as_str(), CHALLENGE);
+    }
+
+    #[test]
+    fn a_verifier_of_the_wrong_shape_is_refused_even_when_its_hash_matches() {
+        let too_short = &VERIFIER[..42];
+        let too_long = "a".repeat(129);
+        let bad_character = format!("{}+", &VERIFIER[..42]);
+        for verifier in [too_short, too_long.as_str(), bad_character.as_str()] {
+            let challenge = CodeChallenge::from_stored(s256(verifier));
+            assert!(!challenge.is_satisfied_by(verifier), "{verifier}");
+        }
+        let longest = "a".repeat(128);
+        assert!(CodeChallenge::from_stored(s256(&longest)).is_satisfied_by(&longest));
     }
 
     #[test]

@@ -58,7 +58,8 @@ pub fn check_registrable(raw: &str) -> Result<String, RedirectUriRefusal> {
         return Err(RedirectUriRefusal::TooLong);
     }
     let url = parse_canonical(raw)?;
-    if url.fragment().is_some() || raw.contains('#') {
+    // The text is the canonical form, so a `#` anywhere is a fragment.
+    if url.fragment().is_some() {
         return Err(RedirectUriRefusal::Fragment);
     }
     if !url.username().is_empty() || url.password().is_some() {
@@ -159,6 +160,15 @@ mod tests {
         }
         let long = format!("https://app.example/{}", "a".repeat(MAX_LEN));
         assert_eq!(check_registrable(&long), Err(RedirectUriRefusal::TooLong));
+        // MAX_LEN bytes is still registrable; one more is not.
+        let prefix = "https://app.example/";
+        let longest = format!("{prefix}{}", "a".repeat(MAX_LEN - prefix.len()));
+        assert_eq!(check_registrable(&longest).as_deref(), Ok(longest.as_str()));
+        let one_more = format!("{longest}a");
+        assert_eq!(
+            check_registrable(&one_more),
+            Err(RedirectUriRefusal::TooLong)
+        );
     }
 
     #[test]
