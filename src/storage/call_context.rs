@@ -17,8 +17,8 @@
 
 use uuid::Uuid;
 
-use super::{Exec, Sql, StoreResult};
-use crate::domain::{AutomationId, FlockId, GrantId};
+use super::{Exec, FromRecord, Sql, StoreResult};
+use crate::domain::{AutomationId, FlockId, GrantId, Name, Role, ScopeSet};
 
 /// What the store says about a token's grant, its user, membership and farm.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -28,13 +28,13 @@ pub struct StoredCallContext {
     pub user_id: Uuid,
     pub client_id: String,
     /// The grant's scopes now (a later consent may have narrowed them).
-    pub grant_scope: String,
+    pub grant_scope: ScopeSet,
     pub grant_revoked: bool,
     pub last_used_at: Option<i64>,
     pub user_epoch: i64,
     pub user_disabled: bool,
     pub must_change_password: bool,
-    pub role: String,
+    pub role: Role,
     pub flock_restricted: bool,
     /// The member's flocks when restricted (possibly none); empty otherwise.
     pub flocks: Vec<FlockId>,
@@ -46,47 +46,40 @@ pub struct StoredCallContext {
     pub key_withdrawn: bool,
 }
 
-struct Row {
-    grant_id: Uuid,
-    farm_id: Uuid,
-    user_id: Uuid,
-    client_id: String,
-    grant_scope: String,
-    revoked_at: Option<i64>,
-    last_used_at: Option<i64>,
-    user_epoch: i64,
-    user_disabled: bool,
-    must_change_password: bool,
-    role: String,
-    flock_restricted: bool,
-    farm_suspended: bool,
-    connected_apps_enabled: bool,
-    flock_id: Option<Uuid>,
-    token_revoked: i64,
-    key_withdrawn: i64,
+crate::record! {
+    struct Row {
+        grant_id: Uuid,
+        farm_id: Uuid,
+        user_id: Uuid,
+        client_id: String,
+        grant_scope: ScopeSet,
+        revoked_at: Option<i64>,
+        last_used_at: Option<i64>,
+        user_epoch: i64,
+        user_disabled: bool,
+        must_change_password: bool,
+        role: Role,
+        flock_restricted: bool,
+        farm_suspended: bool,
+        connected_apps_enabled: bool,
+        flock_id: Option<Uuid>,
+        token_revoked: i64,
+        key_withdrawn: i64,
+    }
 }
 
-crate::from_record!(Row {
-    grant_id,
-    farm_id,
-    user_id,
-    client_id,
-    grant_scope,
-    revoked_at,
-    last_used_at,
-    user_epoch,
-    user_disabled,
-    must_change_password,
-    role,
-    flock_restricted,
-    farm_suspended,
-    connected_apps_enabled,
-    flock_id,
-    token_revoked,
-    key_withdrawn,
-});
+/// The columns both look-ups end with: whether the token's own `jti`
+/// (`$2`) was revoked and whether its signing key (`$3`) was withdrawn.
+macro_rules! token_checks {
+    () => {
+        "(select count(*) from revoked_access_tokens r where r.jti = $2) as token_revoked,
+        (select count(*) from signing_keys k where k.kid = $3 and k.withdrawn_at is not null)
+            as key_withdrawn"
+    };
+}
 
-const SQL: &str = "select g.id as grant_id, g.farm_id as farm_id, g.user_id as user_id,
+const SQL: &str = concat!(
+    "select g.id as grant_id, g.farm_id as farm_id, g.user_id as user_id,
         g.client_id as client_id, g.scope as grant_scope, g.revoked_at as revoked_at,
         g.last_used_at as last_used_at,
         u.credential_epoch as user_epoch, u.disabled as user_disabled,
@@ -94,15 +87,37 @@ const SQL: &str = "select g.id as grant_id, g.farm_id as farm_id, g.user_id as u
         m.role as role, m.flock_restricted as flock_restricted,
         f.suspended as farm_suspended, f.connected_apps_enabled as connected_apps_enabled,
         mf.flock_id as flock_id,
-        (select count(*) from revoked_access_tokens r where r.jti = $2) as token_revoked,
-        (select count(*) from signing_keys k where k.kid = $3 and k.withdrawn_at is not null)
-            as key_withdrawn
+        ",
+    token_checks!(),
+    "
     from grants g
     join users u on u.id = g.user_id
     join memberships m on m.user_id = g.user_id and m.farm_id = g.farm_id
     join farms f on f.id = g.farm_id
     left join membership_flocks mf on mf.user_id = m.user_id and m.flock_restricted
-    where g.id = $1";
+    where g.id = $1"
+);
+
+/// Runs one of the look-ups for the caller `id`, the token's `jti` and
+/// its `kid`: the first row, and the flocks every row names (a restricted
+/// caller has one row per flock; the rows differ only in that column).
+async fn fetch<R: FromRecord>(
+    db: &mut impl Exec,
+    sql: &'static str,
+    id: Uuid,
+    jti: &str,
+    kid: &str,
+    flock: fn(&R) -> Option<Uuid>,
+) -> StoreResult<Option<(R, Vec<FlockId>)>> {
+    let rows: Vec<R> = Sql::new(sql)
+        .bind(id)
+        .bind(jti)
+        .bind(kid)
+        .fetch_all(db)
+        .await?;
+    let flocks = rows.iter().filter_map(flock).map(FlockId).collect();
+    Ok(rows.into_iter().next().map(|first| (first, flocks)))
+}
 
 /// The call context of a token naming `grant` and `jti`, signed by `kid`;
 /// `None` when the grant, its user, the user's membership of its farm or
@@ -113,18 +128,10 @@ pub async fn load(
     jti: &str,
     kid: &str,
 ) -> StoreResult<Option<StoredCallContext>> {
-    let rows: Vec<Row> = Sql::new(SQL)
-        .bind(grant.0)
-        .bind(jti)
-        .bind(kid)
-        .fetch_all(db)
-        .await?;
-    let mut rows = rows.into_iter();
-    let Some(first) = rows.next() else {
+    let found = fetch(db, SQL, grant.0, jti, kid, |r: &Row| r.flock_id).await?;
+    let Some((first, flocks)) = found else {
         return Ok(None);
     };
-    let mut flocks: Vec<FlockId> = first.flock_id.map(FlockId).into_iter().collect();
-    flocks.extend(rows.filter_map(|r| r.flock_id.map(FlockId)));
     Ok(Some(StoredCallContext {
         grant_id: first.grant_id,
         farm_id: first.farm_id,
@@ -153,13 +160,13 @@ pub async fn load(
 pub struct StoredAutomationContext {
     pub automation_id: Uuid,
     pub farm_id: Uuid,
-    pub name: String,
-    pub role: String,
+    pub name: Name,
+    pub role: Role,
     pub flock_restricted: bool,
     /// The automation's flocks when restricted (possibly none); empty otherwise.
     pub flocks: Vec<FlockId>,
     /// The scopes it may hold now (its owner may have narrowed them).
-    pub scope: String,
+    pub scope: ScopeSet,
     pub epoch: i64,
     pub disabled: bool,
     pub last_used_at: Option<i64>,
@@ -169,52 +176,39 @@ pub struct StoredAutomationContext {
     pub key_withdrawn: bool,
 }
 
-struct AutomationRow {
-    automation_id: Uuid,
-    farm_id: Uuid,
-    name: String,
-    role: String,
-    flock_restricted: bool,
-    scope: String,
-    epoch: i64,
-    disabled: bool,
-    last_used_at: Option<i64>,
-    farm_suspended: bool,
-    connected_apps_enabled: bool,
-    flock_id: Option<Uuid>,
-    token_revoked: i64,
-    key_withdrawn: i64,
+crate::record! {
+    struct AutomationRow {
+        automation_id: Uuid,
+        farm_id: Uuid,
+        name: Name,
+        role: Role,
+        flock_restricted: bool,
+        scope: ScopeSet,
+        epoch: i64,
+        disabled: bool,
+        last_used_at: Option<i64>,
+        farm_suspended: bool,
+        connected_apps_enabled: bool,
+        flock_id: Option<Uuid>,
+        token_revoked: i64,
+        key_withdrawn: i64,
+    }
 }
 
-crate::from_record!(AutomationRow {
-    automation_id,
-    farm_id,
-    name,
-    role,
-    flock_restricted,
-    scope,
-    epoch,
-    disabled,
-    last_used_at,
-    farm_suspended,
-    connected_apps_enabled,
-    flock_id,
-    token_revoked,
-    key_withdrawn,
-});
-
-const AUTOMATION_SQL: &str = "select a.id as automation_id, a.farm_id as farm_id, a.name as name,
+const AUTOMATION_SQL: &str = concat!(
+    "select a.id as automation_id, a.farm_id as farm_id, a.name as name,
         a.role as role, a.flock_restricted as flock_restricted, a.scope as scope,
         a.credential_epoch as epoch, a.disabled as disabled, a.last_used_at as last_used_at,
         f.suspended as farm_suspended, f.connected_apps_enabled as connected_apps_enabled,
         af.flock_id as flock_id,
-        (select count(*) from revoked_access_tokens r where r.jti = $2) as token_revoked,
-        (select count(*) from signing_keys k where k.kid = $3 and k.withdrawn_at is not null)
-            as key_withdrawn
+        ",
+    token_checks!(),
+    "
     from automations a
     join farms f on f.id = a.farm_id
     left join automation_flocks af on af.automation_id = a.id and a.flock_restricted
-    where a.id = $1";
+    where a.id = $1"
+);
 
 /// The call context of an automation's token naming `jti`, signed by
 /// `kid`; `None` when the automation (or its farm) is gone.
@@ -224,18 +218,18 @@ pub async fn load_automation(
     jti: &str,
     kid: &str,
 ) -> StoreResult<Option<StoredAutomationContext>> {
-    let rows: Vec<AutomationRow> = Sql::new(AUTOMATION_SQL)
-        .bind(automation.0)
-        .bind(jti)
-        .bind(kid)
-        .fetch_all(db)
-        .await?;
-    let mut rows = rows.into_iter();
-    let Some(first) = rows.next() else {
+    let found = fetch(
+        db,
+        AUTOMATION_SQL,
+        automation.0,
+        jti,
+        kid,
+        |r: &AutomationRow| r.flock_id,
+    )
+    .await?;
+    let Some((first, flocks)) = found else {
         return Ok(None);
     };
-    let mut flocks: Vec<FlockId> = first.flock_id.map(FlockId).into_iter().collect();
-    flocks.extend(rows.filter_map(|r| r.flock_id.map(FlockId)));
     Ok(Some(StoredAutomationContext {
         automation_id: first.automation_id,
         farm_id: first.farm_id,
