@@ -17,54 +17,44 @@
 
 use uuid::Uuid;
 
-use super::{Exec, FromRecord, Sql, StoreResult};
+use super::engine::Field;
+use super::{Exec, FromRecord, Record, Sql, StoreError, StoreResult};
 use crate::domain::{AutomationId, FlockId, GrantId, Name, Role, ScopeSet};
 
-/// What the store says about a token's grant, its user, membership and farm.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct StoredCallContext {
-    pub grant_id: Uuid,
-    pub farm_id: Uuid,
-    pub user_id: Uuid,
-    pub client_id: String,
-    /// The grant's scopes now (a later consent may have narrowed them).
-    pub grant_scope: ScopeSet,
-    pub grant_revoked: bool,
-    pub last_used_at: Option<i64>,
-    pub user_epoch: i64,
-    pub user_disabled: bool,
-    pub must_change_password: bool,
-    pub role: Role,
-    pub flock_restricted: bool,
-    /// The member's flocks when restricted (possibly none); empty otherwise.
-    pub flocks: Vec<FlockId>,
-    pub farm_suspended: bool,
-    pub connected_apps_enabled: bool,
-    /// The token's `jti` was revoked on its own (RFC 7009).
-    pub token_revoked: bool,
-    /// The key that signed the token was withdrawn (`coop keys retire --now`).
-    pub key_withdrawn: bool,
+crate::record! {
+    /// What the store says about a token's grant, its user, membership and farm.
+    #[derive(Clone, Debug, PartialEq, Eq)]
+    pub struct StoredCallContext {
+        pub grant_id: Uuid,
+        pub farm_id: Uuid,
+        pub user_id: Uuid,
+        pub client_id: String,
+        /// The grant's scopes now (a later consent may have narrowed them).
+        pub grant_scope: ScopeSet,
+        pub grant_revoked: bool,
+        pub last_used_at: Option<i64>,
+        pub user_epoch: i64,
+        pub user_disabled: bool,
+        pub must_change_password: bool,
+        pub role: Role,
+        pub flock_restricted: bool,
+        /// The member's flocks when restricted (possibly none); empty otherwise.
+        pub flocks: Vec<FlockId>,
+        pub farm_suspended: bool,
+        pub connected_apps_enabled: bool,
+        /// The token's `jti` was revoked on its own (RFC 7009).
+        pub token_revoked: bool,
+        /// The key that signed the token was withdrawn (`coop keys retire --now`).
+        pub key_withdrawn: bool,
+    }
 }
 
-crate::record! {
-    struct Row {
-        grant_id: Uuid,
-        farm_id: Uuid,
-        user_id: Uuid,
-        client_id: String,
-        grant_scope: ScopeSet,
-        revoked_at: Option<i64>,
-        last_used_at: Option<i64>,
-        user_epoch: i64,
-        user_disabled: bool,
-        must_change_password: bool,
-        role: Role,
-        flock_restricted: bool,
-        farm_suspended: bool,
-        connected_apps_enabled: bool,
-        flock_id: Option<Uuid>,
-        token_revoked: i64,
-        key_withdrawn: i64,
+/// One row's `flocks` column: its one flock, or none when null. [`fetch`]
+/// gathers them over the rows of a restricted caller.
+impl Field for Vec<FlockId> {
+    fn read(record: &Record<'_>, name: &str) -> Result<Self, StoreError> {
+        let flock: Option<Uuid> = record.get(name)?;
+        Ok(flock.map(FlockId).into_iter().collect())
     }
 }
 
@@ -72,21 +62,21 @@ crate::record! {
 /// (`$2`) was revoked and whether its signing key (`$3`) was withdrawn.
 macro_rules! token_checks {
     () => {
-        "(select count(*) from revoked_access_tokens r where r.jti = $2) as token_revoked,
-        (select count(*) from signing_keys k where k.kid = $3 and k.withdrawn_at is not null)
+        "exists (select 1 from revoked_access_tokens r where r.jti = $2) as token_revoked,
+        exists (select 1 from signing_keys k where k.kid = $3 and k.withdrawn_at is not null)
             as key_withdrawn"
     };
 }
 
 const SQL: &str = concat!(
     "select g.id as grant_id, g.farm_id as farm_id, g.user_id as user_id,
-        g.client_id as client_id, g.scope as grant_scope, g.revoked_at as revoked_at,
-        g.last_used_at as last_used_at,
+        g.client_id as client_id, g.scope as grant_scope,
+        g.revoked_at is not null as grant_revoked, g.last_used_at as last_used_at,
         u.credential_epoch as user_epoch, u.disabled as user_disabled,
         u.must_change_password as must_change_password,
         m.role as role, m.flock_restricted as flock_restricted,
         f.suspended as farm_suspended, f.connected_apps_enabled as connected_apps_enabled,
-        mf.flock_id as flock_id,
+        mf.flock_id as flocks,
         ",
     token_checks!(),
     "
@@ -99,7 +89,7 @@ const SQL: &str = concat!(
 );
 
 /// Runs one of the look-ups for the caller `id`, the token's `jti` and
-/// its `kid`: the first row, and the flocks every row names (a restricted
+/// its `kid`: the first row, with the flocks of every row (a restricted
 /// caller has one row per flock; the rows differ only in that column).
 async fn fetch<R: FromRecord>(
     db: &mut impl Exec,
@@ -107,16 +97,22 @@ async fn fetch<R: FromRecord>(
     id: Uuid,
     jti: &str,
     kid: &str,
-    flock: fn(&R) -> Option<Uuid>,
-) -> StoreResult<Option<(R, Vec<FlockId>)>> {
+    flocks: fn(&mut R) -> &mut Vec<FlockId>,
+) -> StoreResult<Option<R>> {
     let rows: Vec<R> = Sql::new(sql)
         .bind(id)
         .bind(jti)
         .bind(kid)
         .fetch_all(db)
         .await?;
-    let flocks = rows.iter().filter_map(flock).map(FlockId).collect();
-    Ok(rows.into_iter().next().map(|first| (first, flocks)))
+    let mut rows = rows.into_iter();
+    let Some(mut first) = rows.next() else {
+        return Ok(None);
+    };
+    for mut row in rows {
+        flocks(&mut first).append(flocks(&mut row));
+    }
+    Ok(Some(first))
 }
 
 /// The call context of a token naming `grant` and `jti`, signed by `kid`;
@@ -128,70 +124,34 @@ pub async fn load(
     jti: &str,
     kid: &str,
 ) -> StoreResult<Option<StoredCallContext>> {
-    let found = fetch(db, SQL, grant.0, jti, kid, |r: &Row| r.flock_id).await?;
-    let Some((first, flocks)) = found else {
-        return Ok(None);
-    };
-    Ok(Some(StoredCallContext {
-        grant_id: first.grant_id,
-        farm_id: first.farm_id,
-        user_id: first.user_id,
-        client_id: first.client_id,
-        grant_scope: first.grant_scope,
-        grant_revoked: first.revoked_at.is_some(),
-        last_used_at: first.last_used_at,
-        user_epoch: first.user_epoch,
-        user_disabled: first.user_disabled,
-        must_change_password: first.must_change_password,
-        role: first.role,
-        flock_restricted: first.flock_restricted,
-        flocks,
-        farm_suspended: first.farm_suspended,
-        connected_apps_enabled: first.connected_apps_enabled,
-        token_revoked: first.token_revoked > 0,
-        key_withdrawn: first.key_withdrawn > 0,
-    }))
-}
-
-/// What the store says about an automation's token: the automation, its
-/// flocks and farm, and the token's own revocation and key, in one query
-/// of primary-key joins like [`load`].
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct StoredAutomationContext {
-    pub automation_id: Uuid,
-    pub farm_id: Uuid,
-    pub name: Name,
-    pub role: Role,
-    pub flock_restricted: bool,
-    /// The automation's flocks when restricted (possibly none); empty otherwise.
-    pub flocks: Vec<FlockId>,
-    /// The scopes it may hold now (its owner may have narrowed them).
-    pub scope: ScopeSet,
-    pub epoch: i64,
-    pub disabled: bool,
-    pub last_used_at: Option<i64>,
-    pub farm_suspended: bool,
-    pub connected_apps_enabled: bool,
-    pub token_revoked: bool,
-    pub key_withdrawn: bool,
+    fetch(db, SQL, grant.0, jti, kid, |c: &mut StoredCallContext| {
+        &mut c.flocks
+    })
+    .await
 }
 
 crate::record! {
-    struct AutomationRow {
-        automation_id: Uuid,
-        farm_id: Uuid,
-        name: Name,
-        role: Role,
-        flock_restricted: bool,
-        scope: ScopeSet,
-        epoch: i64,
-        disabled: bool,
-        last_used_at: Option<i64>,
-        farm_suspended: bool,
-        connected_apps_enabled: bool,
-        flock_id: Option<Uuid>,
-        token_revoked: i64,
-        key_withdrawn: i64,
+    /// What the store says about an automation's token: the automation, its
+    /// flocks and farm, and the token's own revocation and key, in one query
+    /// of primary-key joins like [`load`].
+    #[derive(Clone, Debug, PartialEq, Eq)]
+    pub struct StoredAutomationContext {
+        pub automation_id: Uuid,
+        pub farm_id: Uuid,
+        pub name: Name,
+        pub role: Role,
+        pub flock_restricted: bool,
+        /// The automation's flocks when restricted (possibly none); empty otherwise.
+        pub flocks: Vec<FlockId>,
+        /// The scopes it may hold now (its owner may have narrowed them).
+        pub scope: ScopeSet,
+        pub epoch: i64,
+        pub disabled: bool,
+        pub last_used_at: Option<i64>,
+        pub farm_suspended: bool,
+        pub connected_apps_enabled: bool,
+        pub token_revoked: bool,
+        pub key_withdrawn: bool,
     }
 }
 
@@ -200,7 +160,7 @@ const AUTOMATION_SQL: &str = concat!(
         a.role as role, a.flock_restricted as flock_restricted, a.scope as scope,
         a.credential_epoch as epoch, a.disabled as disabled, a.last_used_at as last_used_at,
         f.suspended as farm_suspended, f.connected_apps_enabled as connected_apps_enabled,
-        af.flock_id as flock_id,
+        af.flock_id as flocks,
         ",
     token_checks!(),
     "
@@ -218,32 +178,13 @@ pub async fn load_automation(
     jti: &str,
     kid: &str,
 ) -> StoreResult<Option<StoredAutomationContext>> {
-    let found = fetch(
+    fetch(
         db,
         AUTOMATION_SQL,
         automation.0,
         jti,
         kid,
-        |r: &AutomationRow| r.flock_id,
+        |c: &mut StoredAutomationContext| &mut c.flocks,
     )
-    .await?;
-    let Some((first, flocks)) = found else {
-        return Ok(None);
-    };
-    Ok(Some(StoredAutomationContext {
-        automation_id: first.automation_id,
-        farm_id: first.farm_id,
-        name: first.name,
-        role: first.role,
-        flock_restricted: first.flock_restricted,
-        flocks,
-        scope: first.scope,
-        epoch: first.epoch,
-        disabled: first.disabled,
-        last_used_at: first.last_used_at,
-        farm_suspended: first.farm_suspended,
-        connected_apps_enabled: first.connected_apps_enabled,
-        token_revoked: first.token_revoked > 0,
-        key_withdrawn: first.key_withdrawn > 0,
-    }))
+    .await
 }
