@@ -114,7 +114,7 @@ pub fn list_line(app: &ConnectedApp) -> String {
                 .ok()
         })
         .unwrap_or_else(|| "never".to_owned());
-    let scopes = app.scope.split_whitespace().collect::<Vec<_>>().join(",");
+    let scopes = app.scope.join(",");
     format!(
         "{}\t{}\t{}\t{}\t{}\t{}\t{}",
         app.grant_id,

@@ -284,7 +284,7 @@ pub fn list_line(row: &AutomationRow) -> String {
         row.name,
         row.role,
         if row.flock_restricted { "some" } else { "all" },
-        row.scope.split_whitespace().collect::<Vec<_>>().join(","),
+        row.scope.join(","),
         row.auth_method,
         if row.disabled { "disabled" } else { "enabled" },
         last_used

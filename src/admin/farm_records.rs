@@ -28,7 +28,7 @@ pub async fn add_house(
     farms::add_house(tx, farm, &name, now)
         .await
         .map_err(|e| duplicate(e, format!("the farm already has a house named {name:?}")))?;
-    Ok(name)
+    Ok(name.into_string())
 }
 
 pub async fn rename_house(
@@ -41,7 +41,7 @@ pub async fn rename_house(
     farm_admin::rename_house(tx, farm, house, &name)
         .await
         .map_err(|e| duplicate(e, format!("the farm already has a house named {name:?}")))?;
-    Ok(name)
+    Ok(name.into_string())
 }
 
 /// A new flock from the admin form's text fields.
@@ -76,7 +76,7 @@ pub async fn add_flock(
     farms::add_flock(tx, farm, &flock, now)
         .await
         .map_err(|e| duplicate(e, format!("that house already has a flock named {name:?}")))?;
-    Ok(name)
+    Ok(name.into_string())
 }
 
 pub async fn rename_flock(
@@ -89,7 +89,7 @@ pub async fn rename_flock(
     farm_admin::rename_flock(tx, farm, flock, &name)
         .await
         .map_err(|e| duplicate(e, format!("that house already has a flock named {name:?}")))?;
-    Ok(name)
+    Ok(name.into_string())
 }
 
 pub async fn deplete_flock(tx: &mut Tx, farm: FarmId, flock: FlockId) -> AdminResult<()> {

@@ -12,7 +12,8 @@ pub mod farm_records;
 
 use time::{Date, OffsetDateTime};
 
-use crate::domain::{Email, FarmId, FlockId, Role};
+use crate::domain::name::MAX_NAME_CHARS;
+use crate::domain::{Email, FarmId, FarmSlug, FlockId, HeadCount, Name, Role};
 use crate::identity::Passwords;
 use crate::identity::password::check_new_password;
 use crate::secrets::Password;
@@ -38,24 +39,9 @@ fn refused(message: impl Into<String>) -> AdminError {
 
 pub type AdminResult<T> = Result<T, AdminError>;
 
-/// A farm slug: lower-case letters, digits and single dashes, 1–48 long.
-pub fn parse_slug(raw: &str) -> AdminResult<String> {
-    let slug = raw.trim();
-    let valid = !slug.is_empty()
-        && slug.len() <= 48
-        && slug
-            .chars()
-            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
-        && !slug.starts_with('-')
-        && !slug.ends_with('-')
-        && !slug.contains("--");
-    if valid {
-        Ok(slug.to_owned())
-    } else {
-        Err(refused(format!(
-            "{raw:?} is not a slug (lower-case letters, digits and dashes)"
-        )))
-    }
+/// A farm slug, refused with the reason [`FarmSlug::parse`] gives.
+pub fn parse_slug(raw: &str) -> AdminResult<FarmSlug> {
+    FarmSlug::parse(raw).map_err(refused)
 }
 
 /// The slug a farm name suggests: "Hillside Farm" → "hillside-farm".
@@ -76,14 +62,13 @@ pub fn slug_from_name(name: &str) -> String {
         .to_owned()
 }
 
-pub(crate) fn check_name(what: &str, raw: &str) -> AdminResult<String> {
-    let name = raw.trim();
-    if name.is_empty() || name.chars().count() > 100 || name.chars().any(char::is_control) {
-        return Err(refused(format!(
-            "the {what} name must be 1 to 100 printable characters"
-        )));
-    }
-    Ok(name.to_owned())
+/// A name of a `what` (farm, house, flock, breed, automation).
+pub(crate) fn check_name(what: &str, raw: &str) -> AdminResult<Name> {
+    Name::parse(raw).map_err(|_| {
+        refused(format!(
+            "the {what} name must be 1 to {MAX_NAME_CHARS} printable characters"
+        ))
+    })
 }
 
 pub async fn farm(store: &Store, slug: &str) -> AdminResult<FarmRow> {
@@ -111,7 +96,7 @@ pub async fn add_farm(
     name: &str,
     slug: Option<&str>,
     now: OffsetDateTime,
-) -> AdminResult<String> {
+) -> AdminResult<FarmSlug> {
     let name = check_name("farm", name)?;
     let slug = match slug {
         Some(slug) => parse_slug(slug)?,
@@ -217,12 +202,8 @@ pub async fn add_flock(
     Ok(())
 }
 
-pub(crate) fn parse_head_count(raw: &str) -> AdminResult<i64> {
-    raw.trim()
-        .parse()
-        .ok()
-        .filter(|n| (0..=10_000_000).contains(n))
-        .ok_or_else(|| refused(format!("{raw:?} is not a head count (0 to 10,000,000)")))
+pub(crate) fn parse_head_count(raw: &str) -> AdminResult<HeadCount> {
+    HeadCount::parse(raw).map_err(refused)
 }
 
 pub fn parse_date(raw: &str) -> AdminResult<Date> {

@@ -92,11 +92,16 @@ impl ScopeSet {
 
     /// The space-separated wire form, in a stable order.
     pub fn to_wire(&self) -> String {
+        self.join(" ")
+    }
+
+    /// The scopes in the wire form's order, separated by `separator`.
+    pub fn join(&self, separator: &str) -> String {
         self.0
             .iter()
             .map(|s| s.as_str())
             .collect::<Vec<_>>()
-            .join(" ")
+            .join(separator)
     }
 }
 
@@ -115,5 +120,6 @@ mod tests {
         let set = ScopeSet::from_stored("daily-entries:write farm:read offline_access");
         assert_eq!(set.to_wire(), "farm:read daily-entries:write");
         assert!(ScopeSet::from_scopes([Scope::FarmRead]).is_subset(&set));
+        assert_eq!(set.join(","), "farm:read,daily-entries:write");
     }
 }

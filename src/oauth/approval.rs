@@ -88,9 +88,7 @@ async fn approve_once(
     let request = &pending.request;
     let wire = scope.to_wire();
     let asked = request.scopes();
-    let scope_after = |before: Option<&str>| {
-        grant_scope_after(before.map(ScopeSet::from_stored).as_ref(), &asked, scope).to_wire()
-    };
+    let scope_after = |before: Option<&ScopeSet>| grant_scope_after(before, &asked, scope);
     let mut tx = store.write().await?;
     if !pending::claim(
         &mut tx,

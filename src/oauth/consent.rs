@@ -241,17 +241,14 @@ fn current(grant: &GrantStatus, request: &AuthorizationRequest, user_epoch: i64)
 
 /// Whether an existing grant already approves everything `request` asks.
 fn covers(grant: &GrantStatus, request: &AuthorizationRequest, user_epoch: i64) -> bool {
-    current(grant, request, user_epoch)
-        && request
-            .scopes()
-            .is_subset(&ScopeSet::from_stored(&grant.grant_scope))
+    current(grant, request, user_epoch) && request.scopes().is_subset(&grant.grant_scope)
 }
 
 /// The asked scopes a current grant already holds.
 pub fn remembered(s: &Situation<'_>) -> ScopeSet {
     s.existing
         .filter(|g| current(g, s.request, s.user_epoch))
-        .map(|g| ScopeSet::from_stored(&g.grant_scope).intersection(&s.request.scopes()))
+        .map(|g| g.grant_scope.intersection(&s.request.scopes()))
         .unwrap_or_default()
 }
 
@@ -286,7 +283,7 @@ mod tests {
             grant_farm_id: Uuid::nil(),
             grant_user_id: Uuid::nil(),
             grant_client_id: "c1".into(),
-            grant_scope: scope.into(),
+            grant_scope: ScopeSet::from_stored(scope),
             grant_resource: "https://coop.example/mcp".into(),
             grant_epoch: epoch,
             grant_revoked_at: revoked.then_some(1),

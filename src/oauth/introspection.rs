@@ -18,7 +18,6 @@
 use serde::Serialize;
 use time::OffsetDateTime;
 
-use crate::domain::ScopeSet;
 use crate::oauth::access_token::Confirmation;
 use crate::oauth::client::Client;
 use crate::oauth::error::OAuthError;
@@ -102,8 +101,7 @@ pub async fn refresh_token(
     if !usable {
         return Ok(Some(Introspection::inactive()));
     }
-    let scope = ScopeSet::from_stored(&row.scope)
-        .intersection(&ScopeSet::from_stored(&row.grant.grant_scope));
+    let scope = row.scope.intersection(&row.grant.grant_scope);
     Ok(Some(Introspection {
         active: true,
         scope: Some(scope.to_wire()),

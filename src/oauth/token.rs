@@ -386,7 +386,7 @@ mod tests {
             grant_farm_id: uuid::Uuid::nil(),
             grant_user_id: uuid::Uuid::nil(),
             grant_client_id: "c".into(),
-            grant_scope: "farm:read".into(),
+            grant_scope: crate::domain::ScopeSet::from_stored("farm:read"),
             grant_resource: "r".into(),
             grant_epoch: 1,
             grant_revoked_at: None,

@@ -6,33 +6,23 @@ use uuid::Uuid;
 use super::{Exec, Sql, StoreResult};
 use crate::domain::{FarmId, UserId};
 
-/// One entry with the names a person reads.
-#[derive(Clone, Debug)]
-pub struct AuditEntry {
-    pub id: Uuid,
-    pub created_at: i64,
-    pub kind: String,
-    pub user_email: Option<String>,
-    pub client_id: Option<String>,
-    pub client_name: Option<String>,
-    pub grant_id: Option<Uuid>,
-    /// The automation that acted or was acted on, if it still exists.
-    pub automation_name: Option<String>,
-    /// A small JSON object.
-    pub detail: String,
+crate::record! {
+    /// One entry with the names a person reads.
+    #[derive(Clone, Debug)]
+    pub struct AuditEntry {
+        pub id: Uuid,
+        pub created_at: i64,
+        pub kind: String,
+        pub user_email: Option<String>,
+        pub client_id: Option<String>,
+        pub client_name: Option<String>,
+        pub grant_id: Option<Uuid>,
+        /// The automation that acted or was acted on, if it still exists.
+        pub automation_name: Option<String>,
+        /// A small JSON object.
+        pub detail: String,
+    }
 }
-
-crate::from_record!(AuditEntry {
-    id,
-    created_at,
-    kind,
-    user_email,
-    client_id,
-    client_name,
-    grant_id,
-    automation_name,
-    detail,
-});
 
 /// The position after which a page starts: (created_at, id) of the last
 /// entry of the previous page.

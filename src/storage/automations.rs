@@ -12,41 +12,29 @@ use time::OffsetDateTime;
 use uuid::Uuid;
 
 use super::{Exec, Sql, StoreError, StoreResult, Tx};
-use crate::domain::{Access, AutomationId, FarmId, UserId};
+use crate::domain::{
+    Access, AutomationAuth, AutomationId, FarmId, FarmSlug, Name, Role, ScopeSet, UserId,
+};
 
-/// An automation as its owner's page and the command line show it.
-#[derive(Clone, Debug)]
-pub struct AutomationRow {
-    pub id: Uuid,
-    pub farm_id: Uuid,
-    pub farm_slug: String,
-    pub name: String,
-    pub role: String,
-    pub flock_restricted: bool,
-    /// Space-separated scopes it may hold.
-    pub scope: String,
-    /// `client_secret_basic` or `private_key_jwt`.
-    pub auth_method: String,
-    pub jwks_uri: Option<String>,
-    pub disabled: bool,
-    pub created_at: i64,
-    pub last_used_at: Option<i64>,
+crate::record! {
+    /// An automation as its owner's page and the command line show it.
+    #[derive(Clone, Debug)]
+    pub struct AutomationRow {
+        pub id: Uuid,
+        pub farm_id: Uuid,
+        pub farm_slug: FarmSlug,
+        pub name: Name,
+        pub role: Role,
+        pub flock_restricted: bool,
+        /// The scopes it may hold.
+        pub scope: ScopeSet,
+        pub auth_method: AutomationAuth,
+        pub jwks_uri: Option<String>,
+        pub disabled: bool,
+        pub created_at: i64,
+        pub last_used_at: Option<i64>,
+    }
 }
-
-crate::from_record!(AutomationRow {
-    id,
-    farm_id,
-    farm_slug,
-    name,
-    role,
-    flock_restricted,
-    scope,
-    auth_method,
-    jwks_uri,
-    disabled,
-    created_at,
-    last_used_at,
-});
 
 impl AutomationRow {
     pub fn automation(&self) -> AutomationId {
@@ -62,38 +50,25 @@ impl AutomationRow {
     }
 }
 
-/// What the token endpoint needs to authenticate an automation and decide
-/// whether it may have a token now.
-#[derive(Clone, Debug)]
-pub struct AutomationCredential {
-    pub id: Uuid,
-    pub farm_id: Uuid,
-    pub name: String,
-    pub scope: String,
-    pub auth_method: String,
-    pub secret_hash: Option<String>,
-    pub jwks: Option<String>,
-    pub jwks_uri: Option<String>,
-    pub credential_epoch: i64,
-    pub disabled: bool,
-    pub farm_suspended: bool,
-    pub farm_apps_enabled: bool,
+crate::record! {
+    /// What the token endpoint needs to authenticate an automation and decide
+    /// whether it may have a token now.
+    #[derive(Clone, Debug)]
+    pub struct AutomationCredential {
+        pub id: Uuid,
+        pub farm_id: Uuid,
+        pub name: Name,
+        pub scope: ScopeSet,
+        pub auth_method: AutomationAuth,
+        pub secret_hash: Option<String>,
+        pub jwks: Option<String>,
+        pub jwks_uri: Option<String>,
+        pub credential_epoch: i64,
+        pub disabled: bool,
+        pub farm_suspended: bool,
+        pub farm_apps_enabled: bool,
+    }
 }
-
-crate::from_record!(AutomationCredential {
-    id,
-    farm_id,
-    name,
-    scope,
-    auth_method,
-    secret_hash,
-    jwks,
-    jwks_uri,
-    credential_epoch,
-    disabled,
-    farm_suspended,
-    farm_apps_enabled,
-});
 
 impl AutomationCredential {
     pub fn automation(&self) -> AutomationId {
@@ -144,9 +119,11 @@ pub async fn insert(
     now: OffsetDateTime,
 ) -> StoreResult<Inserted> {
     let (method, secret_hash, jwks, jwks_uri) = match new.credential {
-        NewCredential::SecretHash(hash) => ("client_secret_basic", Some(hash), None, None),
-        NewCredential::Jwks(set) => ("private_key_jwt", None, Some(set), None),
-        NewCredential::JwksUri(uri) => ("private_key_jwt", None, None, Some(uri)),
+        NewCredential::SecretHash(hash) => {
+            (AutomationAuth::ClientSecretBasic, Some(hash), None, None)
+        }
+        NewCredential::Jwks(set) => (AutomationAuth::PrivateKeyJwt, None, Some(set), None),
+        NewCredential::JwksUri(uri) => (AutomationAuth::PrivateKeyJwt, None, None, Some(uri)),
     };
     let taken: i64 = Sql::new("select count(*) from automations where farm_id = $1 and name = $2")
         .bind(new.farm.0)
@@ -167,7 +144,7 @@ pub async fn insert(
     .bind(new.access.role().as_str())
     .bind(new.access.limited_to().is_some())
     .bind(new.scope)
-    .bind(method)
+    .bind(method.as_str())
     .bind(secret_hash)
     .bind(jwks)
     .bind(jwks_uri)

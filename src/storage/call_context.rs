@@ -17,92 +17,103 @@
 
 use uuid::Uuid;
 
-use super::{Exec, Sql, StoreResult};
-use crate::domain::{AutomationId, FlockId, GrantId};
+use super::engine::Field;
+use super::{Exec, FromRecord, Record, Sql, StoreError, StoreResult};
+use crate::domain::{AutomationId, FlockId, GrantId, Name, Role, ScopeSet};
 
-/// What the store says about a token's grant, its user, membership and farm.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct StoredCallContext {
-    pub grant_id: Uuid,
-    pub farm_id: Uuid,
-    pub user_id: Uuid,
-    pub client_id: String,
-    /// The grant's scopes now (a later consent may have narrowed them).
-    pub grant_scope: String,
-    pub grant_revoked: bool,
-    pub last_used_at: Option<i64>,
-    pub user_epoch: i64,
-    pub user_disabled: bool,
-    pub must_change_password: bool,
-    pub role: String,
-    pub flock_restricted: bool,
-    /// The member's flocks when restricted (possibly none); empty otherwise.
-    pub flocks: Vec<FlockId>,
-    pub farm_suspended: bool,
-    pub connected_apps_enabled: bool,
-    /// The token's `jti` was revoked on its own (RFC 7009).
-    pub token_revoked: bool,
-    /// The key that signed the token was withdrawn (`coop keys retire --now`).
-    pub key_withdrawn: bool,
+crate::record! {
+    /// What the store says about a token's grant, its user, membership and farm.
+    #[derive(Clone, Debug, PartialEq, Eq)]
+    pub struct StoredCallContext {
+        pub grant_id: Uuid,
+        pub farm_id: Uuid,
+        pub user_id: Uuid,
+        pub client_id: String,
+        /// The grant's scopes now (a later consent may have narrowed them).
+        pub grant_scope: ScopeSet,
+        pub grant_revoked: bool,
+        pub last_used_at: Option<i64>,
+        pub user_epoch: i64,
+        pub user_disabled: bool,
+        pub must_change_password: bool,
+        pub role: Role,
+        pub flock_restricted: bool,
+        /// The member's flocks when restricted (possibly none); empty otherwise.
+        pub flocks: Vec<FlockId>,
+        pub farm_suspended: bool,
+        pub connected_apps_enabled: bool,
+        /// The token's `jti` was revoked on its own (RFC 7009).
+        pub token_revoked: bool,
+        /// The key that signed the token was withdrawn (`coop keys retire --now`).
+        pub key_withdrawn: bool,
+    }
 }
 
-struct Row {
-    grant_id: Uuid,
-    farm_id: Uuid,
-    user_id: Uuid,
-    client_id: String,
-    grant_scope: String,
-    revoked_at: Option<i64>,
-    last_used_at: Option<i64>,
-    user_epoch: i64,
-    user_disabled: bool,
-    must_change_password: bool,
-    role: String,
-    flock_restricted: bool,
-    farm_suspended: bool,
-    connected_apps_enabled: bool,
-    flock_id: Option<Uuid>,
-    token_revoked: i64,
-    key_withdrawn: i64,
+/// One row's `flocks` column: its one flock, or none when null. [`fetch`]
+/// gathers them over the rows of a restricted caller.
+impl Field for Vec<FlockId> {
+    fn read(record: &Record<'_>, name: &str) -> Result<Self, StoreError> {
+        let flock: Option<Uuid> = record.get(name)?;
+        Ok(flock.map(FlockId).into_iter().collect())
+    }
 }
 
-crate::from_record!(Row {
-    grant_id,
-    farm_id,
-    user_id,
-    client_id,
-    grant_scope,
-    revoked_at,
-    last_used_at,
-    user_epoch,
-    user_disabled,
-    must_change_password,
-    role,
-    flock_restricted,
-    farm_suspended,
-    connected_apps_enabled,
-    flock_id,
-    token_revoked,
-    key_withdrawn,
-});
+/// The columns both look-ups end with: whether the token's own `jti`
+/// (`$2`) was revoked and whether its signing key (`$3`) was withdrawn.
+macro_rules! token_checks {
+    () => {
+        "exists (select 1 from revoked_access_tokens r where r.jti = $2) as token_revoked,
+        exists (select 1 from signing_keys k where k.kid = $3 and k.withdrawn_at is not null)
+            as key_withdrawn"
+    };
+}
 
-const SQL: &str = "select g.id as grant_id, g.farm_id as farm_id, g.user_id as user_id,
-        g.client_id as client_id, g.scope as grant_scope, g.revoked_at as revoked_at,
-        g.last_used_at as last_used_at,
+const SQL: &str = concat!(
+    "select g.id as grant_id, g.farm_id as farm_id, g.user_id as user_id,
+        g.client_id as client_id, g.scope as grant_scope,
+        g.revoked_at is not null as grant_revoked, g.last_used_at as last_used_at,
         u.credential_epoch as user_epoch, u.disabled as user_disabled,
         u.must_change_password as must_change_password,
         m.role as role, m.flock_restricted as flock_restricted,
         f.suspended as farm_suspended, f.connected_apps_enabled as connected_apps_enabled,
-        mf.flock_id as flock_id,
-        (select count(*) from revoked_access_tokens r where r.jti = $2) as token_revoked,
-        (select count(*) from signing_keys k where k.kid = $3 and k.withdrawn_at is not null)
-            as key_withdrawn
+        mf.flock_id as flocks,
+        ",
+    token_checks!(),
+    "
     from grants g
     join users u on u.id = g.user_id
     join memberships m on m.user_id = g.user_id and m.farm_id = g.farm_id
     join farms f on f.id = g.farm_id
     left join membership_flocks mf on mf.user_id = m.user_id and m.flock_restricted
-    where g.id = $1";
+    where g.id = $1"
+);
+
+/// Runs one of the look-ups for the caller `id`, the token's `jti` and
+/// its `kid`: the first row, with the flocks of every row (a restricted
+/// caller has one row per flock; the rows differ only in that column).
+async fn fetch<R: FromRecord>(
+    db: &mut impl Exec,
+    sql: &'static str,
+    id: Uuid,
+    jti: &str,
+    kid: &str,
+    flocks: fn(&mut R) -> &mut Vec<FlockId>,
+) -> StoreResult<Option<R>> {
+    let rows: Vec<R> = Sql::new(sql)
+        .bind(id)
+        .bind(jti)
+        .bind(kid)
+        .fetch_all(db)
+        .await?;
+    let mut rows = rows.into_iter();
+    let Some(mut first) = rows.next() else {
+        return Ok(None);
+    };
+    for mut row in rows {
+        flocks(&mut first).append(flocks(&mut row));
+    }
+    Ok(Some(first))
+}
 
 /// The call context of a token naming `grant` and `jti`, signed by `kid`;
 /// `None` when the grant, its user, the user's membership of its farm or
@@ -113,108 +124,51 @@ pub async fn load(
     jti: &str,
     kid: &str,
 ) -> StoreResult<Option<StoredCallContext>> {
-    let rows: Vec<Row> = Sql::new(SQL)
-        .bind(grant.0)
-        .bind(jti)
-        .bind(kid)
-        .fetch_all(db)
-        .await?;
-    let mut rows = rows.into_iter();
-    let Some(first) = rows.next() else {
-        return Ok(None);
-    };
-    let mut flocks: Vec<FlockId> = first.flock_id.map(FlockId).into_iter().collect();
-    flocks.extend(rows.filter_map(|r| r.flock_id.map(FlockId)));
-    Ok(Some(StoredCallContext {
-        grant_id: first.grant_id,
-        farm_id: first.farm_id,
-        user_id: first.user_id,
-        client_id: first.client_id,
-        grant_scope: first.grant_scope,
-        grant_revoked: first.revoked_at.is_some(),
-        last_used_at: first.last_used_at,
-        user_epoch: first.user_epoch,
-        user_disabled: first.user_disabled,
-        must_change_password: first.must_change_password,
-        role: first.role,
-        flock_restricted: first.flock_restricted,
-        flocks,
-        farm_suspended: first.farm_suspended,
-        connected_apps_enabled: first.connected_apps_enabled,
-        token_revoked: first.token_revoked > 0,
-        key_withdrawn: first.key_withdrawn > 0,
-    }))
+    fetch(db, SQL, grant.0, jti, kid, |c: &mut StoredCallContext| {
+        &mut c.flocks
+    })
+    .await
 }
 
-/// What the store says about an automation's token: the automation, its
-/// flocks and farm, and the token's own revocation and key, in one query
-/// of primary-key joins like [`load`].
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct StoredAutomationContext {
-    pub automation_id: Uuid,
-    pub farm_id: Uuid,
-    pub name: String,
-    pub role: String,
-    pub flock_restricted: bool,
-    /// The automation's flocks when restricted (possibly none); empty otherwise.
-    pub flocks: Vec<FlockId>,
-    /// The scopes it may hold now (its owner may have narrowed them).
-    pub scope: String,
-    pub epoch: i64,
-    pub disabled: bool,
-    pub last_used_at: Option<i64>,
-    pub farm_suspended: bool,
-    pub connected_apps_enabled: bool,
-    pub token_revoked: bool,
-    pub key_withdrawn: bool,
+crate::record! {
+    /// What the store says about an automation's token: the automation, its
+    /// flocks and farm, and the token's own revocation and key, in one query
+    /// of primary-key joins like [`load`].
+    #[derive(Clone, Debug, PartialEq, Eq)]
+    pub struct StoredAutomationContext {
+        pub automation_id: Uuid,
+        pub farm_id: Uuid,
+        pub name: Name,
+        pub role: Role,
+        pub flock_restricted: bool,
+        /// The automation's flocks when restricted (possibly none); empty otherwise.
+        pub flocks: Vec<FlockId>,
+        /// The scopes it may hold now (its owner may have narrowed them).
+        pub scope: ScopeSet,
+        pub epoch: i64,
+        pub disabled: bool,
+        pub last_used_at: Option<i64>,
+        pub farm_suspended: bool,
+        pub connected_apps_enabled: bool,
+        pub token_revoked: bool,
+        pub key_withdrawn: bool,
+    }
 }
 
-struct AutomationRow {
-    automation_id: Uuid,
-    farm_id: Uuid,
-    name: String,
-    role: String,
-    flock_restricted: bool,
-    scope: String,
-    epoch: i64,
-    disabled: bool,
-    last_used_at: Option<i64>,
-    farm_suspended: bool,
-    connected_apps_enabled: bool,
-    flock_id: Option<Uuid>,
-    token_revoked: i64,
-    key_withdrawn: i64,
-}
-
-crate::from_record!(AutomationRow {
-    automation_id,
-    farm_id,
-    name,
-    role,
-    flock_restricted,
-    scope,
-    epoch,
-    disabled,
-    last_used_at,
-    farm_suspended,
-    connected_apps_enabled,
-    flock_id,
-    token_revoked,
-    key_withdrawn,
-});
-
-const AUTOMATION_SQL: &str = "select a.id as automation_id, a.farm_id as farm_id, a.name as name,
+const AUTOMATION_SQL: &str = concat!(
+    "select a.id as automation_id, a.farm_id as farm_id, a.name as name,
         a.role as role, a.flock_restricted as flock_restricted, a.scope as scope,
         a.credential_epoch as epoch, a.disabled as disabled, a.last_used_at as last_used_at,
         f.suspended as farm_suspended, f.connected_apps_enabled as connected_apps_enabled,
-        af.flock_id as flock_id,
-        (select count(*) from revoked_access_tokens r where r.jti = $2) as token_revoked,
-        (select count(*) from signing_keys k where k.kid = $3 and k.withdrawn_at is not null)
-            as key_withdrawn
+        af.flock_id as flocks,
+        ",
+    token_checks!(),
+    "
     from automations a
     join farms f on f.id = a.farm_id
     left join automation_flocks af on af.automation_id = a.id and a.flock_restricted
-    where a.id = $1";
+    where a.id = $1"
+);
 
 /// The call context of an automation's token naming `jti`, signed by
 /// `kid`; `None` when the automation (or its farm) is gone.
@@ -224,32 +178,13 @@ pub async fn load_automation(
     jti: &str,
     kid: &str,
 ) -> StoreResult<Option<StoredAutomationContext>> {
-    let rows: Vec<AutomationRow> = Sql::new(AUTOMATION_SQL)
-        .bind(automation.0)
-        .bind(jti)
-        .bind(kid)
-        .fetch_all(db)
-        .await?;
-    let mut rows = rows.into_iter();
-    let Some(first) = rows.next() else {
-        return Ok(None);
-    };
-    let mut flocks: Vec<FlockId> = first.flock_id.map(FlockId).into_iter().collect();
-    flocks.extend(rows.filter_map(|r| r.flock_id.map(FlockId)));
-    Ok(Some(StoredAutomationContext {
-        automation_id: first.automation_id,
-        farm_id: first.farm_id,
-        name: first.name,
-        role: first.role,
-        flock_restricted: first.flock_restricted,
-        flocks,
-        scope: first.scope,
-        epoch: first.epoch,
-        disabled: first.disabled,
-        last_used_at: first.last_used_at,
-        farm_suspended: first.farm_suspended,
-        connected_apps_enabled: first.connected_apps_enabled,
-        token_revoked: first.token_revoked > 0,
-        key_withdrawn: first.key_withdrawn > 0,
-    }))
+    fetch(
+        db,
+        AUTOMATION_SQL,
+        automation.0,
+        jti,
+        kid,
+        |c: &mut StoredAutomationContext| &mut c.flocks,
+    )
+    .await
 }

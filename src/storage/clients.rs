@@ -5,33 +5,23 @@ use time::OffsetDateTime;
 
 use super::{Exec, Sql, StoreResult, Tx};
 
-#[derive(Clone, Debug)]
-pub struct ClientRow {
-    pub client_id: String,
-    pub kind: String,
-    pub client_name: String,
-    /// JSON array of strings.
-    pub redirect_uris: String,
-    pub token_endpoint_auth_method: String,
-    pub secret_hash: Option<String>,
-    /// The registered metadata (RFC 7591 fields Coop keeps), JSON.
-    pub metadata: String,
-    pub created_at: i64,
-    pub last_used_at: Option<i64>,
-    pub cache_expires_at: Option<i64>,
+crate::record! {
+    #[derive(Clone, Debug)]
+    pub struct ClientRow {
+        pub client_id: String,
+        pub kind: String,
+        pub client_name: String,
+        /// JSON array of strings.
+        pub redirect_uris: String,
+        pub token_endpoint_auth_method: String,
+        pub secret_hash: Option<String>,
+        /// The registered metadata (RFC 7591 fields Coop keeps), JSON.
+        pub metadata: String,
+        pub created_at: i64,
+        pub last_used_at: Option<i64>,
+        pub cache_expires_at: Option<i64>,
+    }
 }
-crate::from_record!(ClientRow {
-    client_id,
-    kind,
-    client_name,
-    redirect_uris,
-    token_endpoint_auth_method,
-    secret_hash,
-    metadata,
-    created_at,
-    last_used_at,
-    cache_expires_at,
-});
 
 pub struct NewClient<'a> {
     pub client_id: &'a str,

@@ -10,8 +10,8 @@ use uuid::Uuid;
 
 use super::grants::{GRANT_STATUS_COLUMNS, GRANT_STATUS_JOIN, GrantStatus};
 use super::refresh_tokens::{self, NewRefreshToken};
-use super::{Exec, FromRecord, Record, Sql, StoreError, StoreResult, Tx};
-use crate::domain::{GrantId, UserId};
+use super::{Exec, Sql, StoreResult, Tx};
+use crate::domain::{GrantId, ScopeSet, UserId};
 
 pub struct NewCode<'a> {
     pub code_hash: &'a str,
@@ -49,35 +49,21 @@ pub async fn insert(tx: &mut Tx, code: &NewCode<'_>, now: OffsetDateTime) -> Sto
     Ok(())
 }
 
-/// A stored code with its grant's current status.
-#[derive(Clone, Debug)]
-pub struct CodeRow {
-    pub client_id: String,
-    pub user_id: Uuid,
-    pub redirect_uri: String,
-    pub code_challenge: String,
-    pub resource: String,
-    pub scope: String,
-    pub credential_epoch: i64,
-    pub expires_at: i64,
-    pub consumed_at: Option<i64>,
-    pub grant: GrantStatus,
-}
-
-impl FromRecord for CodeRow {
-    fn from_record(r: &Record<'_>) -> Result<Self, StoreError> {
-        Ok(Self {
-            client_id: r.get("client_id")?,
-            user_id: r.get("user_id")?,
-            redirect_uri: r.get("redirect_uri")?,
-            code_challenge: r.get("code_challenge")?,
-            resource: r.get("resource")?,
-            scope: r.get("scope")?,
-            credential_epoch: r.get("credential_epoch")?,
-            expires_at: r.get("expires_at")?,
-            consumed_at: r.get("consumed_at")?,
-            grant: GrantStatus::from_record(r)?,
-        })
+crate::record! {
+    /// A stored code with its grant's current status.
+    #[derive(Clone, Debug)]
+    pub struct CodeRow {
+        pub client_id: String,
+        pub user_id: Uuid,
+        pub redirect_uri: String,
+        pub code_challenge: String,
+        pub resource: String,
+        pub scope: ScopeSet,
+        pub credential_epoch: i64,
+        pub expires_at: i64,
+        pub consumed_at: Option<i64>,
+        /// Read from the same row ([`GRANT_STATUS_COLUMNS`]).
+        pub grant: GrantStatus,
     }
 }
 

@@ -6,39 +6,25 @@
 use uuid::Uuid;
 
 use super::{Exec, Sql, StoreResult};
-use crate::domain::{FarmId, GrantId, UserId};
+use crate::domain::{ClientKind, FarmId, FarmSlug, GrantId, ScopeSet, UserId};
 
-/// One active grant with what a page or the command line shows about it.
-#[derive(Clone, Debug)]
-pub struct ConnectedApp {
-    pub grant_id: Uuid,
-    pub farm_id: Uuid,
-    pub farm_slug: String,
-    pub user_id: Uuid,
-    pub email: String,
-    pub client_id: String,
-    pub client_name: String,
-    /// `registered`, `dynamic` or `metadata_document`.
-    pub client_kind: String,
-    /// Space-separated scopes.
-    pub scope: String,
-    pub created_at: i64,
-    pub last_used_at: Option<i64>,
+crate::record! {
+    /// One active grant with what a page or the command line shows about it.
+    #[derive(Clone, Debug)]
+    pub struct ConnectedApp {
+        pub grant_id: Uuid,
+        pub farm_id: Uuid,
+        pub farm_slug: FarmSlug,
+        pub user_id: Uuid,
+        pub email: String,
+        pub client_id: String,
+        pub client_name: String,
+        pub client_kind: ClientKind,
+        pub scope: ScopeSet,
+        pub created_at: i64,
+        pub last_used_at: Option<i64>,
+    }
 }
-
-crate::from_record!(ConnectedApp {
-    grant_id,
-    farm_id,
-    farm_slug,
-    user_id,
-    email,
-    client_id,
-    client_name,
-    client_kind,
-    scope,
-    created_at,
-    last_used_at,
-});
 
 impl ConnectedApp {
     pub fn grant(&self) -> GrantId {

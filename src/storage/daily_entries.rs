@@ -23,35 +23,27 @@ use super::farm_query::FarmQuery;
 use super::flocks::FlockKey;
 use super::{Exec, Sql, Store, StoreError, StoreResult, Tx};
 use crate::domain::FlockScope;
-use crate::domain::{AutomationId, FarmId, FlockId, HouseId, Page, PageSize, Period, UserId};
+use crate::domain::{
+    AutomationId, FarmId, FlockId, HeadCount, HouseId, Name, Page, PageSize, Period, UserId,
+};
 
-/// One day's entry as the tools show it.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct EntryRow {
-    pub entry_date: Date,
-    pub eggs_collected: i64,
-    pub eggs_cracked: i64,
-    pub mortality: i64,
-    pub feed_used_g: i64,
-    pub water_used_ml: i64,
-    pub notes: String,
-    pub version: i64,
-    /// The email of whoever wrote the current version, if still a user,
-    /// or the name of the automation that did.
-    pub recorded_by: Option<String>,
+crate::record! {
+    /// One day's entry as the tools show it.
+    #[derive(Clone, Debug, PartialEq, Eq)]
+    pub struct EntryRow {
+        pub entry_date: Date,
+        pub eggs_collected: i64,
+        pub eggs_cracked: i64,
+        pub mortality: i64,
+        pub feed_used_g: i64,
+        pub water_used_ml: i64,
+        pub notes: String,
+        pub version: i64,
+        /// The email of whoever wrote the current version, if still a user,
+        /// or the name of the automation that did.
+        pub recorded_by: Option<String>,
+    }
 }
-
-crate::from_record!(EntryRow {
-    entry_date,
-    eggs_collected,
-    eggs_cracked,
-    mortality,
-    feed_used_g,
-    water_used_ml,
-    notes,
-    version,
-    recorded_by,
-});
 
 const ENTRY_COLUMNS: &str = "e.entry_date, e.eggs_collected, e.eggs_cracked, e.mortality,
         e.feed_used_g, e.water_used_ml, e.notes, e.version,
@@ -81,15 +73,9 @@ pub async fn list_page(
              where e.farm_id = $1"
         ),
     );
-    q.flock_scope("e.flock_id", scope);
-    let (f, from, to) = (
-        q.bind(flock.0),
-        q.bind(period.from().date()),
-        q.bind(period.to().date()),
-    );
-    q.push(&format!(
-        " and e.flock_id = {f} and e.entry_date >= {from} and e.entry_date <= {to}"
-    ));
+    q.flock_scope("e.flock_id", scope)
+        .equals("e.flock_id", Some(flock.0))
+        .within("e.entry_date", period);
     if let Some(after) = after {
         let p = q.bind(after);
         q.push(&format!(" and e.entry_date < {p}"));
@@ -100,30 +86,21 @@ pub async fn list_page(
     Ok(Page::from_fetched(rows, size))
 }
 
-/// Totals of one day over the flocks that recorded it.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct DayTotals {
-    pub entry_date: Date,
-    pub flocks_recorded: i64,
-    pub eggs_collected: i64,
-    pub eggs_cracked: i64,
-    pub mortality: i64,
-    pub feed_used_g: i64,
-    pub water_used_ml: i64,
-    /// The head count of the flocks that recorded this day.
-    pub hens: i64,
+crate::record! {
+    /// Totals of one day over the flocks that recorded it.
+    #[derive(Clone, Debug, PartialEq, Eq)]
+    pub struct DayTotals {
+        pub entry_date: Date,
+        pub flocks_recorded: i64,
+        pub eggs_collected: i64,
+        pub eggs_cracked: i64,
+        pub mortality: i64,
+        pub feed_used_g: i64,
+        pub water_used_ml: i64,
+        /// The head count of the flocks that recorded this day.
+        pub hens: i64,
+    }
 }
-
-crate::from_record!(DayTotals {
-    entry_date,
-    flocks_recorded,
-    eggs_collected,
-    eggs_cracked,
-    mortality,
-    feed_used_g,
-    water_used_ml,
-    hens,
-});
 
 /// Per-day totals for one flock or every flock in scope, over a period. The
 /// period is capped, so at most one row per day and one entry per flock and
@@ -148,15 +125,9 @@ pub async fn daily_totals(
          join flocks f on f.id = e.flock_id and f.farm_id = e.farm_id
          where e.farm_id = $1",
     );
-    q.flock_scope("e.flock_id", scope);
-    if let Some(flock) = flock {
-        let p = q.bind(flock.0);
-        q.push(&format!(" and e.flock_id = {p}"));
-    }
-    let (from, to) = (q.bind(period.from().date()), q.bind(period.to().date()));
-    q.push(&format!(
-        " and e.entry_date >= {from} and e.entry_date <= {to}"
-    ));
+    q.flock_scope("e.flock_id", scope)
+        .equals("e.flock_id", flock.map(|f| f.0))
+        .within("e.entry_date", period);
     let p = q.bind(period.days() + 1);
     q.push(&format!(
         " group by e.entry_date order by e.entry_date limit {p}"
@@ -164,29 +135,22 @@ pub async fn daily_totals(
     q.fetch_all(db).await
 }
 
-/// Deaths of one flock over a period.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct FlockDeaths {
-    pub id: Uuid,
-    pub name: String,
-    pub house: String,
-    pub head_count: i64,
-    pub deaths: i64,
-    pub days_recorded: i64,
+crate::record! {
+    /// Deaths of one flock over a period.
+    #[derive(Clone, Debug, PartialEq, Eq)]
+    pub struct FlockDeaths {
+        pub id: Uuid,
+        pub name: Name,
+        pub house: Name,
+        pub head_count: HeadCount,
+        pub deaths: i64,
+        pub days_recorded: i64,
+    }
 }
-
-crate::from_record!(FlockDeaths {
-    id,
-    name,
-    house,
-    head_count,
-    deaths,
-    days_recorded
-});
 
 impl FlockDeaths {
     pub fn key(&self) -> FlockKey {
-        (self.house.clone(), self.name.clone(), self.id)
+        (self.house.to_string(), self.name.to_string(), self.id)
     }
 }
 
@@ -213,11 +177,8 @@ pub async fn deaths_page(
             join houses h on h.id = f.house_id and h.farm_id = f.farm_id
             where f.farm_id = $1",
     );
-    q.flock_scope("f.id", scope);
-    if let Some(flock) = flock {
-        let p = q.bind(flock.0);
-        q.push(&format!(" and f.id = {p}"));
-    }
+    q.flock_scope("f.id", scope)
+        .equals("f.id", flock.map(|f| f.0));
     if let Some((house, name, id)) = after {
         let (a, b, c) = (q.bind(house.clone()), q.bind(name.clone()), q.bind(*id));
         q.push(&format!(" and (h.name, f.name, f.id) > ({a}, {b}, {c})"));
@@ -253,15 +214,9 @@ pub async fn total_deaths(
         "select cast(coalesce(sum(e.mortality), 0) as bigint)
          from daily_entries e where e.farm_id = $1",
     );
-    q.flock_scope("e.flock_id", scope);
-    if let Some(flock) = flock {
-        let p = q.bind(flock.0);
-        q.push(&format!(" and e.flock_id = {p}"));
-    }
-    let (from, to) = (q.bind(period.from().date()), q.bind(period.to().date()));
-    q.push(&format!(
-        " and e.entry_date >= {from} and e.entry_date <= {to}"
-    ));
+    q.flock_scope("e.flock_id", scope)
+        .equals("e.flock_id", flock.map(|f| f.0))
+        .within("e.entry_date", period);
     q.fetch_scalar(db).await
 }
 

@@ -7,31 +7,20 @@ use uuid::Uuid;
 use super::farm_query::FarmQuery;
 use super::{Exec, Sql, StoreResult, Tx};
 use crate::domain::FlockScope;
-use crate::domain::{FarmId, FlockId, Page, PageSize, Period};
+use crate::domain::{FarmId, FlockId, LotStatus, Name, Page, PageSize, Period};
 
-/// The statuses a lot may have (the table's check constraint).
-pub const STATUSES: &[&str] = &["in_store", "shipped", "discarded"];
-
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct EggLotRow {
-    pub lot_code: String,
-    pub flock: String,
-    pub house: String,
-    pub laid_on: Date,
-    pub grade: String,
-    pub quantity: i64,
-    pub status: String,
+crate::record! {
+    #[derive(Clone, Debug, PartialEq, Eq)]
+    pub struct EggLotRow {
+        pub lot_code: String,
+        pub flock: Name,
+        pub house: Name,
+        pub laid_on: Date,
+        pub grade: String,
+        pub quantity: i64,
+        pub status: LotStatus,
+    }
 }
-
-crate::from_record!(EggLotRow {
-    lot_code,
-    flock,
-    house,
-    laid_on,
-    grade,
-    quantity,
-    status
-});
 
 /// (laid on, lot code): lots are listed newest first, then by code
 /// (descending, so one row comparison serves as the keyset condition).
@@ -67,20 +56,10 @@ pub async fn list_page(
          join houses h on h.id = f.house_id and h.farm_id = f.farm_id
          where l.farm_id = $1",
     );
-    q.flock_scope("l.flock_id", scope);
-    let (from, to) = (
-        q.bind(filter.period.from().date()),
-        q.bind(filter.period.to().date()),
-    );
-    q.push(&format!(" and l.laid_on >= {from} and l.laid_on <= {to}"));
-    if let Some(status) = &filter.status {
-        let p = q.bind(status.clone());
-        q.push(&format!(" and l.status = {p}"));
-    }
-    if let Some(flock) = filter.flock {
-        let p = q.bind(flock.0);
-        q.push(&format!(" and l.flock_id = {p}"));
-    }
+    q.flock_scope("l.flock_id", scope)
+        .within("l.laid_on", filter.period)
+        .equals("l.status", filter.status.clone())
+        .equals("l.flock_id", filter.flock.map(|f| f.0));
     if let Some((laid_on, code)) = after {
         let (a, b) = (q.bind(*laid_on), q.bind(code.clone()));
         q.push(&format!(" and (l.laid_on, l.lot_code) < ({a}, {b})"));

@@ -8,34 +8,28 @@ use time::Date;
 use uuid::Uuid;
 
 use super::{Exec, Sql, StoreError, StoreResult, Tx};
-use crate::domain::{FarmId, FlockId, HouseId};
+use crate::domain::{FarmId, FlockId, FlockStatus, HeadCount, HouseId, Name};
 
-#[derive(Clone, Debug)]
-pub struct HouseRow {
-    pub id: Uuid,
-    pub name: String,
+crate::record! {
+    #[derive(Clone, Debug)]
+    pub struct HouseRow {
+        pub id: Uuid,
+        pub name: Name,
+    }
 }
-crate::from_record!(HouseRow { id, name });
 
-#[derive(Clone, Debug)]
-pub struct FlockAdminRow {
-    pub id: Uuid,
-    pub house: String,
-    pub name: String,
-    pub breed: String,
-    pub placed_on: Date,
-    pub head_count: i64,
-    pub status: String,
+crate::record! {
+    #[derive(Clone, Debug)]
+    pub struct FlockAdminRow {
+        pub id: Uuid,
+        pub house: Name,
+        pub name: Name,
+        pub breed: Name,
+        pub placed_on: Date,
+        pub head_count: HeadCount,
+        pub status: FlockStatus,
+    }
 }
-crate::from_record!(FlockAdminRow {
-    id,
-    house,
-    name,
-    breed,
-    placed_on,
-    head_count,
-    status
-});
 
 pub async fn houses(db: &mut impl Exec, farm: FarmId) -> StoreResult<Vec<HouseRow>> {
     Sql::new("select id, name from houses where farm_id = $1 order by name limit 500")
@@ -67,11 +61,12 @@ pub async fn house_of_farm(db: &mut impl Exec, farm: FarmId, house: HouseId) -> 
     Ok(found.is_some())
 }
 
-fn one_row(affected: u64) -> StoreResult<()> {
-    if affected == 0 {
-        Err(StoreError::NotFound)
-    } else {
-        Ok(())
+/// Runs `update`, a statement `… where farm_id = $1 and id = $2` with its
+/// values bound: `NotFound` when the farm has no row of that id.
+pub(super) async fn update_one_of_farm(tx: &mut Tx, update: Sql<'_>) -> StoreResult<()> {
+    match update.execute(tx).await? {
+        0 => Err(StoreError::NotFound),
+        _ => Ok(()),
     }
 }
 
@@ -80,15 +75,10 @@ pub async fn rename_house(
     tx: &mut Tx,
     farm: FarmId,
     house: HouseId,
-    name: &str,
+    name: &Name,
 ) -> StoreResult<()> {
-    let affected = Sql::new("update houses set name = $3 where farm_id = $1 and id = $2")
-        .bind(farm.0)
-        .bind(house.0)
-        .bind(name)
-        .execute(tx)
-        .await?;
-    one_row(affected)
+    let update = Sql::new("update houses set name = $3 where farm_id = $1 and id = $2");
+    update_one_of_farm(tx, update.bind(farm.0).bind(house.0).bind(name.as_str())).await
 }
 
 /// `Conflict` when the flock's house already has a flock of that name.
@@ -96,23 +86,14 @@ pub async fn rename_flock(
     tx: &mut Tx,
     farm: FarmId,
     flock: FlockId,
-    name: &str,
+    name: &Name,
 ) -> StoreResult<()> {
-    let affected = Sql::new("update flocks set name = $3 where farm_id = $1 and id = $2")
-        .bind(farm.0)
-        .bind(flock.0)
-        .bind(name)
-        .execute(tx)
-        .await?;
-    one_row(affected)
+    let update = Sql::new("update flocks set name = $3 where farm_id = $1 and id = $2");
+    update_one_of_farm(tx, update.bind(farm.0).bind(flock.0).bind(name.as_str())).await
 }
 
 /// Marks a flock depleted (all birds gone); its records stay.
 pub async fn deplete_flock(tx: &mut Tx, farm: FarmId, flock: FlockId) -> StoreResult<()> {
-    let affected = Sql::new("update flocks set status = 'depleted' where farm_id = $1 and id = $2")
-        .bind(farm.0)
-        .bind(flock.0)
-        .execute(tx)
-        .await?;
-    one_row(affected)
+    let update = Sql::new("update flocks set status = 'depleted' where farm_id = $1 and id = $2");
+    update_one_of_farm(tx, update.bind(farm.0).bind(flock.0)).await
 }

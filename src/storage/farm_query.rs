@@ -9,8 +9,7 @@
 //! flocks into a condition that matches nothing.
 
 use super::engine::{Exec, FromRecord, Sql, StoreResult, Value};
-use crate::domain::FarmId;
-use crate::domain::FlockScope;
+use crate::domain::{FarmId, FlockScope, Period};
 
 /// SQL text and its binds, in placeholder order.
 #[derive(Clone, Debug)]
@@ -51,6 +50,26 @@ impl FarmQuery {
                 self.push(&clause)
             }
         }
+    }
+
+    /// `and <column> = <value>` when a filter is given; nothing otherwise.
+    pub fn equals(&mut self, column: &str, value: Option<impl Into<Value<'static>>>) -> &mut Self {
+        match value {
+            None => self,
+            Some(value) => {
+                let p = self.bind(value);
+                self.push(&format!(" and {column} = {p}"))
+            }
+        }
+    }
+
+    /// `and <column> >= <from> and <column> <= <to>`: the days of `period`.
+    pub fn within(&mut self, column: &str, period: Period) -> &mut Self {
+        let (from, to) = (
+            self.bind(period.from().date()),
+            self.bind(period.to().date()),
+        );
+        self.push(&format!(" and {column} >= {from} and {column} <= {to}"))
     }
 
     pub fn sql(&self) -> &str {
@@ -103,5 +122,26 @@ mod tests {
             two.sql()
         );
         assert_eq!(two.binds().len(), 3);
+    }
+
+    #[test]
+    fn filters_are_added_only_when_given() {
+        let farm = FarmId::new();
+        let mut q = FarmQuery::new(farm, "w l.farm_id = $1");
+        q.equals("l.status", None::<&'static str>);
+        assert_eq!(q.sql(), "w l.farm_id = $1");
+        q.equals("l.status", Some("shipped"));
+        let period = Period::new(
+            crate::domain::EntryDate::parse("2026-03-01").unwrap(),
+            crate::domain::EntryDate::parse("2026-03-31").unwrap(),
+        )
+        .unwrap();
+        q.within("l.laid_on", period);
+        assert_eq!(
+            q.sql(),
+            "w l.farm_id = $1 and l.status = $2 and l.laid_on >= $3 and l.laid_on <= $4"
+        );
+        assert_eq!(q.binds()[1], Value::Text(Some("shipped".into())));
+        assert_eq!(q.binds().len(), 4);
     }
 }

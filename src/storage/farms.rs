@@ -4,23 +4,18 @@ use time::{Date, OffsetDateTime};
 use uuid::Uuid;
 
 use super::{Exec, Sql, StoreResult, Tx};
-use crate::domain::{FarmId, FlockId, HouseId};
+use crate::domain::{FarmId, FarmSlug, FlockId, HeadCount, HouseId, Name};
 
-#[derive(Clone, Debug)]
-pub struct FarmRow {
-    pub id: Uuid,
-    pub slug: String,
-    pub name: String,
-    pub suspended: bool,
-    pub connected_apps_enabled: bool,
+crate::record! {
+    #[derive(Clone, Debug)]
+    pub struct FarmRow {
+        pub id: Uuid,
+        pub slug: FarmSlug,
+        pub name: Name,
+        pub suspended: bool,
+        pub connected_apps_enabled: bool,
+    }
 }
-crate::from_record!(FarmRow {
-    id,
-    slug,
-    name,
-    suspended,
-    connected_apps_enabled
-});
 
 impl FarmRow {
     pub fn farm_id(&self) -> FarmId {
@@ -30,15 +25,15 @@ impl FarmRow {
 
 pub async fn create(
     tx: &mut Tx,
-    slug: &str,
-    name: &str,
+    slug: &FarmSlug,
+    name: &Name,
     now: OffsetDateTime,
 ) -> StoreResult<FarmId> {
     let id = FarmId::new();
     Sql::new("insert into farms (id, slug, name, created_at) values ($1, $2, $3, $4)")
         .bind(id.0)
-        .bind(slug)
-        .bind(name)
+        .bind(slug.as_str())
+        .bind(name.as_str())
         .bind(now)
         .execute(tx)
         .await?;
@@ -129,10 +124,10 @@ pub async fn find_house(
 /// What a new flock needs; the farm comes from the house.
 pub struct NewFlock<'a> {
     pub house: HouseId,
-    pub name: &'a str,
-    pub breed: &'a str,
+    pub name: &'a Name,
+    pub breed: &'a Name,
     pub placed_on: Date,
-    pub head_count: i64,
+    pub head_count: HeadCount,
 }
 
 pub async fn add_flock(
@@ -149,10 +144,10 @@ pub async fn add_flock(
     .bind(id.0)
     .bind(farm.0)
     .bind(flock.house.0)
-    .bind(flock.name)
-    .bind(flock.breed)
+    .bind(flock.name.as_str())
+    .bind(flock.breed.as_str())
     .bind(flock.placed_on)
-    .bind(flock.head_count)
+    .bind(flock.head_count.get())
     .bind(now)
     .execute(tx)
     .await?;

@@ -8,38 +8,30 @@
 use time::Date;
 use uuid::Uuid;
 
+use super::farm_admin::update_one_of_farm;
 use super::farm_query::FarmQuery;
-use super::{Exec, Sql, StoreError, StoreResult, Tx};
+use super::{Exec, Sql, StoreResult, Tx};
 use crate::domain::FlockScope;
-use crate::domain::{FarmId, FlockId, HouseId, Page, PageSize};
+use crate::domain::{FarmId, FlockId, FlockStatus, HeadCount, HouseId, Name, Page, PageSize};
 
 /// At most this many flocks are returned for one name; more are reported
 /// as "and more", never listed in full.
 pub const MAX_NAME_MATCHES: i64 = 10;
 
-/// A flock with its house, as every tool shows it.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct FlockRow {
-    pub id: Uuid,
-    pub house_id: Uuid,
-    pub name: String,
-    pub house: String,
-    pub breed: String,
-    pub placed_on: Date,
-    pub head_count: i64,
-    pub status: String,
+crate::record! {
+    /// A flock with its house, as every tool shows it.
+    #[derive(Clone, Debug, PartialEq, Eq)]
+    pub struct FlockRow {
+        pub id: Uuid,
+        pub house_id: Uuid,
+        pub name: Name,
+        pub house: Name,
+        pub breed: Name,
+        pub placed_on: Date,
+        pub head_count: HeadCount,
+        pub status: FlockStatus,
+    }
 }
-
-crate::from_record!(FlockRow {
-    id,
-    house_id,
-    name,
-    house,
-    breed,
-    placed_on,
-    head_count,
-    status
-});
 
 impl FlockRow {
     pub fn flock_id(&self) -> FlockId {
@@ -52,7 +44,7 @@ impl FlockRow {
 
     /// The keyset position of this row in [`list_page`]'s order.
     pub fn key(&self) -> FlockKey {
-        (self.house.clone(), self.name.clone(), self.id)
+        (self.house.to_string(), self.name.to_string(), self.id)
     }
 }
 
@@ -75,13 +67,9 @@ pub async fn named(
     house: Option<&str>,
 ) -> StoreResult<Vec<FlockRow>> {
     let mut q = FarmQuery::new(farm, SELECT);
-    q.flock_scope("f.id", scope);
-    let p = q.bind(name.to_owned());
-    q.push(&format!(" and f.name = {p}"));
-    if let Some(house) = house {
-        let p = q.bind(house.to_owned());
-        q.push(&format!(" and h.name = {p}"));
-    }
+    q.flock_scope("f.id", scope)
+        .equals("f.name", Some(name.to_owned()))
+        .equals("h.name", house.map(str::to_owned));
     let p = q.bind(MAX_NAME_MATCHES + 1);
     q.push(&format!(" order by h.name, f.id limit {p}"));
     q.fetch_all(db).await
@@ -104,15 +92,9 @@ pub async fn list_page(
     size: PageSize,
 ) -> StoreResult<Page<FlockRow>> {
     let mut q = FarmQuery::new(farm, SELECT);
-    q.flock_scope("f.id", scope);
-    if let Some(status) = &filter.status {
-        let p = q.bind(status.clone());
-        q.push(&format!(" and f.status = {p}"));
-    }
-    if let Some(house) = &filter.house {
-        let p = q.bind(house.clone());
-        q.push(&format!(" and h.name = {p}"));
-    }
+    q.flock_scope("f.id", scope)
+        .equals("f.status", filter.status.clone())
+        .equals("h.name", filter.house.clone());
     if let Some((house, name, id)) = after {
         let (a, b, c) = (q.bind(house.clone()), q.bind(name.clone()), q.bind(*id));
         q.push(&format!(" and (h.name, f.name, f.id) > ({a}, {b}, {c})"));
@@ -130,16 +112,8 @@ pub async fn set_head_count(
     flock: FlockId,
     head_count: i64,
 ) -> StoreResult<()> {
-    let changed = Sql::new("update flocks set head_count = $3 where farm_id = $1 and id = $2")
-        .bind(farm.0)
-        .bind(flock.0)
-        .bind(head_count)
-        .execute(tx)
-        .await?;
-    if changed == 0 {
-        return Err(StoreError::NotFound);
-    }
-    Ok(())
+    let update = Sql::new("update flocks set head_count = $3 where farm_id = $1 and id = $2");
+    update_one_of_farm(tx, update.bind(farm.0).bind(flock.0).bind(head_count)).await
 }
 
 /// Marks a flock active or depleted.
@@ -149,15 +123,11 @@ pub async fn set_status(
     flock: FlockId,
     depleted: bool,
 ) -> StoreResult<()> {
-    let status = if depleted { "depleted" } else { "active" };
-    let changed = Sql::new("update flocks set status = $3 where farm_id = $1 and id = $2")
-        .bind(farm.0)
-        .bind(flock.0)
-        .bind(status)
-        .execute(tx)
-        .await?;
-    if changed == 0 {
-        return Err(StoreError::NotFound);
-    }
-    Ok(())
+    let status = if depleted {
+        FlockStatus::Depleted
+    } else {
+        FlockStatus::Active
+    };
+    let update = Sql::new("update flocks set status = $3 where farm_id = $1 and id = $2");
+    update_one_of_farm(tx, update.bind(farm.0).bind(flock.0).bind(status.as_str())).await
 }

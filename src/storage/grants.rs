@@ -10,45 +10,40 @@
 use time::OffsetDateTime;
 use uuid::Uuid;
 
-use super::{Exec, Sql, StoreResult, Tx};
-use crate::domain::{FarmId, GrantId, UserId};
+use super::engine::Field;
+use super::{Exec, FromRecord, Record, Sql, StoreError, StoreResult, Tx};
+use crate::domain::{FarmId, GrantId, ScopeSet, UserId};
 
-/// A grant with what decides whether it may still issue tokens.
-#[derive(Clone, Debug)]
-pub struct GrantStatus {
-    pub grant_id: Uuid,
-    pub grant_farm_id: Uuid,
-    pub grant_user_id: Uuid,
-    pub grant_client_id: String,
-    pub grant_scope: String,
-    pub grant_resource: String,
-    /// The user's credential epoch when the grant was consented to.
-    pub grant_epoch: i64,
-    pub grant_revoked_at: Option<i64>,
-    /// The user's credential epoch now.
-    pub user_epoch: i64,
-    pub user_disabled: bool,
-    /// The person must choose a new password before anything is issued.
-    pub user_must_change_password: bool,
-    pub farm_suspended: bool,
-    pub farm_apps_enabled: bool,
+crate::record! {
+    /// A grant with what decides whether it may still issue tokens.
+    #[derive(Clone, Debug)]
+    pub struct GrantStatus {
+        pub grant_id: Uuid,
+        pub grant_farm_id: Uuid,
+        pub grant_user_id: Uuid,
+        pub grant_client_id: String,
+        pub grant_scope: ScopeSet,
+        pub grant_resource: String,
+        /// The user's credential epoch when the grant was consented to.
+        pub grant_epoch: i64,
+        pub grant_revoked_at: Option<i64>,
+        /// The user's credential epoch now.
+        pub user_epoch: i64,
+        pub user_disabled: bool,
+        /// The person must choose a new password before anything is issued.
+        pub user_must_change_password: bool,
+        pub farm_suspended: bool,
+        pub farm_apps_enabled: bool,
+    }
 }
 
-crate::from_record!(GrantStatus {
-    grant_id,
-    grant_farm_id,
-    grant_user_id,
-    grant_client_id,
-    grant_scope,
-    grant_resource,
-    grant_epoch,
-    grant_revoked_at,
-    user_epoch,
-    user_disabled,
-    user_must_change_password,
-    farm_suspended,
-    farm_apps_enabled,
-});
+/// A row that carries a grant's status ([`GRANT_STATUS_COLUMNS`]) reads it
+/// from its own columns, whatever the field is called.
+impl Field for GrantStatus {
+    fn read(record: &Record<'_>, _: &str) -> Result<Self, StoreError> {
+        Self::from_record(record)
+    }
+}
 
 impl GrantStatus {
     pub fn id(&self) -> GrantId {
@@ -109,7 +104,7 @@ pub struct Consent<'a> {
     pub farm: FarmId,
     pub user: UserId,
     pub client_id: &'a str,
-    pub scope_after: &'a (dyn Fn(Option<&str>) -> String + Send + Sync),
+    pub scope_after: &'a (dyn Fn(Option<&ScopeSet>) -> ScopeSet + Send + Sync),
     pub resource: &'a str,
     pub epoch: i64,
 }
@@ -148,7 +143,7 @@ pub async fn record_consent(
     now: OffsetDateTime,
 ) -> StoreResult<ConsentOutcome> {
     let new_id = GrantId::new();
-    let existing: Option<(Uuid, i64, String)> = Sql::new(
+    let existing: Option<(Uuid, i64, ScopeSet)> = Sql::new(
         "select id, credential_epoch, scope from grants
          where user_id = $1 and client_id = $2 and revoked_at is null",
     )
@@ -160,7 +155,7 @@ pub async fn record_consent(
         Some((id, epoch, scope)) if epoch == consent.epoch => {
             Sql::new("update grants set scope = $2 where id = $1")
                 .bind(id)
-                .bind((consent.scope_after)(Some(&scope)))
+                .bind((consent.scope_after)(Some(&scope)).to_wire())
                 .execute(tx)
                 .await?;
             ConsentOutcome::Updated(GrantId(id))
@@ -191,7 +186,7 @@ pub async fn record_consent(
         .bind(consent.farm.0)
         .bind(consent.user.0)
         .bind(consent.client_id)
-        .bind((consent.scope_after)(None))
+        .bind((consent.scope_after)(None).to_wire())
         .bind(consent.resource)
         .bind(consent.epoch)
         .bind(now)

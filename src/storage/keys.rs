@@ -5,28 +5,20 @@ use time::OffsetDateTime;
 
 use super::{Exec, Sql, StoreResult, Tx};
 
-#[derive(Clone, Debug)]
-pub struct KeyRow {
-    pub kid: String,
-    pub algorithm: String,
-    pub private_pkcs8: Vec<u8>,
-    pub public_jwk: String,
-    pub created_at: i64,
-    pub active: bool,
-    pub retired_at: Option<i64>,
-    /// Withdrawn at once (`coop keys retire --now`): verifies nothing.
-    pub withdrawn_at: Option<i64>,
+crate::record! {
+    #[derive(Clone, Debug)]
+    pub struct KeyRow {
+        pub kid: String,
+        pub algorithm: String,
+        pub private_pkcs8: Vec<u8>,
+        pub public_jwk: String,
+        pub created_at: i64,
+        pub active: bool,
+        pub retired_at: Option<i64>,
+        /// Withdrawn at once (`coop keys retire --now`): verifies nothing.
+        pub withdrawn_at: Option<i64>,
+    }
 }
-crate::from_record!(KeyRow {
-    kid,
-    algorithm,
-    private_pkcs8,
-    public_jwk,
-    created_at,
-    active,
-    retired_at,
-    withdrawn_at,
-});
 
 const COLUMNS: &str =
     "kid, algorithm, private_pkcs8, public_jwk, created_at, active, retired_at, withdrawn_at";

@@ -12,32 +12,21 @@ use uuid::Uuid;
 use super::{Exec, Sql, StoreResult, Tx};
 use crate::domain::{Access, FarmId, Role, UserId};
 
-#[derive(Clone, Debug)]
-pub struct Member {
-    pub user_id: Uuid,
-    pub email: String,
-    pub role: String,
-    pub flock_restricted: bool,
-    pub disabled: bool,
-    pub must_change_password: bool,
+crate::record! {
+    #[derive(Clone, Debug)]
+    pub struct Member {
+        pub user_id: Uuid,
+        pub email: String,
+        pub role: Role,
+        pub flock_restricted: bool,
+        pub disabled: bool,
+        pub must_change_password: bool,
+    }
 }
-
-crate::from_record!(Member {
-    user_id,
-    email,
-    role,
-    flock_restricted,
-    disabled,
-    must_change_password,
-});
 
 impl Member {
     pub fn id(&self) -> UserId {
         UserId(self.user_id)
-    }
-
-    pub fn role(&self) -> Role {
-        Role::parse(&self.role).unwrap_or(Role::Viewer)
     }
 }
 
@@ -144,7 +133,7 @@ pub async fn change(
         .bind(farm.0)
         .execute(tx)
         .await?;
-    let target: Option<(String, bool)> = Sql::new(
+    let target: Option<(Role, bool)> = Sql::new(
         "select m.role, u.disabled from memberships m join users u on u.id = m.user_id
          where m.farm_id = $1 and m.user_id = $2",
     )
@@ -155,7 +144,7 @@ pub async fn change(
     let Some((role, disabled)) = target else {
         return Ok(MemberOutcome::NotFound);
     };
-    if role == Role::Owner.as_str() && !disabled && change.removes_an_owner() {
+    if role == Role::Owner && !disabled && change.removes_an_owner() {
         let other_owners: i64 = Sql::new(
             "select count(*) from memberships m join users u on u.id = m.user_id
              where m.farm_id = $1 and m.role = 'owner' and not u.disabled

@@ -22,25 +22,18 @@ pub struct NewPending<'a> {
     pub expires_at: OffsetDateTime,
 }
 
-#[derive(Clone, Debug)]
-pub struct PendingRow {
-    pub request: String,
-    pub created_at: i64,
-    pub expires_at: i64,
-    pub reauthenticated_at: Option<i64>,
-    pub answered_at: Option<i64>,
-    /// `approve` or `deny`, once answered.
-    pub decision: Option<String>,
+crate::record! {
+    #[derive(Clone, Debug)]
+    pub struct PendingRow {
+        pub request: String,
+        pub created_at: i64,
+        pub expires_at: i64,
+        pub reauthenticated_at: Option<i64>,
+        pub answered_at: Option<i64>,
+        /// `approve` or `deny`, once answered.
+        pub decision: Option<String>,
+    }
 }
-
-crate::from_record!(PendingRow {
-    request,
-    created_at,
-    expires_at,
-    reauthenticated_at,
-    answered_at,
-    decision,
-});
 
 /// Stores a waiting request, first deleting the user's oldest ones so that
 /// at most `keep` remain (a person opening request after request cannot

@@ -12,8 +12,8 @@
 use time::OffsetDateTime;
 
 use super::grants::{GRANT_STATUS_COLUMNS, GRANT_STATUS_JOIN, GrantStatus};
-use super::{Exec, FromRecord, Record, Sql, StoreError, StoreResult, Tx};
-use crate::domain::GrantId;
+use super::{Exec, Sql, StoreResult, Tx};
+use crate::domain::{GrantId, ScopeSet};
 
 pub struct NewRefreshToken<'a> {
     pub token_hash: &'a str,
@@ -45,25 +45,16 @@ pub async fn insert(
     Ok(())
 }
 
-#[derive(Clone, Debug)]
-pub struct RefreshRow {
-    pub scope: String,
-    pub expires_at: i64,
-    pub used_at: Option<i64>,
-    /// Bound to this DPoP key: refreshed only with a proof by it.
-    pub dpop_jkt: Option<String>,
-    pub grant: GrantStatus,
-}
-
-impl FromRecord for RefreshRow {
-    fn from_record(r: &Record<'_>) -> Result<Self, StoreError> {
-        Ok(Self {
-            scope: r.get("scope")?,
-            expires_at: r.get("expires_at")?,
-            used_at: r.get("used_at")?,
-            dpop_jkt: r.get("dpop_jkt")?,
-            grant: GrantStatus::from_record(r)?,
-        })
+crate::record! {
+    #[derive(Clone, Debug)]
+    pub struct RefreshRow {
+        pub scope: ScopeSet,
+        pub expires_at: i64,
+        pub used_at: Option<i64>,
+        /// Bound to this DPoP key: refreshed only with a proof by it.
+        pub dpop_jkt: Option<String>,
+        /// Read from the same row ([`GRANT_STATUS_COLUMNS`]).
+        pub grant: GrantStatus,
     }
 }
 

@@ -11,24 +11,17 @@ use crate::domain::{Currency, FarmId, Page, PageSize};
 /// The categories a stock item may have (the table's check constraint).
 pub const CATEGORIES: &[&str] = &["feed", "medication", "packaging", "other"];
 
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct StockRow {
-    pub category: String,
-    pub name: String,
-    pub quantity: i64,
-    pub unit: String,
-    pub unit_cost_minor: i64,
-    pub currency: String,
+crate::record! {
+    #[derive(Clone, Debug, PartialEq, Eq)]
+    pub struct StockRow {
+        pub category: String,
+        pub name: String,
+        pub quantity: i64,
+        pub unit: String,
+        pub unit_cost_minor: i64,
+        pub currency: String,
+    }
 }
-
-crate::from_record!(StockRow {
-    category,
-    name,
-    quantity,
-    unit,
-    unit_cost_minor,
-    currency
-});
 
 /// (category, name): the order stock is listed in; the name is unique per
 /// farm.
@@ -53,10 +46,7 @@ pub async fn list_page(
          from stock_items s
          where s.farm_id = $1",
     );
-    if let Some(category) = category {
-        let p = q.bind(category.to_owned());
-        q.push(&format!(" and s.category = {p}"));
-    }
+    q.equals("s.category", category.map(str::to_owned));
     if let Some((category, name)) = after {
         let (a, b) = (q.bind(category.clone()), q.bind(name.clone()));
         q.push(&format!(" and (s.category, s.name) > ({a}, {b})"));

@@ -4,42 +4,28 @@ use time::OffsetDateTime;
 use uuid::Uuid;
 
 use super::{Exec, Sql, StoreResult, Tx};
-use crate::domain::{Email, FarmId, FlockId, Role, UserId};
+use crate::domain::{Email, FarmId, FarmSlug, FlockId, Name, Role, UserId};
 
-/// A user with their farm and role: what sign-in and every page need.
-#[derive(Clone, Debug)]
-pub struct Account {
-    pub id: Uuid,
-    pub email: String,
-    pub password_hash: String,
-    pub credential_epoch: i64,
-    pub disabled: bool,
-    pub must_change_password: bool,
-    pub farm_id: Uuid,
-    pub farm_slug: String,
-    pub farm_name: String,
-    pub farm_suspended: bool,
-    /// Why the farm is suspended, when the operator said.
-    pub farm_suspended_reason: Option<String>,
-    pub role: String,
-    pub flock_restricted: bool,
+crate::record! {
+    /// A user with their farm and role: what sign-in and every page need.
+    #[derive(Clone, Debug)]
+    pub struct Account {
+        pub id: Uuid,
+        pub email: String,
+        pub password_hash: String,
+        pub credential_epoch: i64,
+        pub disabled: bool,
+        pub must_change_password: bool,
+        pub farm_id: Uuid,
+        pub farm_slug: FarmSlug,
+        pub farm_name: Name,
+        pub farm_suspended: bool,
+        /// Why the farm is suspended, when the operator said.
+        pub farm_suspended_reason: Option<String>,
+        pub role: Role,
+        pub flock_restricted: bool,
+    }
 }
-
-crate::from_record!(Account {
-    id,
-    email,
-    password_hash,
-    credential_epoch,
-    disabled,
-    must_change_password,
-    farm_id,
-    farm_slug,
-    farm_name,
-    farm_suspended,
-    farm_suspended_reason,
-    role,
-    flock_restricted,
-});
 
 impl Account {
     pub fn user_id(&self) -> UserId {
@@ -48,12 +34,6 @@ impl Account {
 
     pub fn farm(&self) -> FarmId {
         FarmId(self.farm_id)
-    }
-
-    /// The stored role; the check constraint makes an unknown one impossible,
-    /// and a value that somehow is unknown grants the least.
-    pub fn role(&self) -> Role {
-        Role::parse(&self.role).unwrap_or(Role::Viewer)
     }
 }
 

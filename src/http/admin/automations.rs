@@ -20,7 +20,7 @@ use crate::admin::apps::Actor;
 use crate::admin::automations::{
     self as automation_admin, AutomationInput, CredentialInput, ROLES,
 };
-use crate::domain::{AutomationId, FarmId, FlockId, Role, Scope, ScopeSet};
+use crate::domain::{AutomationAuth, AutomationId, FarmId, FlockId, Role, Scope, ScopeSet};
 use crate::http::error::{PageError, render};
 use crate::http::form;
 use crate::http::pages::apps::NoticeQuery;
@@ -51,11 +51,11 @@ impl AutomationView {
         Self {
             id: row.id.to_string(),
             client_id: row.client_id(),
-            name: row.name.clone(),
-            role: row.role.clone(),
+            name: row.name.to_string(),
+            role: row.role.to_string(),
             flocks,
             scopes: scopes_in_words(&row.scope),
-            credential: if row.auth_method == "private_key_jwt" {
+            credential: if row.auth_method == AutomationAuth::PrivateKeyJwt {
                 "private key JWT"
             } else {
                 "client secret"
@@ -149,11 +149,11 @@ async fn page(
     let flocks = farm_admin::flocks(&mut state.store.read().await?, farm)
         .await?
         .into_iter()
-        .filter(|f| f.status != "depleted")
+        .filter(|f| !f.status.is_depleted())
         .map(|f: FlockAdminRow| FlockChoice {
             id: f.id.to_string(),
-            name: f.name,
-            house: f.house,
+            name: f.name.into_string(),
+            house: f.house.into_string(),
         })
         .collect();
     Ok(render(&AutomationsPage {

@@ -78,7 +78,7 @@ pub async fn show(
             MemberView {
                 id: m.user_id.to_string(),
                 email: m.email.clone(),
-                role: m.role().as_str(),
+                role: m.role.as_str(),
                 flocks: m
                     .flock_restricted
                     .then(|| flock_names(&farm_flocks, theirs)),
@@ -118,9 +118,9 @@ fn flock_names(farm_flocks: &[FlockAdminRow], theirs: &HashSet<uuid::Uuid>) -> S
 fn choice(flock: &FlockAdminRow, ticked: bool) -> FlockChoice {
     FlockChoice {
         id: flock.id.to_string(),
-        name: flock.name.clone(),
-        house: flock.house.clone(),
-        depleted: flock.status == "depleted",
+        name: flock.name.to_string(),
+        house: flock.house.to_string(),
+        depleted: flock.status.is_depleted(),
         ticked,
     }
 }
@@ -237,7 +237,7 @@ async fn flock_words(tx: &mut Tx, farm: FarmId, access: &Access) -> Result<Strin
         .await?
         .into_iter()
         .filter(|f| limited_to.contains(&FlockId(f.id)))
-        .map(|f| f.name)
+        .map(|f| f.name.into_string())
         .collect();
     Ok(names.join(", "))
 }

@@ -76,7 +76,7 @@ impl FromRequestParts<AppState> for RequireOwner {
         state: &AppState,
     ) -> Result<Self, Self::Rejection> {
         let RequireUser(user) = RequireUser::from_request_parts(parts, state).await?;
-        if user.account.role() != Role::Owner {
+        if user.account.role != Role::Owner {
             return Err(RequireUserRejection::Page(PageError::Forbidden(
                 "Only the farm's owner can use farm administration.".to_owned(),
             )));

@@ -32,7 +32,7 @@ pub async fn show(
         nav: Nav::new(&user, "home").await?,
         email: &user.account.email,
         farm_name: &user.account.farm_name,
-        role: user.account.role().as_str(),
+        role: user.account.role.as_str(),
         apps_count,
     }))
 }

@@ -4,7 +4,7 @@
 use time::OffsetDateTime;
 use time::macros::format_description;
 
-use crate::domain::{Role, Scope, ScopeSet};
+use crate::domain::{ClientKind, Role, Scope, ScopeSet};
 use crate::http::error::PageError;
 use crate::http::session::{self, SignedIn};
 use crate::storage::connected_apps::ConnectedApp;
@@ -26,7 +26,7 @@ impl Nav {
     pub async fn new(user: &SignedIn, current: &'static str) -> Result<Self, PageError> {
         Ok(Self {
             csrf: session::csrf_token(&user.session).await?,
-            is_owner: user.account.role() == Role::Owner,
+            is_owner: user.account.role == Role::Owner,
             current,
             suspended: suspension_notice(&user.account),
         })
@@ -73,11 +73,8 @@ pub fn scope_words(scope: Scope) -> &'static str {
 }
 
 /// Each stored scope in plain words; "Nothing" for an empty grant.
-pub fn scopes_in_words(stored: &str) -> Vec<&'static str> {
-    let words: Vec<&'static str> = ScopeSet::from_stored(stored)
-        .iter()
-        .map(scope_words)
-        .collect();
+pub fn scopes_in_words(scopes: &ScopeSet) -> Vec<&'static str> {
+    let words: Vec<&'static str> = scopes.iter().map(scope_words).collect();
     if words.is_empty() {
         vec!["Nothing"]
     } else {
@@ -101,7 +98,7 @@ pub struct AppView {
 
 impl AppView {
     pub fn from_app(app: &ConnectedApp) -> Self {
-        let document_host = if app.client_kind == "metadata_document" {
+        let document_host = if app.client_kind == ClientKind::MetadataDocument {
             url::Url::parse(&app.client_id)
                 .ok()
                 .and_then(|u| u.host_str().map(str::to_owned))
@@ -111,7 +108,7 @@ impl AppView {
         Self {
             grant_id: app.grant_id.to_string(),
             client_name: app.client_name.clone(),
-            unverified: app.client_kind == "dynamic",
+            unverified: app.client_kind == ClientKind::Dynamic,
             document_host,
             member: app.email.clone(),
             scopes: scopes_in_words(&app.scope),
@@ -130,9 +127,9 @@ mod tests {
         assert_eq!(instant(1_796_029_200), "30 Nov 2026, 09:00 UTC");
         assert_eq!(last_used(None), "Not used yet");
         assert_eq!(
-            scopes_in_words("farm:read daily-entries:write"),
+            scopes_in_words(&ScopeSet::from_stored("farm:read daily-entries:write")),
             ["Read the farm's records", "Record daily entries"]
         );
-        assert_eq!(scopes_in_words(""), ["Nothing"]);
+        assert_eq!(scopes_in_words(&ScopeSet::empty()), ["Nothing"]);
     }
 }

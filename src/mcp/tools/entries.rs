@@ -24,7 +24,7 @@ const LIST: &str = "daily_entries";
 /// Default length of a listed period, in days.
 const DEFAULT_DAYS: i64 = 30;
 pub const MAX_EGGS: i64 = 10_000_000;
-pub const MAX_BIRDS: i64 = 10_000_000;
+pub const MAX_BIRDS: i64 = crate::domain::HeadCount::MAX;
 pub const MAX_FEED_G: i64 = 100_000_000;
 pub const MAX_WATER_ML: i64 = 1_000_000_000;
 pub const MAX_NOTES_CHARS: usize = 1000;
@@ -232,7 +232,7 @@ fn refuse_if_impossible(
         )));
     }
     if let Some(mortality) = c.mortality
-        && mortality > flock.head_count
+        && mortality > flock.head_count.get()
     {
         return Err(ToolError::Refused(format!(
             "mortality {mortality} exceeds flock {:?}'s head count of {}",

@@ -175,7 +175,7 @@ fn deaths_json(row: &FlockDeaths) -> Value {
         "head_count": row.head_count,
         "deaths": row.deaths,
         "days_recorded": row.days_recorded,
-        "mortality_rate_percent": percent(row.deaths, row.head_count),
+        "mortality_rate_percent": percent(row.deaths, row.head_count.get()),
     })
 }
 
@@ -226,7 +226,7 @@ pub async fn mortality_report(
             row.house,
             row.deaths,
             row.head_count,
-            percent_text(percent(row.deaths, row.head_count))
+            percent_text(percent(row.deaths, row.head_count.get()))
         ));
     }
     if let Some(next) = next {

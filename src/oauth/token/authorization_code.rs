@@ -12,7 +12,6 @@ use super::{
     REFRESH_TTL, TokenContext, TokenResponse, check_grant_usable, check_resource, mint,
     refresh_binding, reuse_detected, token_type,
 };
-use crate::domain::ScopeSet;
 use crate::oauth::client::Client;
 use crate::oauth::error::OAuthError;
 use crate::oauth::pkce::CodeChallenge;
@@ -69,8 +68,7 @@ pub(super) async fn exchange(
         return Err(OAuthError::invalid_grant("code expired"));
     }
     check_grant_usable(&row.grant, row.credential_epoch)?;
-    let scope = ScopeSet::from_stored(&row.scope)
-        .intersection(&ScopeSet::from_stored(&row.grant.grant_scope));
+    let scope = row.scope.intersection(&row.grant.grant_scope);
     if scope.is_empty() {
         return Err(OAuthError::invalid_grant("no approved scope is left"));
     }

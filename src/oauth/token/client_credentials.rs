@@ -208,8 +208,7 @@ pub async fn exchange(
     let sent: Vec<&str> = request.resource.iter().map(String::as_str).collect();
     let audience = resource::resolve(ctx.issuer, &sent)
         .map_err(|why| OAuthError::InvalidTarget(why.to_string()))?;
-    let allowed = ScopeSet::from_stored(&credential.scope);
-    let scope = asked_scope(&allowed, request.scope.as_deref())?;
+    let scope = asked_scope(&credential.scope, request.scope.as_deref())?;
     if credential.farm_suspended {
         return Err(OAuthError::UnauthorizedClient(
             "the automation's farm is suspended".into(),

@@ -74,8 +74,7 @@ pub(super) async fn exchange(
     // successor again (below); any other replay is reuse.
     check_resource(ctx.issuer, resource, &row.grant.grant_resource)?;
     check_grant_usable(&row.grant, row.grant.grant_epoch)?;
-    let allowed = ScopeSet::from_stored(&row.scope)
-        .intersection(&ScopeSet::from_stored(&row.grant.grant_scope));
+    let allowed = row.scope.intersection(&row.grant.grant_scope);
     let scope = narrowed_scope(&allowed, asked_scope)?;
     if scope.is_empty() {
         return Err(OAuthError::invalid_grant("no approved scope is left"));

@@ -28,6 +28,7 @@
 //! work between its statements (no password hashing, no outbound fetch):
 //! while it is open every other writer waits.
 
+mod domain_columns;
 mod error;
 mod postgres;
 mod sql;
@@ -39,7 +40,7 @@ use std::sync::Arc;
 use sqlx::{ConnectOptions, Connection};
 
 pub use error::{RETRY_AFTER_UNAVAILABLE, StoreError, StoreResult};
-pub use sql::{Column, ColumnAt, FromRecord, Record, STATEMENT_TARGET, Sql, Value};
+pub use sql::{Column, ColumnAt, Field, FromRecord, Record, STATEMENT_TARGET, Sql, Value};
 
 use crate::config::DatabaseUrl;
 

@@ -10,8 +10,8 @@
 //! is null, because PostgreSQL types every parameter of a prepared
 //! statement.
 //!
-//! Rows come back through [`FromRecord`], written per row type with
-//! [`from_record!`](crate::from_record) (columns by name) or by hand, and
+//! Rows come back through [`FromRecord`], declared with the row type by
+//! [`record!`](crate::record) (columns by name) or written by hand, and
 //! columns through [`Column`], implemented once per Rust type for both
 //! engines. Nothing outside `storage::engine` sees a driver's row type.
 
@@ -266,24 +266,64 @@ pub enum ColumnAt<'a> {
     Index(usize),
 }
 
+impl ColumnAt<'_> {
+    /// A value here that the driver read but its Rust type refuses.
+    pub(super) fn error(self, why: &str) -> StoreError {
+        match self {
+            Self::Name(name) => decode_error(name, why),
+            Self::Index(index) => decode_error(&index.to_string(), why),
+        }
+    }
+}
+
 /// A row type: how it is read from a [`Record`].
 pub trait FromRecord: Sized + Send {
     fn from_record(record: &Record<'_>) -> Result<Self, StoreError>;
 }
 
-/// Implements [`FromRecord`] for a struct whose fields are read from the
-/// columns of the same names.
+/// Declares a row struct and its [`FromRecord`] impl from one field list:
+/// each field is read from the column of the same name (through [`Field`],
+/// so a field may also be a nested row read from the same record). Doc
+/// comments and attributes on the struct and its fields are kept.
 #[macro_export]
-macro_rules! from_record {
-    ($ty:ident { $($field:ident),+ $(,)? }) => {
+macro_rules! record {
+    (
+        $(#[$meta:meta])*
+        $vis:vis struct $ty:ident {
+            $($(#[$field_meta:meta])* $field_vis:vis $field:ident : $field_ty:ty),+ $(,)?
+        }
+    ) => {
+        $(#[$meta])*
+        $vis struct $ty {
+            $($(#[$field_meta])* $field_vis $field: $field_ty),+
+        }
+
         impl $crate::storage::engine::FromRecord for $ty {
             fn from_record(
                 record: &$crate::storage::engine::Record<'_>,
             ) -> Result<Self, $crate::storage::StoreError> {
-                Ok(Self { $($field: record.get(stringify!($field))?),+ })
+                Ok(Self {
+                    $($field: <$field_ty as $crate::storage::engine::Field>::read(
+                        record,
+                        stringify!($field),
+                    )?),+
+                })
             }
         }
     };
+}
+
+/// A field of a [`record!`](crate::record) row: a column read by its name,
+/// or a nested row read from the same record (its own columns named as its
+/// fields are).
+pub trait Field: Sized {
+    fn read(record: &Record<'_>, name: &str) -> Result<Self, StoreError>;
+}
+
+impl<T: Column> Field for T {
+    fn read(record: &Record<'_>, name: &str) -> Result<Self, StoreError> {
+        record.get(name)
+    }
 }
 
 /// One column's Rust type, decoded from either engine.

@@ -26,15 +26,16 @@ async fn store() -> (Store, tempfile::TempDir) {
     (store, dir)
 }
 
-#[derive(Debug, PartialEq)]
-struct Row {
-    id: Uuid,
-    n: i64,
-    s: Option<String>,
-    d: Option<time::Date>,
-    b: bool,
+crate::record! {
+    #[derive(Debug, PartialEq)]
+    struct Row {
+        id: Uuid,
+        n: i64,
+        s: Option<String>,
+        d: Option<time::Date>,
+        b: bool,
+    }
 }
-crate::from_record!(Row { id, n, s, d, b });
 
 #[tokio::test]
 async fn values_round_trip_and_placeholders_bind_by_name() {

@@ -52,7 +52,10 @@ pub struct TestFarm {
 pub async fn farm(store: &Store, name: &str) -> TestFarm {
     let slug = admin::add_farm(store, name, None, NOW).await.unwrap();
     let id = admin::farm(store, &slug).await.unwrap().farm_id();
-    TestFarm { id, slug }
+    TestFarm {
+        id,
+        slug: slug.to_string(),
+    }
 }
 
 pub async fn house(store: &Store, farm: &TestFarm, name: &str) {

@@ -1,0 +1,86 @@
+//! Domain values as columns, so a row carries a `Role`, a `ScopeSet`, a
+//! slug or a status rather than the string it was stored as.
+//!
+//! Each is stored as the plain text or integer its constructor reads, and
+//! decoded through that constructor on both engines: a stored value that
+//! does not parse is a decode error, a [`StoreError`] that is logged and
+//! answered as a server error, never a panic and never a guess at what
+//! the value meant.
+
+use rusqlite::types::ValueRef;
+use sqlx::postgres::PgRow;
+
+use super::error::StoreError;
+use super::sql::{Column, ColumnAt};
+use crate::domain::{
+    AutomationAuth, ClientKind, FarmSlug, FlockStatus, HeadCount, LotStatus, Name, Role, ScopeSet,
+};
+
+/// Implements [`Column`] (and its nullable form) for each `$ty`, read as
+/// its stored `$base` and checked by `$parse`.
+macro_rules! column_via {
+    ($($ty:ty: $base:ty => $parse:expr),+ $(,)?) => {$(
+        impl Column for $ty {
+            fn from_sqlite(value: ValueRef<'_>) -> Result<Self, String> {
+                <$base>::from_sqlite(value).and_then($parse)
+            }
+            fn from_postgres(row: &PgRow, at: ColumnAt<'_>) -> Result<Self, StoreError> {
+                <$base>::from_postgres(row, at).and_then(|v| ($parse)(v).map_err(|why| at.error(&why)))
+            }
+        }
+        impl Column for Option<$ty> {
+            fn from_sqlite(value: ValueRef<'_>) -> Result<Self, String> {
+                Option::<$base>::from_sqlite(value)?.map($parse).transpose()
+            }
+            fn from_postgres(row: &PgRow, at: ColumnAt<'_>) -> Result<Self, StoreError> {
+                Option::<$base>::from_postgres(row, at)?
+                    .map(|v| ($parse)(v).map_err(|why| at.error(&why)))
+                    .transpose()
+            }
+        }
+    )+};
+}
+
+column_via! {
+    Role: String => |text: String| Role::parse(&text),
+    // Words Coop no longer grants are dropped, as everywhere a stored
+    // scope is read: a scope removed from Coop grants nothing.
+    ScopeSet: String => |text: String| Ok::<_, String>(ScopeSet::from_stored(&text)),
+    FarmSlug: String => |text: String| FarmSlug::parse(&text),
+    Name: String => |text: String| Name::parse(&text),
+    HeadCount: i64 => HeadCount::new,
+    FlockStatus: String => |text: String| FlockStatus::parse(&text),
+    LotStatus: String => |text: String| LotStatus::parse(&text),
+    AutomationAuth: String => |text: String| AutomationAuth::parse(&text),
+    ClientKind: String => |text: String| ClientKind::parse(&text),
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stored_words_decode_and_unknown_ones_are_errors() {
+        let text = |t: &'static str| ValueRef::Text(t.as_bytes());
+        assert_eq!(Role::from_sqlite(text("worker")), Ok(Role::Worker));
+        assert!(Role::from_sqlite(text("admin")).is_err());
+        assert_eq!(
+            Option::<FlockStatus>::from_sqlite(text("depleted")),
+            Ok(Some(FlockStatus::Depleted))
+        );
+        assert_eq!(Option::<FlockStatus>::from_sqlite(ValueRef::Null), Ok(None));
+        assert!(LotStatus::from_sqlite(text("lost")).is_err());
+        assert!(FarmSlug::from_sqlite(text("Not A Slug")).is_err());
+        assert!(Name::from_sqlite(text("")).is_err());
+        assert_eq!(
+            ScopeSet::from_sqlite(text("farm:read openid")).map(|s| s.to_wire()),
+            Ok("farm:read".to_owned())
+        );
+        assert_eq!(
+            HeadCount::from_sqlite(ValueRef::Integer(600)).map(HeadCount::get),
+            Ok(600)
+        );
+        assert!(HeadCount::from_sqlite(ValueRef::Integer(-1)).is_err());
+        assert!(HeadCount::from_sqlite(text("600")).is_err());
+    }
+}
