@@ -14,8 +14,8 @@ use subtle::ConstantTimeEq;
 
 mod redacted;
 pub use redacted::{
-    AccessToken, AuthorizationCode, ClientSecret, CodeVerifier, MasterSecret, Password,
-    RefreshToken,
+    AccessToken, AuthorizationCode, ClientAssertion, ClientSecret, CodeVerifier, CsrfToken,
+    DeviceCookie, MasterSecret, Password, PresentedToken, RefreshToken,
 };
 
 /// `bytes` random bytes, base64url without padding.

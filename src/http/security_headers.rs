@@ -9,37 +9,36 @@
 //! request id, a grant id) leaves for another site.
 
 use axum::extract::Request;
-use axum::http::{HeaderValue, header};
+use axum::http::{HeaderMap, HeaderName, HeaderValue, header};
 use axum::middleware::Next;
 use axum::response::Response;
 
 const CSP: &str = "default-src 'none'; style-src 'self'; img-src 'self'; \
                    frame-ancestors 'none'; base-uri 'none'";
 
+const EVERY_RESPONSE: [(HeaderName, &str); 5] = [
+    (header::CONTENT_SECURITY_POLICY, CSP),
+    (header::X_FRAME_OPTIONS, "DENY"),
+    (header::X_CONTENT_TYPE_OPTIONS, "nosniff"),
+    // Not `no-referrer`: with it Chromium sends `Origin: null` on a
+    // same-site form POST, which the same-origin check must refuse.
+    // `same-origin` keeps our URLs from other sites all the same.
+    (header::REFERRER_POLICY, "same-origin"),
+    (
+        HeaderName::from_static("cross-origin-opener-policy"),
+        "same-origin",
+    ),
+];
+
 pub async fn apply(request: Request, next: Next) -> Response {
     let mut response = next.run(request).await;
-    let headers = response.headers_mut();
-    headers.insert(
-        header::CONTENT_SECURITY_POLICY,
-        HeaderValue::from_static(CSP),
-    );
-    headers.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
-    headers.insert(
-        header::X_CONTENT_TYPE_OPTIONS,
-        HeaderValue::from_static("nosniff"),
-    );
-    headers.insert(
-        header::REFERRER_POLICY,
-        // Not `no-referrer`: with it Chromium sends `Origin: null` on a
-        // same-site form POST, which the same-origin check must refuse.
-        // `same-origin` keeps our URLs from other sites all the same.
-        HeaderValue::from_static("same-origin"),
-    );
-    headers.insert(
-        HeaderName::from_static("cross-origin-opener-policy"),
-        HeaderValue::from_static("same-origin"),
-    );
+    insert_all(response.headers_mut(), &EVERY_RESPONSE);
     response
 }
 
-use axum::http::HeaderName;
+/// Sets each of `pairs`, replacing what the header held.
+pub fn insert_all(headers: &mut HeaderMap, pairs: &[(HeaderName, &'static str)]) {
+    for (name, value) in pairs {
+        headers.insert(name.clone(), HeaderValue::from_static(value));
+    }
+}

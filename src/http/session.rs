@@ -30,7 +30,7 @@ use tower_sessions::cookie::{Cookie, SameSite};
 
 use super::error::PageError;
 use crate::domain::UserId;
-use crate::secrets;
+use crate::secrets::{self, CsrfToken, DeviceCookie};
 use crate::state::AppState;
 use crate::storage::sessions;
 use crate::storage::users::{self, Account};
@@ -98,17 +98,18 @@ pub async fn sign_out(session: &Session) -> Result<(), PageError> {
 }
 
 /// The session's CSRF token, made on first use.
-pub async fn csrf_token(session: &Session) -> Result<String, PageError> {
+pub async fn csrf_token(session: &Session) -> Result<CsrfToken, PageError> {
     if let Some(token) = session.get::<String>(CSRF).await? {
-        return Ok(token);
+        return Ok(CsrfToken::new(token));
     }
     let token = secrets::random_token(32);
     session.insert(CSRF, token.clone()).await?;
-    Ok(token)
+    Ok(CsrfToken::new(token))
 }
 
 /// Checks a submitted CSRF token against the session's, in constant time.
-pub async fn verify_csrf(session: &Session, submitted: &str) -> Result<(), PageError> {
+pub async fn verify_csrf(session: &Session, submitted: &CsrfToken) -> Result<(), PageError> {
+    let submitted = submitted.expose();
     match session.get::<String>(CSRF).await? {
         Some(expected)
             if !submitted.is_empty() && secrets::constant_time_eq(&expected, submitted) =>
@@ -177,12 +178,12 @@ fn set_cookie(
 /// A signed-out form's CSRF token, and the cookie that carries it when it
 /// is new.
 pub struct FormToken {
-    token: String,
+    token: CsrfToken,
     cookie: Option<String>,
 }
 
 impl FormToken {
-    pub fn token(&self) -> &str {
+    pub fn token(&self) -> &CsrfToken {
         &self.token
     }
 
@@ -239,7 +240,7 @@ pub fn signed_out_form_token(
 ) -> FormToken {
     if let Some(token) = form_cookie_token(state, headers, now) {
         return FormToken {
-            token,
+            token: CsrfToken::new(token),
             cookie: None,
         };
     }
@@ -248,7 +249,7 @@ pub fn signed_out_form_token(
     let tag = form_tag(state, &issued, &token);
     FormToken {
         cookie: Some(format!("{issued}.{token}.{tag}")),
-        token,
+        token: CsrfToken::new(token),
     }
 }
 
@@ -259,9 +260,10 @@ pub fn signed_out_form_token(
 pub fn verify_signed_out_form(
     state: &AppState,
     headers: &HeaderMap,
-    submitted: &str,
+    submitted: &CsrfToken,
     now: OffsetDateTime,
 ) -> Result<(), PageError> {
+    let submitted = submitted.expose();
     match form_cookie_token(state, headers, now) {
         Some(expected)
             if !submitted.is_empty() && secrets::constant_time_eq(&expected, submitted) =>
@@ -273,18 +275,18 @@ pub fn verify_signed_out_form(
 }
 
 /// The device cookie the browser sent, if any (checked by `identity`).
-pub fn device_cookie(state: &AppState, headers: &HeaderMap) -> Option<String> {
-    request_cookie(headers, &cookie_name(state, DEVICE_COOKIE))
+pub fn device_cookie(state: &AppState, headers: &HeaderMap) -> Option<DeviceCookie> {
+    request_cookie(headers, &cookie_name(state, DEVICE_COOKIE)).map(DeviceCookie::new)
 }
 
 /// Gives the browser its new device cookie. Strict: only our own pages
 /// post the forms it is for.
-pub fn set_device_cookie(state: &AppState, response: &mut Response, value: String) {
+pub fn set_device_cookie(state: &AppState, response: &mut Response, value: &DeviceCookie) {
     set_cookie(
         state,
         response,
         DEVICE_COOKIE,
-        value,
+        value.expose().to_owned(),
         SameSite::Strict,
         Some(crate::identity::device::LIFETIME),
     );

@@ -15,7 +15,7 @@
 
 use time::OffsetDateTime;
 
-use crate::secrets::{self, MacKey};
+use crate::secrets::{self, DeviceCookie, MacKey};
 
 /// How long a device cookie is honoured after it was issued.
 pub const LIFETIME: time::Duration = time::Duration::days(180);
@@ -37,18 +37,23 @@ impl Device {
 
 /// A new device cookie value for a browser that just signed in as `email`
 /// (normalised, as stored).
-pub fn issue(key: &MacKey, email: &str, now: OffsetDateTime) -> String {
+pub fn issue(key: &MacKey, email: &str, now: OffsetDateTime) -> DeviceCookie {
     let id = secrets::random_token(16);
     let issued = now.unix_timestamp().to_string();
     let tag = key.tag(&[VERSION, email, &id, &issued]);
-    format!("{VERSION}.{id}.{issued}.{tag}")
+    DeviceCookie::new(format!("{VERSION}.{id}.{issued}.{tag}"))
 }
 
 /// The device `cookie` names, if it was issued for `email` by a server
 /// sharing `key`, within [`LIFETIME`] of `now`. Anything else (another
 /// account's, expired, altered, garbage) is no device.
-pub fn recognise(key: &MacKey, cookie: &str, email: &str, now: OffsetDateTime) -> Option<Device> {
-    let mut parts = cookie.split('.');
+pub fn recognise(
+    key: &MacKey,
+    cookie: &DeviceCookie,
+    email: &str,
+    now: OffsetDateTime,
+) -> Option<Device> {
+    let mut parts = cookie.expose().split('.');
     let (Some(version), Some(id), Some(issued), Some(tag), None) = (
         parts.next(),
         parts.next(),
@@ -82,7 +87,7 @@ mod tests {
     #[test]
     fn a_device_cookie_counts_for_its_account_within_its_lifetime() {
         let cookie = issue(&key(), "ann@farm.example", now());
-        assert!(!cookie.contains("ann"), "{cookie}");
+        assert!(!cookie.expose().contains("ann"), "{}", cookie.expose());
         let device = recognise(&key(), &cookie, "ann@farm.example", now()).unwrap();
         assert_eq!(
             recognise(&key(), &cookie, "ann@farm.example", now() + LIFETIME),
@@ -116,7 +121,7 @@ mod tests {
             recognise(&other_key, &cookie, "ann@farm.example", now()),
             None
         );
-        let parts: Vec<&str> = cookie.split('.').collect();
+        let parts: Vec<&str> = cookie.expose().split('.').collect();
         let altered = [
             format!("2.{}.{}.{}", parts[1], parts[2], parts[3]),
             format!("1.{}x.{}.{}", parts[1], parts[2], parts[3]),
@@ -126,14 +131,19 @@ mod tests {
                 now().unix_timestamp() + 60,
                 parts[3]
             ),
-            format!("{cookie}.extra"),
+            format!("{}.extra", cookie.expose()),
             parts[..3].join("."),
             String::new(),
             "garbage".to_owned(),
         ];
         for cookie in altered {
             assert_eq!(
-                recognise(&key(), &cookie, "ann@farm.example", now()),
+                recognise(
+                    &key(),
+                    &DeviceCookie::from(cookie.as_str()),
+                    "ann@farm.example",
+                    now()
+                ),
                 None,
                 "{cookie}"
             );

@@ -27,7 +27,7 @@ use super::{PasswordError, Passwords};
 use crate::config::SignInLimits;
 use crate::domain::Email;
 use crate::secrets::MacKey;
-use crate::secrets::Password;
+use crate::secrets::{DeviceCookie, Password};
 use crate::storage::audit::{self, AuditEvent, AuditKind};
 use crate::storage::users::{self, Account};
 use crate::storage::{Store, StoreError};
@@ -53,7 +53,7 @@ pub struct Attempt<'a> {
     pub password: &'a Password,
     pub address: IpAddr,
     /// The browser's device cookie, if it sent one.
-    pub device_cookie: Option<&'a str>,
+    pub device_cookie: Option<&'a DeviceCookie>,
 }
 
 /// What a decided attempt comes to.
@@ -63,7 +63,7 @@ pub enum Outcome {
     /// a fresh device cookie.
     SignedIn {
         account: Box<Account>,
-        device_cookie: String,
+        device_cookie: DeviceCookie,
     },
     /// The password is right but the account is disabled.
     Disabled,
@@ -104,7 +104,12 @@ impl SignIn {
         &self.throttle
     }
 
-    fn device(&self, cookie: Option<&str>, email: &str, now: OffsetDateTime) -> Option<Device> {
+    fn device(
+        &self,
+        cookie: Option<&DeviceCookie>,
+        email: &str,
+        now: OffsetDateTime,
+    ) -> Option<Device> {
         cookie.and_then(|cookie| device::recognise(&self.device_key, cookie, email, now))
     }
 
@@ -183,7 +188,7 @@ impl SignIn {
         account: &Account,
         password: &Password,
         address: IpAddr,
-        device_cookie: Option<&str>,
+        device_cookie: Option<&DeviceCookie>,
         now: OffsetDateTime,
     ) -> Result<bool, SignInError> {
         let device = self.device(device_cookie, &account.email, now);

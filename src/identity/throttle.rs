@@ -229,7 +229,7 @@ impl Reservation {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::DatabaseUrl;
+    use crate::testing::TestStore;
 
     const SECOND: time::Duration = time::Duration::SECOND;
 
@@ -242,11 +242,9 @@ mod tests {
         }
     }
 
-    async fn throttle(limits: SignInLimits) -> (LoginThrottle, tempfile::TempDir) {
-        let dir = tempfile::tempdir().unwrap();
-        let url = DatabaseUrl::Sqlite(format!("sqlite://{}", dir.path().join("t.db").display()));
-        let store = Store::connect(&url).await.unwrap();
-        (LoginThrottle::new(store, limits), dir)
+    async fn throttle(limits: SignInLimits) -> (LoginThrottle, TestStore) {
+        let db = TestStore::sqlite().await;
+        (LoginThrottle::new(db.store.clone(), limits), db)
     }
 
     fn now() -> OffsetDateTime {
@@ -332,7 +330,7 @@ mod tests {
 
     #[tokio::test]
     async fn only_failures_count_and_a_success_clears_the_accounts() {
-        let (throttle, _dir) = throttle(limits()).await;
+        let (throttle, _db) = throttle(limits()).await;
         let ann = untrusted("ann@farm.example", "192.0.2.1");
         // Eight right passwords in a row: nothing is spent.
         for n in 0..8 {
@@ -356,7 +354,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_reservation_holds_its_cell_while_the_password_is_checked() {
-        let (throttle, _dir) = throttle(limits()).await;
+        let (throttle, _db) = throttle(limits()).await;
         let ann = untrusted("ann@farm.example", "192.0.2.1");
         let mut held = Vec::new();
         for _ in 0..5 {
@@ -372,7 +370,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_network_is_throttled_across_accounts_and_its_failures_outlive_a_success() {
-        let (throttle, _dir) = throttle(limits()).await;
+        let (throttle, _db) = throttle(limits()).await;
         for n in 0..20 {
             let email = format!("user{n}@farm.example");
             fail(&throttle, untrusted(&email, "2001:db8::1"), now()).await;
@@ -411,7 +409,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_device_is_judged_by_its_own_failures_and_none_of_the_accounts() {
-        let (throttle, _dir) = throttle(limits()).await;
+        let (throttle, _db) = throttle(limits()).await;
         let stranger = untrusted("ann@farm.example", "192.0.2.66");
         for _ in 0..5 {
             fail(&throttle, stranger, now()).await;
@@ -433,7 +431,7 @@ mod tests {
 
     #[tokio::test]
     async fn refused_attempts_spend_nothing_anywhere_and_cleared_buckets_are_deleted() {
-        let (throttle, _dir) = throttle(limits()).await;
+        let (throttle, _db) = throttle(limits()).await;
         for _ in 0..5 {
             fail(&throttle, untrusted("ann@farm.example", "192.0.2.1"), now()).await;
         }

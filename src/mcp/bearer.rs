@@ -312,24 +312,14 @@ pub fn decide_automation(
     if claims.epoch != s.epoch {
         return invalid(InvalidToken::EpochMoved);
     }
-    if s.farm_suspended {
-        return invalid(InvalidToken::FarmSuspended);
-    }
-    if !s.connected_apps_enabled {
-        return invalid(InvalidToken::ConnectedAppsOff);
-    }
+    farm_open(s.farm_suspended, s.connected_apps_enabled)?;
     // Never an owner, whatever the row says (the table refuses one too).
     if s.role == Role::Owner {
         return invalid(InvalidToken::UnknownRole);
     }
     let role = s.role;
-    let scopes = claims.scopes().intersection(&s.scope);
-    if scopes.is_empty() {
-        return Err(Refusal::InsufficientScope(ScopeSet::all()));
-    }
-    let touch_last_used = s
-        .last_used_at
-        .is_none_or(|at| at < (now - LAST_USED_RESOLUTION).unix_timestamp());
+    let scopes = still_allowed(claims, &s.scope)?;
+    let touch_last_used = touch_due(s.last_used_at, now);
     Ok(Authorized {
         context: CallContext {
             farm: FarmId(s.farm_id),
@@ -344,6 +334,33 @@ pub fn decide_automation(
         },
         touch_last_used,
     })
+}
+
+/// The farm still lets apps and automations in.
+fn farm_open(suspended: bool, connected_apps_enabled: bool) -> Result<(), Refusal> {
+    if suspended {
+        return Err(Refusal::InvalidToken(InvalidToken::FarmSuspended));
+    }
+    if !connected_apps_enabled {
+        return Err(Refusal::InvalidToken(InvalidToken::ConnectedAppsOff));
+    }
+    Ok(())
+}
+
+/// The token's scopes that the stored ones still allow; none left is
+/// `insufficient_scope`.
+fn still_allowed(claims: &AccessClaims, stored: &ScopeSet) -> Result<ScopeSet, Refusal> {
+    let scopes = claims.scopes().intersection(stored);
+    if scopes.is_empty() {
+        return Err(Refusal::InsufficientScope(ScopeSet::all()));
+    }
+    Ok(scopes)
+}
+
+/// Whether `last_used_at` is older than [`LAST_USED_RESOLUTION`], so worth
+/// writing again.
+fn touch_due(last_used_at: Option<i64>, now: OffsetDateTime) -> bool {
+    last_used_at.is_none_or(|at| at < (now - LAST_USED_RESOLUTION).unix_timestamp())
 }
 
 /// What the store's answer means for this token. Pure: the clock is passed.
@@ -377,24 +394,14 @@ pub fn decide(
     if s.must_change_password {
         return invalid(InvalidToken::MustChangePassword);
     }
-    if s.farm_suspended {
-        return invalid(InvalidToken::FarmSuspended);
-    }
-    if !s.connected_apps_enabled {
-        return invalid(InvalidToken::ConnectedAppsOff);
-    }
+    farm_open(s.farm_suspended, s.connected_apps_enabled)?;
     // The role was read as a `Role` from the store (an unknown one is a
     // storage error there, never a token that passes).
     let role = s.role;
     // A later consent may have narrowed the grant: the token keeps only
     // what the grant still allows.
-    let scopes = claims.scopes().intersection(&s.grant_scope);
-    if scopes.is_empty() {
-        return Err(Refusal::InsufficientScope(ScopeSet::all()));
-    }
-    let touch_last_used = s
-        .last_used_at
-        .is_none_or(|at| at < (now - LAST_USED_RESOLUTION).unix_timestamp());
+    let scopes = still_allowed(claims, &s.grant_scope)?;
+    let touch_last_used = touch_due(s.last_used_at, now);
     Ok(Authorized {
         context: CallContext {
             farm: FarmId(s.farm_id),
@@ -469,6 +476,28 @@ mod tests {
         }
     }
 
+    /// Breaks one fact of a stored row.
+    type BreaksOne<S> = fn(&mut S);
+
+    /// Each case breaks one fact of a `fresh` stored row: `decide` must
+    /// refuse the token for that very reason.
+    fn refused_for_each<S, T: std::fmt::Debug, const N: usize>(
+        cases: [(BreaksOne<S>, InvalidToken); N],
+        fresh: impl Fn() -> S,
+        decide: impl Fn(S) -> Result<T, Refusal>,
+    ) {
+        for (breaks, why) in cases {
+            let mut s = fresh();
+            breaks(&mut s);
+            let label = why.to_string();
+            assert_eq!(
+                decide(s).unwrap_err(),
+                Refusal::InvalidToken(why),
+                "{label}"
+            );
+        }
+    }
+
     #[test]
     fn each_store_condition_refuses_the_token() {
         let user = Uuid::now_v7();
@@ -498,16 +527,7 @@ mod tests {
                 InvalidToken::NotTheGrantsToken,
             ),
         ];
-        for (breaks, why) in cases {
-            let mut s = stored(user);
-            breaks(&mut s);
-            let label = why.to_string();
-            assert_eq!(
-                decide(&c, Some(s), NOW).unwrap_err(),
-                Refusal::InvalidToken(why),
-                "{label}"
-            );
-        }
+        refused_for_each(cases, || stored(user), |s| decide(&c, Some(s), NOW));
         assert_eq!(
             decide(&c, None, NOW).unwrap_err(),
             Refusal::InvalidToken(InvalidToken::UnknownGrant)
@@ -616,16 +636,11 @@ mod tests {
                 InvalidToken::NotTheGrantsToken,
             ),
         ];
-        for (breaks, why) in cases {
-            let mut s = stored_automation(automation);
-            breaks(&mut s);
-            let label = why.to_string();
-            assert_eq!(
-                decide_automation(&c, Some(s), NOW).unwrap_err(),
-                Refusal::InvalidToken(why),
-                "{label}"
-            );
-        }
+        refused_for_each(
+            cases,
+            || stored_automation(automation),
+            |s| decide_automation(&c, Some(s), NOW),
+        );
         assert_eq!(
             decide_automation(&c, None, NOW).unwrap_err(),
             Refusal::InvalidToken(InvalidToken::UnknownAutomation)

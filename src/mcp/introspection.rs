@@ -19,6 +19,7 @@ use crate::oauth::client::Client;
 use crate::oauth::error::OAuthError;
 use crate::oauth::introspection::{self, Introspection};
 use crate::oauth::keys::Keys;
+use crate::oauth::presented_token::{TokenHint, TokenParams};
 use crate::storage::Store;
 
 /// What an answer needs from the running server.
@@ -28,16 +29,17 @@ pub struct Introspector<'a> {
     pub issuer: &'a Issuer,
 }
 
-/// Introspects `token` for `caller` (already authenticated and allowed to
-/// introspect). `hint` only chooses which kind is tried first.
+/// Introspects the presented token for `caller` (already authenticated
+/// and allowed to introspect). The hint only chooses which kind is tried
+/// first.
 pub async fn introspect(
     ctx: &Introspector<'_>,
     caller: &Client,
-    token: &str,
-    hint: Option<&str>,
+    presented: &TokenParams,
     now: OffsetDateTime,
 ) -> Result<Introspection, OAuthError> {
-    if hint == Some("refresh_token")
+    let token = presented.token.expose();
+    if presented.hint == Some(TokenHint::RefreshToken)
         && let Some(answer) = introspection::refresh_token(ctx.store, caller, token, now).await?
     {
         return Ok(answer);

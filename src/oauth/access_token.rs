@@ -310,9 +310,8 @@ mod tests {
     use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 
     use super::*;
-    use crate::config::DatabaseUrl;
     use crate::domain::Scope;
-    use crate::storage::Store;
+    use crate::testing::TestStore;
 
     const ISSUER: &str = "https://coop.example";
     const RESOURCE: &str = "https://coop.example/mcp";
@@ -327,16 +326,14 @@ mod tests {
         })
     }
 
-    async fn keys() -> (Keys, tempfile::TempDir) {
-        let dir = tempfile::tempdir().unwrap();
-        let url = DatabaseUrl::Sqlite(format!("sqlite://{}", dir.path().join("k.db").display()));
-        let store = Store::connect(&url).await.unwrap();
+    async fn keys() -> (Keys, TestStore) {
+        let db = TestStore::sqlite().await;
         let now = OffsetDateTime::now_utc();
         (
-            Keys::load_or_create(store, time::Duration::hours(24), now)
+            Keys::load_or_create(db.store.clone(), time::Duration::hours(24), now)
                 .await
                 .unwrap(),
-            dir,
+            db,
         )
     }
 
@@ -354,9 +351,30 @@ mod tests {
         }
     }
 
+    /// A bearer token for `scope` at `RESOURCE`, minted at `now`.
+    async fn minted(keys: &Keys, scope: &ScopeSet, now: OffsetDateTime) -> AccessToken {
+        mint(keys, &new_token(scope, RESOURCE), now)
+            .await
+            .unwrap()
+            .0
+    }
+
+    /// The claims of `token`, which must verify at `RESOURCE`.
+    async fn verified(keys: &Keys, token: &AccessToken, now: OffsetDateTime) -> AccessClaims {
+        verify(keys, token.expose(), ISSUER, RESOURCE, now)
+            .await
+            .unwrap()
+    }
+
+    /// The JSON of a JWT's payload (its second part).
+    fn payload(token: &str) -> serde_json::Value {
+        let payload = token.split('.').nth(1).unwrap();
+        serde_json::from_slice(&URL_SAFE_NO_PAD.decode(payload).unwrap()).unwrap()
+    }
+
     #[tokio::test]
     async fn a_minted_token_verifies_with_its_claims() {
-        let (keys, _dir) = keys().await;
+        let (keys, _db) = keys().await;
         let now = OffsetDateTime::now_utc();
         let scope = ScopeSet::from_scopes([Scope::FarmRead]);
         let (token, claims) = mint(&keys, &new_token(&scope, RESOURCE), now)
@@ -364,9 +382,7 @@ mod tests {
             .unwrap();
         let header = jsonwebtoken::decode_header(token.expose()).unwrap();
         assert_eq!(header.typ.as_deref(), Some("at+jwt"));
-        let verified = verify(&keys, token.expose(), ISSUER, RESOURCE, now)
-            .await
-            .unwrap();
+        let verified = verified(&keys, &token, now).await;
         assert_eq!(verified, claims);
         assert_eq!(verified.epoch, 3);
         assert_eq!(verified.scopes(), scope);
@@ -374,33 +390,25 @@ mod tests {
 
     #[tokio::test]
     async fn a_token_minted_for_a_proof_key_carries_its_thumbprint() {
-        let (keys, _dir) = keys().await;
+        let (keys, _db) = keys().await;
         let now = OffsetDateTime::now_utc();
         let scope = ScopeSet::from_scopes([Scope::FarmRead]);
         let mut new = new_token(&scope, RESOURCE);
         new.jkt = Some("thumb");
         let (token, _) = mint(&keys, &new, now).await.unwrap();
-        let payload = token.expose().split('.').nth(1).unwrap();
-        let json: serde_json::Value =
-            serde_json::from_slice(&URL_SAFE_NO_PAD.decode(payload).unwrap()).unwrap();
+        let json = payload(token.expose());
         assert_eq!(json["cnf"], serde_json::json!({"jkt": "thumb"}));
-        let verified = verify(&keys, token.expose(), ISSUER, RESOURCE, now)
-            .await
-            .unwrap();
+        let verified = verified(&keys, &token, now).await;
         assert_eq!(verified.jkt(), Some("thumb"));
         // A bearer token has no cnf at all, not a null.
-        let (token, _) = mint(&keys, &new_token(&scope, RESOURCE), now)
-            .await
-            .unwrap();
-        let payload = token.expose().split('.').nth(1).unwrap();
-        let json: serde_json::Value =
-            serde_json::from_slice(&URL_SAFE_NO_PAD.decode(payload).unwrap()).unwrap();
+        let token = minted(&keys, &scope, now).await;
+        let json = payload(token.expose());
         assert!(json.get("cnf").is_none());
     }
 
     #[tokio::test]
     async fn an_automations_token_names_it_and_no_person_or_grant() {
-        let (keys, _dir) = keys().await;
+        let (keys, _db) = keys().await;
         let now = OffsetDateTime::now_utc();
         let scope = ScopeSet::from_scopes([Scope::DailyEntriesWrite]);
         let automation = AutomationId::new();
@@ -414,27 +422,19 @@ mod tests {
             jkt: None,
         };
         let (token, _) = mint_for_automation(&keys, &new, now).await.unwrap();
-        let claims = verify(&keys, token.expose(), ISSUER, RESOURCE, now)
-            .await
-            .unwrap();
+        let claims = verified(&keys, &token, now).await;
         assert_eq!(claims.sub, automation.client_id());
         assert_eq!(claims.client_id, automation.client_id());
         assert_eq!(claims.subject(), Some(TokenSubject::Automation(automation)));
         assert_eq!(claims.user_id(), None);
         assert_eq!(claims.grant_id(), None);
-        let body = token.expose().split('.').nth(1).unwrap();
-        let raw: serde_json::Value =
-            serde_json::from_slice(&URL_SAFE_NO_PAD.decode(body).unwrap()).unwrap();
+        let raw = payload(token.expose());
         assert!(raw.get("grant_id").is_none(), "{raw}");
 
         // A person's token is a member's, even if its client were named
         // like an automation: the subject must be the client itself.
-        let (person, _) = mint(&keys, &new_token(&scope, RESOURCE), now)
-            .await
-            .unwrap();
-        let mut claims = verify(&keys, person.expose(), ISSUER, RESOURCE, now)
-            .await
-            .unwrap();
+        let person = minted(&keys, &scope, now).await;
+        let mut claims = verified(&keys, &person, now).await;
         assert!(matches!(
             claims.subject(),
             Some(TokenSubject::Member { .. })
@@ -451,12 +451,10 @@ mod tests {
 
     #[tokio::test]
     async fn expiry_issuer_and_audience_are_enforced() {
-        let (keys, _dir) = keys().await;
+        let (keys, _db) = keys().await;
         let now = OffsetDateTime::now_utc();
         let scope = ScopeSet::from_scopes([Scope::FarmRead]);
-        let (token, _) = mint(&keys, &new_token(&scope, RESOURCE), now)
-            .await
-            .unwrap();
+        let token = minted(&keys, &scope, now).await;
         let later = now + time::Duration::minutes(15);
         assert_eq!(
             rejection(verify(&keys, token.expose(), ISSUER, RESOURCE, later).await),
@@ -492,17 +490,14 @@ mod tests {
 
     #[tokio::test]
     async fn forged_and_altered_tokens_are_refused() {
-        let (keys, _dir) = keys().await;
+        let (keys, _db) = keys().await;
         let now = OffsetDateTime::now_utc();
         let scope = ScopeSet::from_scopes([Scope::FarmRead]);
-        let (token, _) = mint(&keys, &new_token(&scope, RESOURCE), now)
-            .await
-            .unwrap();
+        let token = minted(&keys, &scope, now).await;
         let parts: Vec<&str> = token.expose().split('.').collect();
 
         // Claims altered (scope widened): the signature no longer matches.
-        let mut claims: serde_json::Value =
-            serde_json::from_slice(&URL_SAFE_NO_PAD.decode(parts[1]).unwrap()).unwrap();
+        let mut claims = payload(token.expose());
         claims["scope"] = "farm:read daily-entries:write".into();
         let altered = format!(
             "{}.{}.{}",

@@ -345,11 +345,13 @@ fn redirect_with(
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::oauth::authorize::Prompt;
 
-    fn request(scope: &str) -> AuthorizationRequest {
+    /// A checked request for `scope` (with a state, and a redirect URI
+    /// that has a query of its own), shared with the consent rules' tests.
+    pub(crate) fn request(scope: &str) -> AuthorizationRequest {
         AuthorizationRequest {
             client_id: "c1".into(),
             redirect_uri: "https://app.example/cb?keep=1".into(),

@@ -36,7 +36,7 @@ use crate::oauth::client_assertion::{
 use crate::oauth::clients::{self, ClientLookupError};
 use crate::oauth::error::OAuthError;
 use crate::oauth::params::Params;
-use crate::secrets::{self, ClientSecret};
+use crate::secrets::{self, ClientAssertion, ClientSecret};
 use crate::storage::Store;
 
 /// What the request presented.
@@ -47,7 +47,7 @@ pub struct Presented {
     /// Whether the credentials came in the Basic header.
     pub basic: bool,
     /// A client assertion (`client_assertion`, of the JWT type).
-    pub assertion: Option<String>,
+    pub assertion: Option<ClientAssertion>,
 }
 
 impl Presented {
@@ -109,8 +109,8 @@ pub fn presented(
                 .map(str::to_owned)
                 .or_else(|| {
                     assertion
-                        .as_deref()
-                        .and_then(client_assertion::claimed_client_id)
+                        .as_ref()
+                        .and_then(|jwt| client_assertion::claimed_client_id(jwt.expose()))
                 })
                 .ok_or_else(|| {
                     OAuthError::invalid_client("no client_id and no client authentication", false)
@@ -127,13 +127,13 @@ pub fn presented(
 
 /// `client_assertion`, when the body carries one: both parameters or
 /// neither, and the type exactly the JWT one (RFC 7521 §4.2).
-fn presented_assertion(form: &Params) -> Result<Option<String>, OAuthError> {
+fn presented_assertion(form: &Params) -> Result<Option<ClientAssertion>, OAuthError> {
     let repeated = |name| OAuthError::invalid_request(format!("{name} is repeated"));
     let kind = form.single("client_assertion_type").map_err(repeated)?;
     let assertion = form.single("client_assertion").map_err(repeated)?;
     match (kind, assertion) {
         (None, None) => Ok(None),
-        (Some(kind), Some(assertion)) if kind == ASSERTION_TYPE => Ok(Some(assertion.to_owned())),
+        (Some(kind), Some(assertion)) if kind == ASSERTION_TYPE => Ok(Some(assertion.into())),
         (Some(_), Some(_)) => Err(OAuthError::invalid_client(
             "client_assertion_type is not the JWT bearer type",
             false,
@@ -231,7 +231,7 @@ async fn authenticate_assertion(
         keys: &keys.keys,
         cimd,
     };
-    match client_assertion::verify(assertion, &expected, &source, now, store).await {
+    match client_assertion::verify(assertion.expose(), &expected, &source, now, store).await {
         Ok(_) => Ok(()),
         Err(AssertionError::KeySet(KeySetError::Throttled(throttle))) => Err(throttle.into()),
         Err(AssertionError::Store(err)) => Err(err.into()),
@@ -320,7 +320,10 @@ mod tests {
         let body = format!("client_assertion_type={kind}&client_assertion={jwt}");
         let found = presented(None, &form(&body)).unwrap();
         assert_eq!(found.client_id, "https://app.example/c.json");
-        assert_eq!(found.assertion.as_deref(), Some(jwt.as_str()));
+        assert_eq!(
+            found.assertion.as_ref().map(ClientAssertion::expose),
+            Some(jwt.as_str())
+        );
         assert_eq!(found.method(), AuthMethod::PrivateKeyJwt);
         let named = presented(None, &form(&format!("client_id=other&{body}"))).unwrap();
         assert_eq!(

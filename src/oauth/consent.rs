@@ -30,9 +30,10 @@
 //! ([`may_answer`]): the farm may have been suspended, or the sign-in grown
 //! old, while the screen was open.
 //!
-//! What an answer does (the grant, the code, the redirects) is
-//! [`crate::oauth::approval`]; each waiting request is answered once
-//! ([`crate::oauth::pending`]).
+//! This module decides, purely, from a [`Situation`]; [`flow`] reads the
+//! situation from the store, and carries the decision out: what an answer
+//! does (the grant, the code, the redirects) is [`crate::oauth::approval`];
+//! each waiting request is answered once ([`crate::oauth::pending`]).
 //!
 //! [`Client::proven_by`]: crate::oauth::client::Client::proven_by
 //! [`access_denied`]: FarmRefusal
@@ -40,7 +41,14 @@
 //! [`login_required`]: NextStep::SendBack
 //! [`consent_required`]: NextStep::SendBack
 
+mod flow;
+
 use time::OffsetDateTime;
+
+pub use flow::{
+    ConsentError, ConsentScreen, Entered, Next, PasswordScreen, Person, Place, ScopeChoice,
+    Waiting, answer, confirm_password, proceed, show,
+};
 
 use crate::domain::{GrantId, ScopeSet};
 use crate::oauth::authorize::{AuthorizationRequest, RedirectRefusal};
@@ -255,26 +263,13 @@ pub fn remembered(s: &Situation<'_>) -> ScopeSet {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::oauth::authorize::Prompt;
+    use crate::oauth::approval::tests::request;
     use uuid::Uuid;
 
     const NOW: i64 = 1_800_000_000;
 
     fn now() -> OffsetDateTime {
         OffsetDateTime::from_unix_timestamp(NOW).unwrap()
-    }
-
-    fn request(scope: &str) -> AuthorizationRequest {
-        AuthorizationRequest {
-            client_id: "c1".into(),
-            redirect_uri: "https://app.example/cb?keep=1".into(),
-            state: Some("s t&".into()),
-            code_challenge: "x".into(),
-            resource: "https://coop.example/mcp".into(),
-            scope: scope.into(),
-            prompt: Prompt::default(),
-            max_age: None,
-        }
     }
 
     fn grant(scope: &str, epoch: i64, revoked: bool) -> GrantStatus {
@@ -323,6 +318,17 @@ mod tests {
         }
     }
 
+    /// The error the same request with `prompt=none` gets back, in the
+    /// same situation.
+    fn sent_back_under_prompt_none(s: &Situation<'_>) -> &'static str {
+        let mut none = s.request.clone();
+        none.prompt.none = true;
+        error_of(next_step(&Situation {
+            request: &none,
+            ..*s
+        }))
+    }
+
     const SILENT: NextStep = NextStep::AlreadyApproved(GrantId(Uuid::nil()));
 
     fn ask(remembered: &str) -> NextStep {
@@ -351,13 +357,7 @@ mod tests {
             next_step(&s),
             NextStep::Refused(FarmRefusal::ConnectedAppsOff)
         );
-        let mut none = request("farm:read");
-        none.prompt.none = true;
-        let s = Situation {
-            request: &none,
-            ..s
-        };
-        assert_eq!(error_of(next_step(&s)), "access_denied");
+        assert_eq!(sent_back_under_prompt_none(&s), "access_denied");
     }
 
     #[test]
@@ -368,13 +368,7 @@ mod tests {
         s.must_change_password = true;
         assert_eq!(next_step(&s), NextStep::ChangePassword);
         assert_eq!(may_answer(&s), Err(NextStep::ChangePassword));
-        let mut none = request("farm:read");
-        none.prompt.none = true;
-        let s = Situation {
-            request: &none,
-            ..s
-        };
-        assert_eq!(error_of(next_step(&s)), "interaction_required");
+        assert_eq!(sent_back_under_prompt_none(&s), "interaction_required");
     }
 
     #[test]

@@ -39,7 +39,8 @@
 //!   `mcp::introspection`).
 //! - [`clients`], [`client`], [`redirect_uri`]: knowing a client and where
 //!   it may be sent. [`cimd`]: Client ID Metadata Documents.
-//! - [`pkce`], [`resource`], [`scopes`], [`params`]: the small rules.
+//! - [`pkce`], [`resource`], [`scopes`], [`params`], [`presented_token`]:
+//!   the small rules.
 //! - [`access_token`], [`keys`]: JWTs and the keys that sign them.
 //! - [`dpop`]: RFC 9449 proofs, key thumbprints, server nonces.
 //! - [`metadata`]: RFC 8414. [`housekeeping`]: bounded tables.
@@ -63,6 +64,7 @@ pub mod metadata;
 pub mod params;
 pub mod pending;
 pub mod pkce;
+pub mod presented_token;
 pub mod redirect_uri;
 pub mod registration;
 pub mod resource;

@@ -317,11 +317,10 @@ mod access_tokens {
     use proptest::prelude::*;
     use time::OffsetDateTime;
 
-    use crate::config::DatabaseUrl;
     use crate::domain::{GrantId, Scope, ScopeSet, UserId};
     use crate::oauth::access_token::{self, NewAccessToken};
     use crate::oauth::keys::Keys;
-    use crate::storage::Store;
+    use crate::testing::TestStore;
 
     const ISSUER: &str = "https://coop.example";
     const RESOURCE: &str = "https://coop.example/mcp";
@@ -331,7 +330,7 @@ mod access_tokens {
         keys: Keys,
         token: String,
         now: OffsetDateTime,
-        _dir: tempfile::TempDir,
+        _db: TestStore,
     }
 
     fn fixture() -> Fixture {
@@ -339,12 +338,10 @@ mod access_tokens {
             .enable_all()
             .build()
             .unwrap();
-        let dir = tempfile::tempdir().unwrap();
-        let url = DatabaseUrl::Sqlite(format!("sqlite://{}", dir.path().join("k.db").display()));
         let now = OffsetDateTime::now_utc();
-        let (keys, token) = runtime.block_on(async {
-            let store = Store::connect(&url).await.unwrap();
-            let keys = Keys::load_or_create(store, time::Duration::hours(24), now)
+        let (db, keys, token) = runtime.block_on(async {
+            let db = TestStore::sqlite().await;
+            let keys = Keys::load_or_create(db.store.clone(), time::Duration::hours(24), now)
                 .await
                 .unwrap();
             let scope = ScopeSet::from_scopes([Scope::FarmRead]);
@@ -360,14 +357,14 @@ mod access_tokens {
                 jkt: None,
             };
             let (token, _) = access_token::mint(&keys, &new, now).await.unwrap();
-            (keys, token.expose().to_owned())
+            (db, keys, token.expose().to_owned())
         });
         Fixture {
             runtime,
             keys,
             token,
             now,
-            _dir: dir,
+            _db: db,
         }
     }
 

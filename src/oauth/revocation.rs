@@ -20,6 +20,7 @@ use time::OffsetDateTime;
 use crate::oauth::access_token::{self, VerifyError};
 use crate::oauth::client::Client;
 use crate::oauth::error::OAuthError;
+use crate::oauth::presented_token::{TokenHint, TokenParams};
 use crate::oauth::token::TokenContext;
 use crate::secrets;
 use crate::storage::audit::{self, AuditEvent, AuditKind};
@@ -33,29 +34,29 @@ pub enum Revoked {
     Nothing,
 }
 
-/// Revokes `token` for `client`. `hint` only chooses which kind is tried
-/// first (RFC 7009 §2.1); both are always tried.
+/// Revokes the presented token for `client`. The hint only chooses which
+/// kind is tried first (RFC 7009 §2.1); both are always tried.
 pub async fn revoke(
     ctx: &TokenContext<'_>,
     client: &Client,
-    token: &str,
-    hint: Option<&str>,
+    presented: &TokenParams,
     now: OffsetDateTime,
 ) -> Result<Revoked, OAuthError> {
-    if hint == Some("access_token") {
-        if let Some(done) = revoke_access_token(ctx, client, token, now).await? {
+    let token = presented.token.expose();
+    let order = match presented.hint {
+        Some(TokenHint::AccessToken) => [TokenHint::AccessToken, TokenHint::RefreshToken],
+        _ => [TokenHint::RefreshToken, TokenHint::AccessToken],
+    };
+    for kind in order {
+        let done = match kind {
+            TokenHint::AccessToken => revoke_access_token(ctx, client, token, now).await?,
+            TokenHint::RefreshToken => revoke_refresh_token(ctx, client, token, now).await?,
+        };
+        if let Some(done) = done {
             return Ok(done);
         }
-        return Ok(revoke_refresh_token(ctx, client, token, now)
-            .await?
-            .unwrap_or(Revoked::Nothing));
     }
-    if let Some(done) = revoke_refresh_token(ctx, client, token, now).await? {
-        return Ok(done);
-    }
-    Ok(revoke_access_token(ctx, client, token, now)
-        .await?
-        .unwrap_or(Revoked::Nothing))
+    Ok(Revoked::Nothing)
 }
 
 fn foreign() -> OAuthError {

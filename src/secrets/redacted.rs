@@ -1,6 +1,8 @@
 //! Secret values as types whose `Debug` hides them: a client secret, a
 //! refresh token, an authorization code and its PKCE verifier, an access
-//! token, a password on its way in or out, the store's master secret.
+//! token, a token presented for revocation or introspection, a client
+//! assertion, a password on its way in or out, a CSRF token, a device
+//! cookie, the store's master secret.
 //!
 //! Each is a `String` inside a type of its own, so a secret cannot be
 //! passed where another is expected, and a `{:?}` (a derived `Debug` of a
@@ -113,6 +115,30 @@ secret! {
     MasterSecret
 }
 
+secret! {
+    /// A token presented at `/revoke` or `/introspect`, of a kind not yet
+    /// known (an access token or a refresh token).
+    PresentedToken
+}
+
+secret! {
+    /// A client assertion (`private_key_jwt`, RFC 7523): a signed JWT whose
+    /// `jti` may be spent once, so a copy of it is a login until it expires.
+    ClientAssertion
+}
+
+secret! {
+    /// A session's CSRF token, or a signed-out form's: whoever knows it can
+    /// post that session's forms.
+    CsrfToken
+}
+
+secret! {
+    /// A device cookie's value: it lets its browser sign in to its account
+    /// under the device's own throttle budget.
+    DeviceCookie
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -134,46 +160,32 @@ mod tests {
 
     const RAW: &str = "s3cret-value-9f8e";
 
-    #[test]
-    fn a_client_secret_debugs_hidden() {
-        hides(ClientSecret::new(RAW), RAW, "ClientSecret(***)");
-        assert_eq!(ClientSecret::new(RAW).expose(), RAW);
+    /// Each secret type, made from `RAW`: its `Debug` hides the value, and
+    /// `expose` gives it back.
+    macro_rules! each_debugs_hidden {
+        ($($name:ident => $printed:literal),+ $(,)?) => {
+            $(
+                hides($name::new(RAW), RAW, $printed);
+                assert_eq!($name::new(RAW).expose(), RAW);
+            )+
+        };
     }
 
     #[test]
-    fn a_refresh_token_debugs_hidden() {
-        hides(RefreshToken::new(RAW), RAW, "RefreshToken(***)");
-        assert_eq!(RefreshToken::new(RAW).expose(), RAW);
-    }
-
-    #[test]
-    fn an_authorization_code_debugs_hidden() {
-        hides(AuthorizationCode::new(RAW), RAW, "AuthorizationCode(***)");
-        assert_eq!(AuthorizationCode::new(RAW).expose(), RAW);
-    }
-
-    #[test]
-    fn a_code_verifier_debugs_hidden() {
-        hides(CodeVerifier::new(RAW), RAW, "CodeVerifier(***)");
-        assert_eq!(CodeVerifier::new(RAW).expose(), RAW);
-    }
-
-    #[test]
-    fn an_access_token_debugs_hidden() {
-        hides(AccessToken::new(RAW), RAW, "AccessToken(***)");
-        assert_eq!(AccessToken::new(RAW).expose(), RAW);
-    }
-
-    #[test]
-    fn a_password_debugs_hidden() {
-        hides(Password::new(RAW), RAW, "Password(***)");
-        assert_eq!(Password::new(RAW).expose(), RAW);
-    }
-
-    #[test]
-    fn a_master_secret_debugs_hidden() {
-        hides(MasterSecret::new(RAW), RAW, "MasterSecret(***)");
-        assert_eq!(MasterSecret::new(RAW).expose(), RAW);
+    fn every_secret_debugs_hidden() {
+        each_debugs_hidden! {
+            ClientSecret => "ClientSecret(***)",
+            RefreshToken => "RefreshToken(***)",
+            AuthorizationCode => "AuthorizationCode(***)",
+            CodeVerifier => "CodeVerifier(***)",
+            AccessToken => "AccessToken(***)",
+            Password => "Password(***)",
+            MasterSecret => "MasterSecret(***)",
+            PresentedToken => "PresentedToken(***)",
+            ClientAssertion => "ClientAssertion(***)",
+            CsrfToken => "CsrfToken(***)",
+            DeviceCookie => "DeviceCookie(***)",
+        }
     }
 
     #[test]

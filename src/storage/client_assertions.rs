@@ -49,14 +49,14 @@ mod tests {
 
     use crate::config::DatabaseUrl;
     use crate::storage::{Sql, Store};
+    use crate::testing::databases::{Engine, TestDatabase};
 
     /// SQLite's 0007 rebuilds `oauth_clients`: a database with grants made
     /// before it keeps them, and the grants still reference the (new) table.
     #[tokio::test]
     async fn the_rebuilt_clients_table_keeps_its_rows_and_references() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("m.db");
-        let raw = format!("sqlite://{}", path.display());
+        let db = TestDatabase::create(Engine::Sqlite).await;
+        let raw = db.url_string();
         let all = sqlx::migrate!("./migrations/sqlite");
         let before = sqlx::migrate::Migrator {
             migrations: Cow::Owned(

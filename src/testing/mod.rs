@@ -4,10 +4,14 @@
 //! the unit tests and the integration tests make their databases, expand
 //! `on_both_engines!`, sign client assertions and DPoP proofs with the same
 //! code. Those files name nothing of the crate but `super::DatabaseUrl`,
-//! which each side provides.
+//! which each side provides. `store.rs` is the unit tests' own: a migrated
+//! [`TestStore`] on such a database.
 
 pub(crate) use crate::config::DatabaseUrl;
 
 pub mod client_keys;
 pub mod databases;
 pub mod dpop_keys;
+pub mod store;
+
+pub use store::TestStore;

@@ -15,6 +15,7 @@ use askama::Template;
 use axum::extract::{Path, Query, State};
 use axum::response::{IntoResponse, Redirect, Response};
 
+use super::members::flock_names;
 use super::{OwnerPost, RequireOwner, page_error};
 use crate::admin::apps::Actor;
 use crate::admin::automations::{
@@ -80,17 +81,8 @@ pub async fn views(state: &AppState, farm: FarmId) -> Result<Vec<AutomationView>
         .iter()
         .map(|row| {
             let flocks = row.flock_restricted.then(|| {
-                let theirs = limited.get(&row.id);
-                let names: Vec<&str> = farm_flocks
-                    .iter()
-                    .filter(|f| theirs.is_some_and(|t| t.contains(&f.id)))
-                    .map(|f| f.name.as_str())
-                    .collect();
-                if names.is_empty() {
-                    "no flocks".to_owned()
-                } else {
-                    names.join(", ")
-                }
+                let none = HashSet::new();
+                flock_names(&farm_flocks, limited.get(&row.id).unwrap_or(&none))
             });
             AutomationView::new(row, flocks)
         })

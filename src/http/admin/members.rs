@@ -102,7 +102,8 @@ pub async fn show(
     }))
 }
 
-fn flock_names(farm_flocks: &[FlockAdminRow], theirs: &HashSet<uuid::Uuid>) -> String {
+/// The names of the farm's flocks in `theirs`, or "no flocks".
+pub(super) fn flock_names(farm_flocks: &[FlockAdminRow], theirs: &HashSet<uuid::Uuid>) -> String {
     let names: Vec<&str> = farm_flocks
         .iter()
         .filter(|f| theirs.contains(&f.id))

@@ -37,6 +37,7 @@ use crate::http::form;
 use crate::http::pages::view::suspension_notice;
 use crate::http::session::{self, RequireUser, RequireUserRejection, SignedIn};
 use crate::oauth::params::Params;
+use crate::secrets::CsrfToken;
 use crate::state::AppState;
 use crate::storage::audit::{self as audit_log, AuditEvent, AuditKind};
 use crate::storage::{StoreError, Tx};
@@ -131,7 +132,7 @@ impl FromRequest<AppState> for OwnerPost {
             .map_err(IntoResponse::into_response)?;
         let params = Params::parse(&body);
         let token = form::single(&params, "csrf").map_err(IntoResponse::into_response)?;
-        session::verify_csrf(&owner.session, token)
+        session::verify_csrf(&owner.session, &CsrfToken::from(token))
             .await
             .map_err(IntoResponse::into_response)?;
         Ok(Self {

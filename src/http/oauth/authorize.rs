@@ -19,7 +19,7 @@ use std::net::SocketAddr;
 use axum::extract::{ConnectInfo, RawQuery, State};
 use axum::response::{IntoResponse, Redirect, Response};
 
-use super::consent::{self, Waiting};
+use super::consent;
 use super::error::refusal_redirect;
 use crate::http::error::PageError;
 use crate::http::session::SignedIn;
@@ -119,5 +119,5 @@ pub async fn authorize(
     if let Some(document) = &document {
         clients::record_document(&state.store, document, now).await?;
     }
-    consent::proceed(&state, &user, &client, Waiting::New(&request)).await
+    consent::proceed(&state, &user, &client, &request).await
 }

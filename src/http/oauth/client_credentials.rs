@@ -1,12 +1,72 @@
 //! Reading client credentials off the wire: the HTTP Basic header of RFC
 //! 6749 §2.3.1, where the id and secret are form-urlencoded before being
-//! joined with `:` and base64-encoded.
+//! joined with `:` and base64-encoded, and the body beside it; and, for
+//! `/revoke` and `/introspect`, the client they authenticate (as at
+//! `/token`): the [`ClientRequest`] extractor.
 
+use std::net::SocketAddr;
+
+use axum::body::Bytes;
+use axum::extract::{ConnectInfo, FromRequest, FromRequestParts, Request};
 use axum::http::{HeaderMap, header};
+use axum::response::{IntoResponse, Response};
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
+use time::OffsetDateTime;
 
+use crate::oauth::client::Client;
+use crate::oauth::client_auth::{self, Presented};
+use crate::oauth::error::OAuthError;
+use crate::oauth::params::Params;
 use crate::secrets::ClientSecret;
+use crate::state::AppState;
+
+/// The form body, and the client credentials the request presented in it
+/// and in its Basic header.
+pub fn presented(headers: &HeaderMap, body: &[u8]) -> Result<(Params, Presented), OAuthError> {
+    let form = Params::parse(body);
+    let presented = client_auth::presented(basic(headers), &form)?;
+    Ok((form, presented))
+}
+
+/// A request whose client authenticated as at `/token`: its form, the
+/// credentials presented, the client they authenticate (stored, or
+/// described by its metadata document, fetched for the peer's address),
+/// and when it arrived.
+pub struct ClientRequest {
+    pub form: Params,
+    pub presented: Presented,
+    pub client: Client,
+    pub now: OffsetDateTime,
+}
+
+impl FromRequest<AppState> for ClientRequest {
+    type Rejection = Response;
+
+    async fn from_request(request: Request, state: &AppState) -> Result<Self, Self::Rejection> {
+        let (mut parts, body) = request.into_parts();
+        let ConnectInfo(peer) = ConnectInfo::<SocketAddr>::from_request_parts(&mut parts, state)
+            .await
+            .map_err(IntoResponse::into_response)?;
+        let headers = parts.headers.clone();
+        let body = Bytes::from_request(Request::from_parts(parts, body), state)
+            .await
+            .map_err(IntoResponse::into_response)?;
+        let now = state.clock.now();
+        let (form, presented) =
+            self::presented(&headers, &body).map_err(IntoResponse::into_response)?;
+        let cimd = state.cimd.for_peer(peer.ip());
+        let client = client_auth::authenticate(&state.store, &cimd, &state.issuer, &presented, now)
+            .await
+            .map_err(IntoResponse::into_response)?;
+        Ok(Self {
+            form,
+            presented,
+            client,
+            now,
+        })
+    }
+}
 
 /// `None`: no Basic credentials. `Some(Err(()))`: a Basic header that
 /// cannot be read. `Some(Ok((id, secret)))` otherwise. Another scheme (a

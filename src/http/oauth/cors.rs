@@ -8,9 +8,25 @@
 //! (RFC 9449).
 
 use axum::extract::Request;
-use axum::http::{HeaderValue, Method, StatusCode, header};
+use axum::http::{HeaderName, Method, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
+
+use crate::http::security_headers::insert_all;
+
+const PREFLIGHT: [(HeaderName, &str); 3] = [
+    (header::ACCESS_CONTROL_ALLOW_METHODS, "GET, POST, OPTIONS"),
+    (
+        header::ACCESS_CONTROL_ALLOW_HEADERS,
+        "authorization, content-type, mcp-protocol-version, dpop",
+    ),
+    (header::ACCESS_CONTROL_MAX_AGE, "600"),
+];
+
+const EVERY_ANSWER: [(HeaderName, &str); 2] = [
+    (header::ACCESS_CONTROL_ALLOW_ORIGIN, "*"),
+    (header::ACCESS_CONTROL_EXPOSE_HEADERS, "dpop-nonce"),
+];
 
 pub async fn allow_any_origin(request: Request, next: Next) -> Response {
     let preflight = request.method() == Method::OPTIONS
@@ -19,30 +35,11 @@ pub async fn allow_any_origin(request: Request, next: Next) -> Response {
             .contains_key(header::ACCESS_CONTROL_REQUEST_METHOD);
     let mut response = if preflight {
         let mut response = StatusCode::NO_CONTENT.into_response();
-        let headers = response.headers_mut();
-        headers.insert(
-            header::ACCESS_CONTROL_ALLOW_METHODS,
-            HeaderValue::from_static("GET, POST, OPTIONS"),
-        );
-        headers.insert(
-            header::ACCESS_CONTROL_ALLOW_HEADERS,
-            HeaderValue::from_static("authorization, content-type, mcp-protocol-version, dpop"),
-        );
-        headers.insert(
-            header::ACCESS_CONTROL_MAX_AGE,
-            HeaderValue::from_static("600"),
-        );
+        insert_all(response.headers_mut(), &PREFLIGHT);
         response
     } else {
         next.run(request).await
     };
-    response.headers_mut().insert(
-        header::ACCESS_CONTROL_ALLOW_ORIGIN,
-        HeaderValue::from_static("*"),
-    );
-    response.headers_mut().insert(
-        header::ACCESS_CONTROL_EXPOSE_HEADERS,
-        HeaderValue::from_static("dpop-nonce"),
-    );
+    insert_all(response.headers_mut(), &EVERY_ANSWER);
     response
 }

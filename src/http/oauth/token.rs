@@ -26,7 +26,6 @@ use super::error::no_store;
 use crate::oauth::client_auth;
 use crate::oauth::dpop;
 use crate::oauth::error::OAuthError;
-use crate::oauth::params::Params;
 use crate::oauth::token::client_credentials as automations;
 use crate::oauth::token::{self, TokenContext};
 use crate::state::AppState;
@@ -38,8 +37,7 @@ pub async fn token(
     body: Bytes,
 ) -> Result<Response, OAuthError> {
     let now = state.clock.now();
-    let form = Params::parse(&body);
-    let presented = client_auth::presented(client_credentials::basic(&headers), &form)?;
+    let (form, presented) = client_credentials::presented(&headers, &body)?;
     let ctx = context(&state);
     let cimd = state.cimd.for_peer(peer.ip());
     // An automation's client_id is never an OAuth client's: it is

@@ -16,7 +16,7 @@ use std::net::SocketAddr;
 use crate::http::error::{PageError, render};
 use crate::http::session::{self, SignedIn};
 use crate::identity::password::check_new_password;
-use crate::secrets::Password;
+use crate::secrets::{CsrfToken, Password};
 use crate::state::AppState;
 use crate::storage::audit::{self, AuditEvent, AuditKind};
 use crate::storage::{StoreError, users};
@@ -35,7 +35,7 @@ pub async fn show_password(user: Option<SignedIn>) -> Result<Response, PageError
     };
     let csrf = session::csrf_token(&user.session).await?;
     Ok(render(&PasswordPage {
-        csrf: &csrf,
+        csrf: csrf.expose(),
         forced: user.account.must_change_password,
         error: None,
     }))
@@ -44,7 +44,7 @@ pub async fn show_password(user: Option<SignedIn>) -> Result<Response, PageError
 #[derive(Deserialize)]
 pub struct PasswordForm {
     #[serde(default)]
-    csrf: String,
+    csrf: CsrfToken,
     #[serde(default)]
     current_password: Password,
     #[serde(default)]
@@ -65,9 +65,9 @@ pub async fn change_password(
     };
     session::verify_csrf(&user.session, &form.csrf).await?;
 
-    let refuse = |message: &str, csrf: &str| {
+    let refuse = |message: &str, csrf: &CsrfToken| {
         let mut response = render(&PasswordPage {
-            csrf,
+            csrf: csrf.expose(),
             forced: user.account.must_change_password,
             error: Some(message),
         });
@@ -83,7 +83,7 @@ pub async fn change_password(
             &user.account,
             &form.current_password,
             peer.ip(),
-            session::device_cookie(&state, &headers).as_deref(),
+            session::device_cookie(&state, &headers).as_ref(),
             state.clock.now(),
         )
         .await?;

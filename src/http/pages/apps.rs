@@ -16,6 +16,7 @@ use crate::admin::apps::{self, Actor};
 use crate::domain::GrantId;
 use crate::http::error::{PageError, render};
 use crate::http::session::{self, RequireUser, SignedIn};
+use crate::secrets::CsrfToken;
 use crate::state::AppState;
 use crate::storage::connected_apps::{self, AppFilter, ConnectedApp};
 use crate::storage::farms;
@@ -112,7 +113,7 @@ pub async fn confirm(
 #[derive(Deserialize)]
 pub struct CsrfForm {
     #[serde(default)]
-    pub csrf: String,
+    pub csrf: CsrfToken,
 }
 
 pub async fn disconnect(

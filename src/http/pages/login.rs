@@ -19,7 +19,7 @@ use tower_sessions::Session;
 use crate::http::error::{PageError, render, wait_in_words};
 use crate::http::session::{self, CHANGE_PASSWORD_PATH, SignedIn, safe_return_path};
 use crate::identity::{Attempt, Outcome, SignInError};
-use crate::secrets::Password;
+use crate::secrets::{CsrfToken, Password};
 use crate::state::AppState;
 use crate::storage::audit::{self, AuditEvent, AuditKind};
 
@@ -45,7 +45,7 @@ pub async fn show(
     let form = session::signed_out_form_token(&state, &headers, state.clock.now());
     let return_to = safe_return_path(query.return_to.as_deref());
     let page = render(&LoginPage {
-        csrf: form.token(),
+        csrf: form.token().expose(),
         email: "",
         return_to: &return_to,
         error: None,
@@ -56,7 +56,7 @@ pub async fn show(
 #[derive(Deserialize)]
 pub struct LoginForm {
     #[serde(default)]
-    csrf: String,
+    csrf: CsrfToken,
     #[serde(default)]
     email: String,
     #[serde(default)]
@@ -79,13 +79,13 @@ pub async fn submit(
         email: &form.email,
         password: &form.password,
         address: peer.ip(),
-        device_cookie: device_cookie.as_deref(),
+        device_cookie: device_cookie.as_ref(),
     };
     // The form again, with what went wrong (the token is the one just
     // checked against its cookie).
     let refuse = |status: StatusCode, message: &str| {
         let mut response = render(&LoginPage {
-            csrf: &form.csrf,
+            csrf: form.csrf.expose(),
             email: form.email.trim(),
             return_to: &return_to,
             error: Some(message),
@@ -133,14 +133,14 @@ pub async fn submit(
         return_to.as_str()
     };
     let mut response = Redirect::to(target).into_response();
-    session::set_device_cookie(&state, &mut response, device_cookie);
+    session::set_device_cookie(&state, &mut response, &device_cookie);
     Ok(response)
 }
 
 #[derive(Deserialize)]
 pub struct SignOutForm {
     #[serde(default)]
-    csrf: String,
+    csrf: CsrfToken,
 }
 
 pub async fn sign_out(

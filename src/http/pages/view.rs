@@ -14,6 +14,7 @@ use crate::storage::users::Account;
 /// to owners only; a suspended farm's members see why under it, on every
 /// page.
 pub struct Nav {
+    /// The session's CSRF token, as the page writes it into its forms.
     pub csrf: String,
     pub is_owner: bool,
     /// Which entry is this page: "home", "apps", "admin", "password".
@@ -25,7 +26,10 @@ pub struct Nav {
 impl Nav {
     pub async fn new(user: &SignedIn, current: &'static str) -> Result<Self, PageError> {
         Ok(Self {
-            csrf: session::csrf_token(&user.session).await?,
+            csrf: session::csrf_token(&user.session)
+                .await?
+                .expose()
+                .to_owned(),
             is_owner: user.account.role == Role::Owner,
             current,
             suspended: suspension_notice(&user.account),

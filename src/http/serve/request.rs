@@ -23,13 +23,14 @@ use std::task::{Context, Poll};
 use axum::Router;
 use axum::body::Body;
 use axum::extract::ConnectInfo;
-use axum::http::{HeaderValue, Request, Response, StatusCode, header};
+use axum::http::{Request, Response, StatusCode, header};
 use hyper::body::{Body as HttpBody, Frame, Incoming, SizeHint};
 use tokio::time::{Instant, Sleep};
 use tower::ServiceExt;
 
 use super::activity::Activity;
 use crate::config::ConnectionLimits;
+use crate::http::security_headers::insert_all;
 
 /// The router, as hyper calls it for each request of one connection.
 #[derive(Clone)]
@@ -124,15 +125,13 @@ pub fn refusal(status: StatusCode) -> Response<Body> {
     };
     let mut response = Response::new(Body::from(text));
     *response.status_mut() = status;
-    let headers = response.headers_mut();
-    headers.insert(header::CONNECTION, HeaderValue::from_static("close"));
-    headers.insert(
-        header::CONTENT_TYPE,
-        HeaderValue::from_static("text/plain; charset=utf-8"),
-    );
-    headers.insert(
-        header::X_CONTENT_TYPE_OPTIONS,
-        HeaderValue::from_static("nosniff"),
+    insert_all(
+        response.headers_mut(),
+        &[
+            (header::CONNECTION, "close"),
+            (header::CONTENT_TYPE, "text/plain; charset=utf-8"),
+            (header::X_CONTENT_TYPE_OPTIONS, "nosniff"),
+        ],
     );
     response
 }

@@ -561,12 +561,8 @@ async fn the_key_source_is_asked_for_the_assertions_kid_and_its_failure_is_repor
 
 #[tokio::test]
 async fn the_store_remembers_a_jti_until_it_expires() {
-    let dir = tempfile::tempdir().unwrap();
-    let url = crate::config::DatabaseUrl::Sqlite(format!(
-        "sqlite://{}",
-        dir.path().join("j.db").display()
-    ));
-    let store = Store::connect(&url).await.unwrap();
+    let db = crate::testing::TestStore::sqlite().await;
+    let store = &db.store;
     let until = NOW + time::Duration::minutes(2);
     assert!(store.first_use(CLIENT, "h1", until, NOW).await.unwrap());
     assert!(!store.first_use(CLIENT, "h1", until, NOW).await.unwrap());
@@ -579,7 +575,7 @@ async fn the_store_remembers_a_jti_until_it_expires() {
             .await
             .unwrap()
     );
-    let swept = crate::oauth::housekeeping::sweep(&store, later + time::Duration::minutes(3))
+    let swept = crate::oauth::housekeeping::sweep(store, later + time::Duration::minutes(3))
         .await
         .unwrap();
     assert_eq!(swept.client_assertion_jtis, 2);

@@ -43,7 +43,7 @@ use crate::oauth::error::OAuthError;
 use crate::oauth::params::Params;
 use crate::oauth::resource;
 use crate::oauth::scopes::OFFLINE_ACCESS;
-use crate::secrets;
+use crate::secrets::{self, ClientAssertion};
 use crate::storage::automations::{self, AutomationCredential};
 
 /// The longest an automation's access token lives, whatever the
@@ -133,7 +133,7 @@ pub async fn authenticate(
             }
         }
         ("private_key_jwt", None) => {
-            let Some(assertion) = presented.assertion.as_deref() else {
+            let Some(assertion) = presented.assertion.as_ref() else {
                 return Err(refuse("this automation authenticates with private_key_jwt"));
             };
             let keys = assertion_keys(&credential).ok_or_else(|| {
@@ -169,7 +169,7 @@ async fn verify_assertion(
     cimd: &CimdRequest<'_>,
     client_id: &str,
     keys: &ClientKeys,
-    assertion: &str,
+    assertion: &ClientAssertion,
     now: OffsetDateTime,
 ) -> Result<(), OAuthError> {
     let token_endpoint = ctx.issuer.url("/token");
@@ -180,7 +180,7 @@ async fn verify_assertion(
         algorithm: None,
     };
     let source = ClientKeySource { keys, cimd };
-    match client_assertion::verify(assertion, &expected, &source, now, ctx.store).await {
+    match client_assertion::verify(assertion.expose(), &expected, &source, now, ctx.store).await {
         Ok(_) => Ok(()),
         Err(AssertionError::KeySet(KeySetError::Throttled(throttle))) => Err(throttle.into()),
         Err(AssertionError::Store(err)) => Err(err.into()),

@@ -9,12 +9,11 @@ use time::macros::date;
 use uuid::Uuid;
 
 use super::*;
-use crate::config::DatabaseUrl;
+use crate::testing::TestStore;
 
-async fn store() -> (Store, tempfile::TempDir) {
-    let dir = tempfile::tempdir().unwrap();
-    let url = DatabaseUrl::Sqlite(format!("sqlite://{}", dir.path().join("t.db").display()));
-    let store = Store::connect(&url).await.unwrap();
+async fn store() -> (Store, TestStore) {
+    let db = TestStore::sqlite().await;
+    let store = db.store.clone();
     let mut tx = store.write().await.unwrap();
     Sql::new(
         "create table t (id blob primary key, n integer not null, s text, d text, b boolean not null)",
@@ -23,7 +22,7 @@ async fn store() -> (Store, tempfile::TempDir) {
     .await
     .unwrap();
     tx.commit().await.unwrap();
-    (store, dir)
+    (store, db)
 }
 
 crate::record! {
@@ -39,7 +38,7 @@ crate::record! {
 
 #[tokio::test]
 async fn values_round_trip_and_placeholders_bind_by_name() {
-    let (store, _dir) = store().await;
+    let (store, _db) = store().await;
     let id = Uuid::new_v4();
     let mut tx = store.write().await.unwrap();
     // `$2` appears before `$1`: SQLite numbers parameters by appearance,
@@ -86,7 +85,7 @@ async fn values_round_trip_and_placeholders_bind_by_name() {
 
 #[tokio::test]
 async fn a_dropped_transaction_leaves_nothing_and_a_conflict_is_named() {
-    let (store, _dir) = store().await;
+    let (store, _db) = store().await;
     let id = Uuid::new_v4();
     {
         let mut tx = store.write().await.unwrap();
@@ -112,7 +111,7 @@ async fn a_dropped_transaction_leaves_nothing_and_a_conflict_is_named() {
 
 #[tokio::test]
 async fn readers_cannot_write() {
-    let (store, _dir) = store().await;
+    let (store, _db) = store().await;
     let mut db = store.read().await.unwrap();
     let refused = Sql::new("insert into t (id, n, b) values ($1, 1, false)")
         .bind(Uuid::new_v4())
@@ -123,7 +122,7 @@ async fn readers_cannot_write() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn concurrent_read_then_write_transactions_queue_instead_of_failing() {
-    let (store, _dir) = store().await;
+    let (store, _db) = store().await;
     let id = Uuid::new_v4();
     let mut tx = store.write().await.unwrap();
     Sql::new("insert into t (id, n, b) values ($1, 0, false)")

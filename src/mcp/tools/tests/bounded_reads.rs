@@ -125,26 +125,52 @@ async fn the_capture_sees_an_unbounded_read(w: &World, marker: &str, table: &str
     assert!(counts.iter().any(|n| *n >= MANY as u64), "{counts:?}");
 }
 
-async fn list_flocks_reads_one_page(engine: Engine) {
-    capture();
-    let w = World::new(engine).await;
-    let store = w.store();
+/// [`MANY`] flocks in `house`.
+async fn many_flocks(w: &World, house: &str) {
     for n in 0..MANY {
         flock(
-            store,
+            w.store(),
             &w.farm,
-            "North",
+            house,
             &format!("Flock {n:03}"),
             "2025-09-01",
             100,
         )
         .await;
     }
-    let page = ok(store, &w.owner, "list_flocks", json!({ "limit": 7 })).await;
-    assert_eq!(page["flocks"].as_array().unwrap().len(), 7);
+}
+
+/// `tool` called with `args` returns a page of `n` under `key`, and read
+/// that page alone (see [`assert_bounded`]; `is_list` recognises its
+/// statement).
+async fn one_page(
+    w: &World,
+    tool: &str,
+    args: serde_json::Value,
+    key: &str,
+    n: usize,
+    is_list: impl Fn(&str) -> bool,
+) {
+    let page = ok(w.store(), &w.owner, tool, args).await;
+    assert_eq!(page[key].as_array().unwrap().len(), n);
+    assert_bounded(tool, is_list, n as u64).await;
+}
+
+async fn list_flocks_reads_one_page(engine: Engine) {
+    capture();
+    let w = World::new(engine).await;
+    many_flocks(&w, "North").await;
     let is_list =
         |sql: &str| sql.contains("order by h.name, f.name, f.id") && !sql.contains("group by");
-    assert_bounded("list_flocks", is_list, 7).await;
+    one_page(
+        &w,
+        "list_flocks",
+        json!({ "limit": 7 }),
+        "flocks",
+        7,
+        is_list,
+    )
+    .await;
     the_capture_sees_an_unbounded_read(&w, "control_flocks", "flocks").await;
 }
 
@@ -165,16 +191,9 @@ async fn list_daily_entries_reads_one_page(engine: Engine) {
         )
         .await;
     }
-    let page = ok(
-        store,
-        &w.owner,
-        "list_daily_entries",
-        json!({ "flock": "Old", "from": "2025-01-01", "to": "2025-12-31", "limit": 9 }),
-    )
-    .await;
-    assert_eq!(page["entries"].as_array().unwrap().len(), 9);
+    let args = json!({ "flock": "Old", "from": "2025-01-01", "to": "2025-12-31", "limit": 9 });
     let is_list = |sql: &str| sql.contains("order by e.entry_date desc");
-    assert_bounded("list_daily_entries", is_list, 9).await;
+    one_page(&w, "list_daily_entries", args, "entries", 9, is_list).await;
     the_capture_sees_an_unbounded_read(&w, "control_entries", "daily_entries").await;
 }
 
@@ -196,10 +215,16 @@ async fn list_egg_lots_reads_one_page(engine: Engine) {
         })
         .await;
     }
-    let page = ok(store, &w.owner, "list_egg_lots", json!({ "limit": 11 })).await;
-    assert_eq!(page["egg_lots"].as_array().unwrap().len(), 11);
     let is_list = |sql: &str| sql.contains("order by l.laid_on desc, l.lot_code desc");
-    assert_bounded("list_egg_lots", is_list, 11).await;
+    one_page(
+        &w,
+        "list_egg_lots",
+        json!({ "limit": 11 }),
+        "egg_lots",
+        11,
+        is_list,
+    )
+    .await;
     the_capture_sees_an_unbounded_read(&w, "control_lots", "egg_lots").await;
 }
 
@@ -222,32 +247,33 @@ async fn stock_levels_reads_one_page(engine: Engine) {
         })
         .await;
     }
-    let page = ok(store, &w.owner, "stock_levels", json!({ "limit": 13 })).await;
-    assert_eq!(page["items"].as_array().unwrap().len(), 13);
     let is_list = |sql: &str| sql.contains("order by s.category, s.name");
-    assert_bounded("stock_levels", is_list, 13).await;
+    one_page(
+        &w,
+        "stock_levels",
+        json!({ "limit": 13 }),
+        "items",
+        13,
+        is_list,
+    )
+    .await;
     the_capture_sees_an_unbounded_read(&w, "control_stock", "stock_items").await;
 }
 
 async fn mortality_report_reads_one_page_of_flocks(engine: Engine) {
     capture();
     let w = World::new(engine).await;
-    let store = w.store();
-    for n in 0..MANY {
-        flock(
-            store,
-            &w.farm,
-            "South",
-            &format!("Flock {n:03}"),
-            "2025-09-01",
-            100,
-        )
-        .await;
-    }
-    let page = ok(store, &w.owner, "mortality_report", json!({ "limit": 15 })).await;
-    assert_eq!(page["flocks"].as_array().unwrap().len(), 15);
+    many_flocks(&w, "South").await;
     let is_list = |sql: &str| sql.contains("group by p.id, p.name, p.house, p.head_count");
-    assert_bounded("mortality_report", is_list, 15).await;
+    one_page(
+        &w,
+        "mortality_report",
+        json!({ "limit": 15 }),
+        "flocks",
+        15,
+        is_list,
+    )
+    .await;
 }
 
 on_both_engines!(

@@ -22,26 +22,11 @@ pub(crate) use crate::on_both_engines;
 use crate::storage::Store;
 use crate::storage::flocks as flock_store;
 use crate::storage::users::{self, NewMember};
+use crate::testing::TestStore;
 pub use crate::testing::databases::Engine;
-use crate::testing::databases::TestDatabase;
 
 /// The instant every test runs at unless it moves on.
 pub const NOW: OffsetDateTime = datetime!(2026-03-10 12:00 UTC);
-
-/// A migrated store on a database of its own (the shared test database),
-/// dropped with it.
-pub struct TestDb {
-    pub store: Store,
-    _db: TestDatabase,
-}
-
-impl TestDb {
-    pub async fn new(engine: Engine) -> Self {
-        let db = TestDatabase::create(engine).await;
-        let store = Store::connect(&db.url).await.unwrap();
-        Self { store, _db: db }
-    }
-}
 
 /// A farm made through the admin functions.
 pub struct TestFarm {
@@ -141,7 +126,7 @@ pub fn context(
 /// A farm "Hillside" with houses "North" and "South", flocks "Alpha" and
 /// "Bravo" (North) and "Charlie" (South), and an owner.
 pub struct World {
-    pub db: TestDb,
+    pub db: TestStore,
     pub farm: TestFarm,
     pub alpha: FlockId,
     pub bravo: FlockId,
@@ -151,7 +136,7 @@ pub struct World {
 
 impl World {
     pub async fn new(engine: Engine) -> Self {
-        let db = TestDb::new(engine).await;
+        let db = TestStore::new(engine).await;
         let store = &db.store;
         let farm = farm(store, "Hillside").await;
         house(store, &farm, "North").await;
