@@ -35,8 +35,7 @@ on_both_engines!(
 );
 
 async fn a_code_exchanged_with_a_proof_gives_a_token_bound_to_its_key(engine: Engine) {
-    let app = TestApp::spawn(engine).await;
-    let user = app.farm_with_flocks("manager").await;
+    let (app, user) = TestApp::with_flocks(engine, "manager").await;
     let key = ProofKey::es256();
     let bound = app.connect_bound(&user, BOTH_SCOPES, &key).await;
     assert_eq!(bound.token_type, "DPoP");
@@ -67,8 +66,7 @@ async fn a_code_exchanged_with_a_proof_gives_a_token_bound_to_its_key(engine: En
 }
 
 async fn each_algorithm_binds_and_calls(engine: Engine) {
-    let app = TestApp::spawn(engine).await;
-    let user = app.farm_with_member("viewer").await;
+    let (app, user) = TestApp::with_member(engine, "viewer").await;
     for key in [ProofKey::ed25519(), ProofKey::rs256(), ProofKey::ps256()] {
         let bound = app.connect_bound(&user, "farm:read", &key).await;
         assert_eq!(
@@ -83,8 +81,7 @@ async fn each_algorithm_binds_and_calls(engine: Engine) {
 }
 
 async fn a_token_request_without_a_proof_still_gets_a_bearer_token(engine: Engine) {
-    let app = TestApp::spawn(engine).await;
-    let user = app.farm_with_member("viewer").await;
+    let (app, user) = TestApp::with_member(engine, "viewer").await;
     let (client_id, code, verifier) = app.approved_code(&user, "farm:read").await;
     let response = app.exchange_with(&client_id, &code, &verifier, None).await;
     assert!(response.headers().get("dpop-nonce").is_none());
@@ -100,8 +97,7 @@ async fn a_token_request_without_a_proof_still_gets_a_bearer_token(engine: Engin
 }
 
 async fn a_bad_proof_at_the_token_endpoint_is_refused_and_spends_nothing(engine: Engine) {
-    let app = TestApp::spawn(engine).await;
-    let user = app.farm_with_member("viewer").await;
+    let (app, user) = TestApp::with_member(engine, "viewer").await;
     let (client_id, code, verifier) = app.approved_code(&user, "farm:read").await;
     let key = ProofKey::es256();
     let token = app.token_url();
@@ -210,11 +206,9 @@ async fn the_token_endpoints_htu_is_the_issuers_not_the_host(engine: Engine) {
 }
 
 async fn a_public_clients_refresh_token_is_bound_to_its_key(engine: Engine) {
-    let app = TestApp::spawn(engine).await;
-    let user = app.farm_with_member("viewer").await;
+    let (app, user) = TestApp::with_member(engine, "viewer").await;
     let key = ProofKey::es256();
     let bound = app.connect_bound(&user, "farm:read", &key).await;
-    let token = app.token_url();
     let rows = || {
         app.db_count(
             "select count(*) from refresh_tokens where used_at is null and dpop_jkt is not null",
@@ -225,11 +219,7 @@ async fn a_public_clients_refresh_token_is_bound_to_its_key(engine: Engine) {
     // Another key, or none: invalid_grant, and nothing is spent.
     let other = ProofKey::es256();
     let response = app
-        .refresh_with(
-            &bound.client_id,
-            &bound.refresh_token,
-            Some(&other.proof("POST", &token, None)),
-        )
+        .refresh_with(&bound.client_id, &bound.refresh_token, Some(&other))
         .await;
     assert_oauth_error(response, 400, "invalid_grant").await;
     let response = app
@@ -249,11 +239,7 @@ async fn a_public_clients_refresh_token_is_bound_to_its_key(engine: Engine) {
 
     // Its own key: a new bound pair, the successor bound as well.
     let response = app
-        .refresh_with(
-            &bound.client_id,
-            &bound.refresh_token,
-            Some(&key.proof("POST", &token, None)),
-        )
+        .refresh_with(&bound.client_id, &bound.refresh_token, Some(&key))
         .await;
     let next = bound_from(response, &bound.client_id).await;
     assert_eq!(next.token_type, "DPoP");
@@ -263,30 +249,18 @@ async fn a_public_clients_refresh_token_is_bound_to_its_key(engine: Engine) {
         .await;
     assert_oauth_error(response, 400, "invalid_grant").await;
     let response = app
-        .refresh_with(
-            &bound.client_id,
-            &next.refresh_token,
-            Some(&other.proof("POST", &token, None)),
-        )
+        .refresh_with(&bound.client_id, &next.refresh_token, Some(&other))
         .await;
     assert_oauth_error(response, 400, "invalid_grant").await;
     assert_eq!(rows().await, 1);
     // The rotated-away token presented again within the reuse window with
     // its key gets the same successor, never with another key.
     let response = app
-        .refresh_with(
-            &bound.client_id,
-            &bound.refresh_token,
-            Some(&other.proof("POST", &token, None)),
-        )
+        .refresh_with(&bound.client_id, &bound.refresh_token, Some(&other))
         .await;
     assert_oauth_error(response, 400, "invalid_grant").await;
     let response = app
-        .refresh_with(
-            &bound.client_id,
-            &bound.refresh_token,
-            Some(&key.proof("POST", &token, None)),
-        )
+        .refresh_with(&bound.client_id, &bound.refresh_token, Some(&key))
         .await;
     assert_eq!(
         bound_from(response, &bound.client_id).await.refresh_token,
@@ -295,8 +269,7 @@ async fn a_public_clients_refresh_token_is_bound_to_its_key(engine: Engine) {
 }
 
 async fn a_confidential_clients_refresh_token_is_not_bound(engine: Engine) {
-    let app = TestApp::spawn(engine).await;
-    let user = app.farm_with_member("viewer").await;
+    let (app, user) = TestApp::with_member(engine, "viewer").await;
     let response = app
         .register(&json!({
             "client_name": "Server App",
@@ -334,8 +307,7 @@ async fn a_confidential_clients_refresh_token_is_not_bound(engine: Engine) {
 }
 
 async fn each_wrong_proof_at_mcp_is_invalid_dpop_proof(engine: Engine) {
-    let app = TestApp::spawn(engine).await;
-    let user = app.farm_with_member("viewer").await;
+    let (app, user) = TestApp::with_member(engine, "viewer").await;
     let key = ProofKey::es256();
     let bound = app.connect_bound(&user, "farm:read", &key).await;
     let at = bound.access_token.as_str();
@@ -479,8 +451,7 @@ async fn a_replayed_proof_is_refused_on_every_replica(engine: Engine) {
 }
 
 async fn a_bound_token_sent_as_bearer_is_refused(engine: Engine) {
-    let app = TestApp::spawn(engine).await;
-    let user = app.farm_with_member("viewer").await;
+    let (app, user) = TestApp::with_member(engine, "viewer").await;
     let key = ProofKey::es256();
     let bound = app.connect_bound(&user, "farm:read", &key).await;
     let metadata = app.metadata_url();
@@ -504,8 +475,7 @@ async fn a_bound_token_sent_as_bearer_is_refused(engine: Engine) {
 }
 
 async fn a_bearer_token_sent_with_the_dpop_scheme_is_refused(engine: Engine) {
-    let app = TestApp::spawn(engine).await;
-    let user = app.farm_with_member("viewer").await;
+    let (app, user) = TestApp::with_member(engine, "viewer").await;
     let tokens = app.connect(&user, "farm:read").await;
     let key = ProofKey::es256();
     let response = app.list_with_key(&tokens.access_token, &key).await;
@@ -526,8 +496,7 @@ async fn a_bearer_token_sent_with_the_dpop_scheme_is_refused(engine: Engine) {
 }
 
 async fn a_bound_token_short_of_scope_gets_the_dpop_challenge(engine: Engine) {
-    let app = TestApp::spawn(engine).await;
-    let user = app.farm_with_flocks("manager").await;
+    let (app, user) = TestApp::with_flocks(engine, "manager").await;
     let key = ProofKey::es256();
     let bound = app.connect_bound(&user, "farm:read", &key).await;
     let (status, _) = app
@@ -655,8 +624,7 @@ async fn both_metadata_documents_advertise_dpop(engine: Engine) {
 }
 
 async fn seen_proofs_are_forgotten_once_too_old(engine: Engine) {
-    let app = TestApp::spawn(engine).await;
-    let user = app.farm_with_member("viewer").await;
+    let (app, user) = TestApp::with_member(engine, "viewer").await;
     let key = ProofKey::es256();
     let bound = app.connect_bound(&user, "farm:read", &key).await;
     assert_eq!(
@@ -709,8 +677,7 @@ async fn a_browser_client_may_send_a_proof_and_read_the_nonce(engine: Engine) {
 }
 
 async fn an_automations_token_is_bound_for_a_proof(engine: Engine) {
-    let app = TestApp::spawn(engine).await;
-    let owner = app.farm_with_flocks("owner").await;
+    let (app, owner) = TestApp::with_flocks(engine, "owner").await;
     let (client_id, secret) =
         crate::automations::add_automation(&app, &owner.farm, "Scale", "viewer", "farm:read", None)
             .await;
@@ -745,8 +712,7 @@ async fn an_automations_token_is_bound_for_a_proof(engine: Engine) {
 }
 
 async fn introspection_describes_a_bound_token_with_its_key(engine: Engine) {
-    let app = TestApp::spawn(engine).await;
-    let user = app.farm_with_member("viewer").await;
+    let (app, user) = TestApp::with_member(engine, "viewer").await;
     let (gateway, secret) = app.introspector().await;
     let gateway = Some((gateway.as_str(), secret.as_str()));
     let key = ProofKey::es256();
