@@ -7,10 +7,12 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 
-use crate::helpers::dpop::{self, ALGS, ProofKey, assert_dpop_refusal, bound_from, challenges};
+use crate::helpers::dpop::{
+    self, ALGS, Bound, ProofKey, assert_dpop_refusal, bound_from, challenges,
+};
 use crate::helpers::mcp::{self, BOTH_SCOPES, challenge};
 use crate::helpers::oauth::{self, assert_oauth_error, claims};
-use crate::helpers::{Engine, TestApp};
+use crate::helpers::{Engine, TestApp, TestUser};
 use crate::on_both_engines;
 
 on_both_engines!(
@@ -34,10 +36,26 @@ on_both_engines!(
     introspection_describes_a_bound_token_with_its_key,
 );
 
-async fn a_code_exchanged_with_a_proof_gives_a_token_bound_to_its_key(engine: Engine) {
+/// A fresh app where a viewer connected with a fresh ES256 key for
+/// `farm:read`: (app, viewer, key, the bound tokens).
+async fn bound_viewer(engine: Engine) -> (TestApp, TestUser, ProofKey, Bound) {
+    let (app, user) = TestApp::with_member(engine, "viewer").await;
+    let key = ProofKey::es256();
+    let bound = app.connect_bound(&user, "farm:read", &key).await;
+    (app, user, key, bound)
+}
+
+/// A fresh app where a manager of a farm with flocks connected with a
+/// fresh ES256 key for `scopes`: (app, manager, key, the bound tokens).
+async fn bound_manager(engine: Engine, scopes: &str) -> (TestApp, TestUser, ProofKey, Bound) {
     let (app, user) = TestApp::with_flocks(engine, "manager").await;
     let key = ProofKey::es256();
-    let bound = app.connect_bound(&user, BOTH_SCOPES, &key).await;
+    let bound = app.connect_bound(&user, scopes, &key).await;
+    (app, user, key, bound)
+}
+
+async fn a_code_exchanged_with_a_proof_gives_a_token_bound_to_its_key(engine: Engine) {
+    let (app, _, key, bound) = bound_manager(engine, BOTH_SCOPES).await;
     assert_eq!(bound.token_type, "DPoP");
     assert_eq!(
         claims(&bound.access_token)["cnf"],
@@ -206,9 +224,7 @@ async fn the_token_endpoints_htu_is_the_issuers_not_the_host(engine: Engine) {
 }
 
 async fn a_public_clients_refresh_token_is_bound_to_its_key(engine: Engine) {
-    let (app, user) = TestApp::with_member(engine, "viewer").await;
-    let key = ProofKey::es256();
-    let bound = app.connect_bound(&user, "farm:read", &key).await;
+    let (app, _, key, bound) = bound_viewer(engine).await;
     let rows = || {
         app.db_count(
             "select count(*) from refresh_tokens where used_at is null and dpop_jkt is not null",
@@ -307,9 +323,7 @@ async fn a_confidential_clients_refresh_token_is_not_bound(engine: Engine) {
 }
 
 async fn each_wrong_proof_at_mcp_is_invalid_dpop_proof(engine: Engine) {
-    let (app, user) = TestApp::with_member(engine, "viewer").await;
-    let key = ProofKey::es256();
-    let bound = app.connect_bound(&user, "farm:read", &key).await;
+    let (app, _, key, bound) = bound_viewer(engine).await;
     let at = bound.access_token.as_str();
     let mcp = app.mcp_url();
     let now = || time::OffsetDateTime::now_utc().unix_timestamp();
@@ -451,9 +465,7 @@ async fn a_replayed_proof_is_refused_on_every_replica(engine: Engine) {
 }
 
 async fn a_bound_token_sent_as_bearer_is_refused(engine: Engine) {
-    let (app, user) = TestApp::with_member(engine, "viewer").await;
-    let key = ProofKey::es256();
-    let bound = app.connect_bound(&user, "farm:read", &key).await;
+    let (app, _, key, bound) = bound_viewer(engine).await;
     let metadata = app.metadata_url();
     // Without a proof, and even with a good one: the scheme says bearer.
     let proof = key.proof("POST", &app.mcp_url(), Some(&bound.access_token));
@@ -496,9 +508,7 @@ async fn a_bearer_token_sent_with_the_dpop_scheme_is_refused(engine: Engine) {
 }
 
 async fn a_bound_token_short_of_scope_gets_the_dpop_challenge(engine: Engine) {
-    let (app, user) = TestApp::with_flocks(engine, "manager").await;
-    let key = ProofKey::es256();
-    let bound = app.connect_bound(&user, "farm:read", &key).await;
+    let (app, _, key, bound) = bound_manager(engine, "farm:read").await;
     let (status, _) = app
         .call_with_key(&bound.access_token, &key, "record_daily_entry", json!({}))
         .await;
@@ -624,9 +634,7 @@ async fn both_metadata_documents_advertise_dpop(engine: Engine) {
 }
 
 async fn seen_proofs_are_forgotten_once_too_old(engine: Engine) {
-    let (app, user) = TestApp::with_member(engine, "viewer").await;
-    let key = ProofKey::es256();
-    let bound = app.connect_bound(&user, "farm:read", &key).await;
+    let (app, _, key, bound) = bound_viewer(engine).await;
     assert_eq!(
         app.list_with_key(&bound.access_token, &key).await.status(),
         200

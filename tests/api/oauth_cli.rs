@@ -3,7 +3,7 @@
 use serde_json::Value;
 
 use crate::helpers::oauth::{self, Pkce, REDIRECT_URI, TokenRequest};
-use crate::helpers::{Engine, TestApp};
+use crate::helpers::{Engine, Printed, TestApp, TestUser};
 use crate::on_both_engines;
 
 on_both_engines!(
@@ -14,18 +14,27 @@ on_both_engines!(
     a_withdrawn_key_is_unpublished_and_its_tokens_refused,
 );
 
-async fn a_pre_registered_public_client_connects(engine: Engine) {
+/// A fresh app with a manager, and a client the operator added with `coop
+/// admin client add <args>`: (app, manager, what the command printed).
+async fn with_client(engine: Engine, args: &[&str]) -> (TestApp, TestUser, Printed) {
     let (app, user) = TestApp::with_member(engine, "manager").await;
-    let added = app
-        .add_client(&[
+    let added = app.add_client(args).await;
+    (app, user, added)
+}
+
+async fn a_pre_registered_public_client_connects(engine: Engine) {
+    let (app, user, added) = with_client(
+        engine,
+        &[
             "--name",
             "Farm Office",
             "--redirect-uri",
             "https://office.example/cb",
             "--redirect-uri",
             REDIRECT_URI,
-        ])
-        .await;
+        ],
+    )
+    .await;
     let client_id = added.field("client_id");
     assert!(added.get("client_secret").is_none());
     let tokens = app.connect_client(&user, &client_id, "farm:read").await;
@@ -46,16 +55,17 @@ async fn a_pre_registered_public_client_connects(engine: Engine) {
 }
 
 async fn a_pre_registered_confidential_client_gets_a_secret_once(engine: Engine) {
-    let (app, user) = TestApp::with_member(engine, "manager").await;
-    let added = app
-        .add_client(&[
+    let (app, user, added) = with_client(
+        engine,
+        &[
             "--name",
             "Reports",
             "--redirect-uri",
             REDIRECT_URI,
             "--confidential",
-        ])
-        .await;
+        ],
+    )
+    .await;
     assert!(added.err.contains("shown this once"));
     let client_id = added.field("client_id");
     let secret = added.field("client_secret");
