@@ -14,8 +14,7 @@ on_both_engines!(
 const PAGES: [&str; 4] = ["/admin", "/admin/members", "/admin/farm", "/admin/audit"];
 
 async fn only_owners_see_and_use_farm_administration(engine: Engine) {
-    let app = TestApp::spawn(engine).await;
-    let farm = app.farm("Hillside Farm").await;
+    let (app, farm) = TestApp::with_farm(engine, "Hillside Farm").await;
     for role in ["manager", "viewer"] {
         app.add_user(
             &farm.slug,
@@ -149,8 +148,7 @@ async fn refused_everywhere(
 /// Each action is checked on its own: the list of those that got through
 /// names every missing check at once.
 async fn every_admin_action_needs_the_owner_and_the_csrf_token(engine: Engine) {
-    let app = TestApp::spawn(engine).await;
-    let farm = app.farm("Hillside Farm").await;
+    let (app, farm) = TestApp::with_farm(engine, "Hillside Farm").await;
     app.add_flocks(&farm, &["Hens A"]).await;
     let mut tokens = app.connect(&farm.worker, "farm:read").await;
     let actions = every_action(&app, &farm).await;

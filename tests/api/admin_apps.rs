@@ -13,8 +13,7 @@ on_both_engines!(
 );
 
 async fn the_owner_sees_every_grant_of_the_farm_and_disconnects_one(engine: Engine) {
-    let app = TestApp::spawn(engine).await;
-    let farm = app.farm("Hillside Farm").await;
+    let (app, farm) = TestApp::with_farm(engine, "Hillside Farm").await;
     let other = app.farm("Valley Farm").await;
     let worker_tokens = app
         .connect(&farm.worker, "farm:read daily-entries:write")
@@ -60,8 +59,7 @@ async fn the_owner_sees_every_grant_of_the_farm_and_disconnects_one(engine: Engi
 }
 
 async fn disconnect_refusals_for_the_owner(engine: Engine) {
-    let app = TestApp::spawn(engine).await;
-    let farm = app.farm("Hillside Farm").await;
+    let (app, farm) = TestApp::with_farm(engine, "Hillside Farm").await;
     let other = app.farm("Valley Farm").await;
     let mut foreign = app.connect(&other.worker, "farm:read").await;
     let mut own = app.connect(&farm.worker, "farm:read").await;
@@ -98,8 +96,7 @@ async fn disconnect_refusals_for_the_owner(engine: Engine) {
 }
 
 async fn the_connected_apps_switch_stops_and_restores_every_grant(engine: Engine) {
-    let app = TestApp::spawn(engine).await;
-    let farm = app.farm("Hillside Farm").await;
+    let (app, farm) = TestApp::with_farm(engine, "Hillside Farm").await;
     let other = app.farm("Valley Farm").await;
     let mut worker_tokens = app.connect(&farm.worker, "farm:read").await;
     let mut other_tokens = app.connect(&other.worker, "farm:read").await;
@@ -149,8 +146,7 @@ async fn the_connected_apps_switch_stops_and_restores_every_grant(engine: Engine
 }
 
 async fn the_switch_needs_its_csrf_token_and_a_state(engine: Engine) {
-    let app = TestApp::spawn(engine).await;
-    let farm = app.farm("Hillside Farm").await;
+    let (app, farm) = TestApp::with_farm(engine, "Hillside Farm").await;
     let mut tokens = app.connect(&farm.worker, "farm:read").await;
     let owner = app.signed_in(&farm.owner).await;
     let response = owner

@@ -24,8 +24,7 @@ fn whats(html: &str) -> Vec<String> {
 }
 
 async fn the_log_is_newest_first_and_filters_by_member_app_and_kind(engine: Engine) {
-    let app = TestApp::spawn(engine).await;
-    let farm = app.farm("Hillside Farm").await;
+    let (app, farm) = TestApp::with_farm(engine, "Hillside Farm").await;
     let other = app.farm("Valley Farm").await;
     assert_eq!(
         app.sign_in(&farm.worker.email, "wrong password here")
@@ -98,8 +97,7 @@ async fn the_log_is_newest_first_and_filters_by_member_app_and_kind(engine: Engi
 }
 
 async fn a_tool_write_shows_its_app_and_grant(engine: Engine) {
-    let app = TestApp::spawn(engine).await;
-    let farm = app.farm("Hillside Farm").await;
+    let (app, farm) = TestApp::with_farm(engine, "Hillside Farm").await;
     app.add_flocks(&farm, &["Hens A"]).await;
     let tokens = app
         .connect(&farm.worker, "farm:read daily-entries:write")
@@ -131,8 +129,7 @@ async fn a_tool_write_shows_its_app_and_grant(engine: Engine) {
 }
 
 async fn the_log_is_paged(engine: Engine) {
-    let app = TestApp::spawn(engine).await;
-    let farm = app.farm("Hillside Farm").await;
+    let (app, farm) = TestApp::with_farm(engine, "Hillside Farm").await;
     let owner = app.signed_in(&farm.owner).await;
     let token = owner.csrf("/admin").await;
     for i in 0..55 {

@@ -14,8 +14,7 @@ fn id_after(html: &str, after: &str, kind: &str) -> String {
 }
 
 async fn the_owner_adds_renames_and_depletes(engine: Engine) {
-    let app = TestApp::spawn(engine).await;
-    let farm = app.farm("Hillside Farm").await;
+    let (app, farm) = TestApp::with_farm(engine, "Hillside Farm").await;
     let owner = app.signed_in(&farm.owner).await;
     let (_, html) = owner.page("/admin/farm").await;
     assert!(html.contains("No houses yet"));
@@ -89,8 +88,7 @@ async fn the_owner_adds_renames_and_depletes(engine: Engine) {
 }
 
 async fn farm_record_refusals(engine: Engine) {
-    let app = TestApp::spawn(engine).await;
-    let farm = app.farm("Hillside Farm").await;
+    let (app, farm) = TestApp::with_farm(engine, "Hillside Farm").await;
     let other = app.farm("Valley Farm").await;
     app.cli(&[
         "admin", "house", "add", "--farm", &farm.slug, "--name", "North",

@@ -101,7 +101,7 @@ async fn requiring_a_password_change_sends_the_member_to_change_it(engine: Engin
     let id = member_id(&owner, &farm.worker.email).await;
     let response = act(&owner, &id, &[("action", "require_password_change")]).await;
     assert_eq!(response.status(), 303);
-    let response = worker.get(app.url("/account/apps")).send().await.unwrap();
+    let response = worker.open("/account/apps").await;
     assert_eq!(response.status(), 303);
     assert_eq!(location(&response), "/account/password");
     let (_, html) = owner.page("/admin/members").await;

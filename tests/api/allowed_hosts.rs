@@ -3,17 +3,12 @@
 //! every other Host out), a refused Host is named in the log, and a bad
 //! value is a one-line refusal at start.
 
-use std::process::Stdio;
-use std::sync::{Arc, Mutex};
-use std::time::Duration;
-
 use serde_json::Value;
-use tokio::io::{AsyncBufReadExt, AsyncReadExt, BufReader};
-use tokio::process::Command;
 
 use crate::helpers::mcp::{Wire, request_body};
 use crate::helpers::{Engine, TestApp, TestDatabase, run_cli};
 use crate::on_both_engines;
+use crate::serve::Server;
 
 on_both_engines!(
     an_allowed_host_reaches_mcp_and_every_other_host_is_refused,
@@ -73,8 +68,7 @@ async fn an_allowed_host_reaches_mcp_and_every_other_host_is_refused(engine: Eng
 }
 
 async fn without_the_setting_a_rewritten_host_is_refused(engine: Engine) {
-    let app = TestApp::spawn(engine).await;
-    let user = app.farm_with_member("viewer").await;
+    let (app, user) = TestApp::with_member(engine, "viewer").await;
     let tokens = app.connect(&user, "farm:read").await;
     let (status, body) = list_as_host(&app, &tokens.access_token, "coop.internal:8080").await;
     assert_host_refused(status, &body, "coop.internal:8080");
@@ -83,50 +77,13 @@ async fn without_the_setting_a_rewritten_host_is_refused(engine: Engine) {
 #[tokio::test]
 async fn a_refused_host_is_named_in_the_log() {
     let db = TestDatabase::create(Engine::Sqlite).await;
-    let mut child = Command::new(env!("CARGO_BIN_EXE_coop"))
-        .args([
-            "serve",
-            "--bind",
-            "127.0.0.1:0",
-            "--allowed-hosts",
-            "coop.internal:8080",
-        ])
-        .env("COOP_DATABASE_URL", db.url_string())
-        .env("RUST_LOG", "info")
-        .env_remove("COOP_LOG_FORMAT")
-        .env_remove("COOP_ISSUER")
-        .env_remove("COOP_ALLOWED_HOSTS")
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .unwrap();
-    let logs = Arc::new(Mutex::new(String::new()));
-    let mut stderr = child.stderr.take().unwrap();
-    tokio::spawn({
-        let logs = logs.clone();
-        async move {
-            let mut buf = [0u8; 8192];
-            while let Ok(n @ 1..) = stderr.read(&mut buf).await {
-                logs.lock()
-                    .unwrap()
-                    .push_str(&String::from_utf8_lossy(&buf[..n]));
-            }
-        }
-    });
-    let mut stdout = BufReader::new(child.stdout.take().unwrap());
-    let issuer = tokio::time::timeout(Duration::from_secs(60), async {
-        loop {
-            let mut line = String::new();
-            assert!(stdout.read_line(&mut line).await.unwrap() > 0, "exited");
-            if let Some(rest) = line.strip_prefix("Coop is serving at ") {
-                break rest.split_whitespace().next().unwrap().to_owned();
-            }
-        }
-    })
-    .await
-    .unwrap();
+    let server = Server::start(
+        &db.url_string(),
+        &["--allowed-hosts", "coop.internal:8080"],
+        &[("RUST_LOG", "info")],
+    )
+    .await;
+    let issuer = &server.issuer;
 
     let response = reqwest::Client::new()
         .post(format!("{issuer}/mcp"))
@@ -137,26 +94,16 @@ async fn a_refused_host_is_named_in_the_log() {
         .await
         .unwrap();
     assert_eq!(response.status(), 403);
-    let line = tokio::time::timeout(Duration::from_secs(10), async {
-        loop {
-            let found = logs
-                .lock()
-                .unwrap()
-                .lines()
-                .find(|l| l.contains("MCP request refused"))
-                .map(str::to_owned);
-            if let Some(line) = found {
-                break line;
-            }
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
-    })
-    .await
-    .expect("no log line for the refused Host");
+    server.wait_for_log(&["MCP request refused"]).await;
+    let logs = server.logs();
+    let line = logs
+        .lines()
+        .find(|l| l.contains("MCP request refused"))
+        .unwrap();
     assert!(line.contains("WARN"), "{line}");
     assert!(line.contains("proxy-rewrote.example:9000"), "{line}");
     assert!(line.contains("--allowed-hosts"), "{line}");
-    let _ = child.kill().await;
+    server.kill().await;
 }
 
 #[tokio::test]

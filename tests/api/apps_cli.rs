@@ -10,8 +10,7 @@ on_both_engines!(
 );
 
 async fn apps_are_listed_with_grant_user_client_scopes_and_last_use(engine: Engine) {
-    let app = TestApp::spawn(engine).await;
-    let farm = app.farm("Hillside Farm").await;
+    let (app, farm) = TestApp::with_farm(engine, "Hillside Farm").await;
     let other = app.farm("Valley Farm").await;
     let tokens = app
         .connect(&farm.worker, "farm:read daily-entries:write")
@@ -64,8 +63,7 @@ async fn apps_are_listed_with_grant_user_client_scopes_and_last_use(engine: Engi
 }
 
 async fn an_operator_disconnects_a_grant(engine: Engine) {
-    let app = TestApp::spawn(engine).await;
-    let farm = app.farm("Hillside Farm").await;
+    let (app, farm) = TestApp::with_farm(engine, "Hillside Farm").await;
     let tokens = app.connect(&farm.worker, "farm:read").await;
     let mut other = app.connect(&farm.owner, "farm:read").await;
     let grant = app.grant_of(&farm.worker.email).await;

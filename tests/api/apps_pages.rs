@@ -13,8 +13,7 @@ on_both_engines!(
 );
 
 async fn connected_apps_lists_each_active_grant_in_plain_words(engine: Engine) {
-    let app = TestApp::spawn(engine).await;
-    let farm = app.farm("Hillside Farm").await;
+    let (app, farm) = TestApp::with_farm(engine, "Hillside Farm").await;
     let tokens = app.connect(&farm.worker, "farm:read").await;
     // Another member's app is not on this person's page.
     app.connect(&farm.owner, "farm:read daily-entries:write")
@@ -47,8 +46,7 @@ async fn connected_apps_lists_each_active_grant_in_plain_words(engine: Engine) {
 }
 
 async fn with_no_app_the_page_explains_connected_apps(engine: Engine) {
-    let app = TestApp::spawn(engine).await;
-    let farm = app.farm("Hillside Farm").await;
+    let (app, farm) = TestApp::with_farm(engine, "Hillside Farm").await;
     let browser = app.signed_in(&farm.worker).await;
     let (status, html) = browser.page("/account/apps").await;
     assert_eq!(status, 200);
@@ -57,8 +55,7 @@ async fn with_no_app_the_page_explains_connected_apps(engine: Engine) {
 }
 
 async fn disconnecting_asks_first_then_ends_the_grant_at_once(engine: Engine) {
-    let app = TestApp::spawn(engine).await;
-    let farm = app.farm("Hillside Farm").await;
+    let (app, farm) = TestApp::with_farm(engine, "Hillside Farm").await;
     let mut tokens = app.connect(&farm.worker, "farm:read").await;
     let grant = app.grant_of(&farm.worker.email).await;
     let browser = app.signed_in(&farm.worker).await;
@@ -102,8 +99,7 @@ async fn disconnecting_asks_first_then_ends_the_grant_at_once(engine: Engine) {
 }
 
 async fn disconnect_refusals_leave_the_grant_working(engine: Engine) {
-    let app = TestApp::spawn(engine).await;
-    let farm = app.farm("Hillside Farm").await;
+    let (app, farm) = TestApp::with_farm(engine, "Hillside Farm").await;
     let other = app.farm("Valley Farm").await;
     let mut tokens = app.connect(&farm.worker, "farm:read").await;
     let grant = app.grant_of(&farm.worker.email).await;
@@ -144,8 +140,7 @@ async fn disconnect_refusals_leave_the_grant_working(engine: Engine) {
 }
 
 async fn the_start_page_shows_farm_role_and_apps_count(engine: Engine) {
-    let app = TestApp::spawn(engine).await;
-    let farm = app.farm("Hillside Farm").await;
+    let (app, farm) = TestApp::with_farm(engine, "Hillside Farm").await;
     app.connect(&farm.worker, "farm:read").await;
     app.connect(&farm.worker, "farm:read").await;
     let browser = app.signed_in(&farm.worker).await;

@@ -59,8 +59,7 @@ async fn audit_rows(app: &TestApp) -> i64 {
 }
 
 async fn a_tool_write_without_its_audit_row_writes_nothing(engine: Engine) {
-    let app = TestApp::spawn(engine).await;
-    let farm = app.farm("Hillside Farm").await;
+    let (app, farm) = TestApp::with_farm(engine, "Hillside Farm").await;
     app.add_flocks(&farm, &["Layers"]).await;
     let tokens = app
         .connect(&farm.owner, "farm:read daily-entries:write")
@@ -92,8 +91,7 @@ async fn a_tool_write_without_its_audit_row_writes_nothing(engine: Engine) {
 }
 
 async fn a_consent_without_its_audit_row_grants_nothing(engine: Engine) {
-    let app = TestApp::spawn(engine).await;
-    let farm = app.farm("Hillside Farm").await;
+    let (app, farm) = TestApp::with_farm(engine, "Hillside Farm").await;
     let client_id = app.register_public_client().await;
     let browser = app.signed_in(&farm.worker).await;
     let pkce = Pkce::new();
@@ -101,9 +99,7 @@ async fn a_consent_without_its_audit_row_grants_nothing(engine: Engine) {
     let html = browser.open_consent(&path).await;
 
     refuse_audit_rows(&app).await;
-    let response = browser
-        .answer_consent(&html, "approve", &["farm:read"])
-        .await;
+    let response = browser.accept(&html, &["farm:read"]).await;
     assert_eq!(response.status(), 500);
     assert_eq!(app.db_count("select count(*) from grants").await, 0);
     assert_eq!(
@@ -114,16 +110,13 @@ async fn a_consent_without_its_audit_row_grants_nothing(engine: Engine) {
 
     allow_audit_rows(&app).await;
     let html = browser.open_consent(&path).await;
-    let response = browser
-        .answer_consent(&html, "approve", &["farm:read"])
-        .await;
+    let response = browser.accept(&html, &["farm:read"]).await;
     assert_eq!(response.status(), 303);
     assert_eq!(app.db_count("select count(*) from grants").await, 1);
 }
 
 async fn a_disconnect_without_its_audit_row_leaves_the_app_connected(engine: Engine) {
-    let app = TestApp::spawn(engine).await;
-    let farm = app.farm("Hillside Farm").await;
+    let (app, farm) = TestApp::with_farm(engine, "Hillside Farm").await;
     let mut tokens = app.connect(&farm.worker, "farm:read").await;
     let grant = app.grant_of(&farm.worker.email).await;
     let browser = app.signed_in(&farm.worker).await;
@@ -142,8 +135,7 @@ async fn a_disconnect_without_its_audit_row_leaves_the_app_connected(engine: Eng
 }
 
 async fn an_admin_switch_without_its_audit_row_changes_nothing(engine: Engine) {
-    let app = TestApp::spawn(engine).await;
-    let farm = app.farm("Hillside Farm").await;
+    let (app, farm) = TestApp::with_farm(engine, "Hillside Farm").await;
     let mut tokens = app.connect(&farm.worker, "farm:read").await;
     let owner = app.signed_in(&farm.owner).await;
     let token = owner.csrf("/admin").await;
@@ -165,8 +157,7 @@ async fn an_admin_switch_without_its_audit_row_changes_nothing(engine: Engine) {
 }
 
 async fn a_member_change_without_its_audit_row_changes_nothing(engine: Engine) {
-    let app = TestApp::spawn(engine).await;
-    let farm = app.farm("Hillside Farm").await;
+    let (app, farm) = TestApp::with_farm(engine, "Hillside Farm").await;
     let mut tokens = app.connect(&farm.worker, "farm:read").await;
     let owner = app.signed_in(&farm.owner).await;
     let worker_id: String = {
@@ -197,8 +188,7 @@ async fn a_member_change_without_its_audit_row_changes_nothing(engine: Engine) {
 }
 
 async fn a_revocation_without_its_audit_row_revokes_nothing(engine: Engine) {
-    let app = TestApp::spawn(engine).await;
-    let farm = app.farm("Hillside Farm").await;
+    let (app, farm) = TestApp::with_farm(engine, "Hillside Farm").await;
     let mut tokens = app.connect(&farm.worker, "farm:read").await;
 
     refuse_audit_rows(&app).await;

@@ -6,7 +6,7 @@ use serde_json::{Value, json};
 
 use crate::helpers::mcp::Wire;
 use crate::helpers::oauth::{TokenRequest, assert_oauth_error, claims};
-use crate::helpers::{Browser, Engine, Printed, TestApp, TestUser};
+use crate::helpers::{Browser, Engine, Printed, TestApp, TestUser, assert_page};
 use crate::on_both_engines;
 
 on_both_engines!(
@@ -22,15 +22,16 @@ on_both_engines!(
     an_automation_with_a_key_set_authenticates_with_assertions_only,
 );
 
-/// A new automation made with the CLI; returns (client_id, secret).
-pub async fn add_automation(
-    app: &TestApp,
-    farm: &str,
-    name: &str,
-    role: &str,
-    scope: &str,
-    flocks: Option<&str>,
-) -> (String, String) {
+/// `coop admin automation add` of `name` on `farm` with `role` and
+/// `scope`, authenticating with `credential` (`--secret`, or `--jwks-file
+/// PATH`).
+fn automation_add<'a>(
+    farm: &'a str,
+    name: &'a str,
+    role: &'a str,
+    scope: &'a str,
+    credential: &[&'a str],
+) -> Vec<&'a str> {
     let mut args = vec![
         "admin",
         "automation",
@@ -43,8 +44,21 @@ pub async fn add_automation(
         role,
         "--scope",
         scope,
-        "--secret",
     ];
+    args.extend_from_slice(credential);
+    args
+}
+
+/// A new automation made with the CLI; returns (client_id, secret).
+pub async fn add_automation(
+    app: &TestApp,
+    farm: &str,
+    name: &str,
+    role: &str,
+    scope: &str,
+    flocks: Option<&str>,
+) -> (String, String) {
+    let mut args = automation_add(farm, name, role, scope, &["--secret"]);
     if let Some(flocks) = flocks {
         args.extend(["--flocks", flocks]);
     }
@@ -52,6 +66,20 @@ pub async fn add_automation(
     assert_eq!(code, 0, "automation add failed: {err}");
     let added = Printed { out, err };
     (added.field("client_id"), added.field("client_secret"))
+}
+
+/// A fresh app with a farm with flocks, its owner, and an automation
+/// `name` of that farm (see [`add_automation`]): (app, owner, client_id,
+/// secret).
+async fn with_automation(
+    engine: Engine,
+    name: &str,
+    role: &str,
+    scope: &str,
+) -> (TestApp, TestUser, String, String) {
+    let (app, owner) = TestApp::with_flocks(engine, "owner").await;
+    let (client_id, secret) = add_automation(&app, &owner.farm, name, role, scope, None).await;
+    (app, owner, client_id, secret)
 }
 
 /// A client credentials request with the secret in the Basic header.
@@ -80,8 +108,7 @@ fn entry(flock: &str) -> Value {
 }
 
 async fn an_automation_gets_a_short_token_and_acts_with_its_role_and_flocks(engine: Engine) {
-    let app = TestApp::spawn(engine).await;
-    let owner = app.farm_with_flocks("owner").await;
+    let (app, owner) = TestApp::with_flocks(engine, "owner").await;
     let (client_id, secret) = add_automation(
         &app,
         &owner.farm,
@@ -160,17 +187,8 @@ async fn an_automation_gets_a_short_token_and_acts_with_its_role_and_flocks(engi
 }
 
 async fn a_disabled_automation_is_refused_on_its_next_call(engine: Engine) {
-    let app = TestApp::spawn(engine).await;
-    let owner = app.farm_with_flocks("owner").await;
-    let (client_id, secret) = add_automation(
-        &app,
-        &owner.farm,
-        "Feed system",
-        "manager",
-        "farm:read",
-        None,
-    )
-    .await;
+    let (app, _, client_id, secret) =
+        with_automation(engine, "Feed system", "manager", "farm:read").await;
     let token = automation_token(&app, &client_id, &secret).await;
     app.tool_ok(&token, "stock_levels", json!({})).await;
 
@@ -195,10 +213,8 @@ async fn a_disabled_automation_is_refused_on_its_next_call(engine: Engine) {
 }
 
 async fn a_scope_outside_its_allowance_is_invalid_scope(engine: Engine) {
-    let app = TestApp::spawn(engine).await;
-    let owner = app.farm_with_flocks("owner").await;
-    let (client_id, secret) =
-        add_automation(&app, &owner.farm, "Reader", "viewer", "farm:read", None).await;
+    let (app, _, client_id, secret) =
+        with_automation(engine, "Reader", "viewer", "farm:read").await;
     // Nothing it may hold, or a scope Coop does not know (even beside one
     // it may hold). Asking for more than it may hold is narrowed instead:
     // `what_an_mcp_client_asks_for_is_narrowed_to_its_allowance`.
@@ -234,8 +250,7 @@ async fn a_scope_outside_its_allowance_is_invalid_scope(engine: Engine) {
 async fn what_an_mcp_client_asks_for_is_narrowed_to_its_allowance(engine: Engine) {
     use coop::domain::{Role, ScopeSet};
     use coop::mcp::catalog;
-    let app = TestApp::spawn(engine).await;
-    let owner = app.farm_with_flocks("owner").await;
+    let (app, owner) = TestApp::with_flocks(engine, "owner").await;
     let anonymous = reqwest::Client::new()
         .post(app.url("/mcp"))
         .header("content-type", "application/json")
@@ -285,17 +300,8 @@ async fn what_an_mcp_client_asks_for_is_narrowed_to_its_allowance(engine: Engine
 }
 
 async fn a_wrong_or_empty_resource_is_invalid_target(engine: Engine) {
-    let app = TestApp::spawn(engine).await;
-    let owner = app.farm_with_flocks("owner").await;
-    let (client_id, secret) = add_automation(
-        &app,
-        &owner.farm,
-        "Scale",
-        "worker",
-        "daily-entries:write",
-        None,
-    )
-    .await;
+    let (app, _, client_id, secret) =
+        with_automation(engine, "Scale", "worker", "daily-entries:write").await;
     let mcp = format!("{}/mcp", app.issuer);
     for resource in [
         vec!["https://other.example/mcp"],
@@ -314,17 +320,8 @@ async fn a_wrong_or_empty_resource_is_invalid_target(engine: Engine) {
 }
 
 async fn a_wrong_or_missing_secret_is_invalid_client(engine: Engine) {
-    let app = TestApp::spawn(engine).await;
-    let owner = app.farm_with_flocks("owner").await;
-    let (client_id, secret) = add_automation(
-        &app,
-        &owner.farm,
-        "Scale",
-        "worker",
-        "daily-entries:write",
-        None,
-    )
-    .await;
+    let (app, _, client_id, secret) =
+        with_automation(engine, "Scale", "worker", "daily-entries:write").await;
     let response = request_token(&app, &client_id, "wrong", &[]).await;
     assert_eq!(
         response.headers()["www-authenticate"],
@@ -365,75 +362,39 @@ async fn a_wrong_or_missing_secret_is_invalid_client(engine: Engine) {
 }
 
 async fn an_automation_is_never_an_owner(engine: Engine) {
-    let app = TestApp::spawn(engine).await;
-    let owner = app.farm_with_flocks("owner").await;
+    let (app, owner) = TestApp::with_flocks(engine, "owner").await;
     let (code, _, err) = app
-        .cli(&[
-            "admin",
-            "automation",
-            "add",
-            "--farm",
+        .cli(&automation_add(
             &owner.farm,
-            "--name",
             "Boss",
-            "--role",
             "owner",
-            "--scope",
             "farm:read",
-            "--secret",
-        ])
+            &["--secret"],
+        ))
         .await;
     assert_eq!(code, 1);
     assert!(err.contains("cannot be an owner"), "{err}");
     // Through the owner's page: the same refusal.
     let browser = app.signed_in(&owner).await;
-    let response = post_add(
-        &app,
-        &browser,
-        &[
-            ("name", "Boss"),
-            ("role", "owner"),
-            ("flocks", "all"),
-            ("scope", "farm:read"),
-            ("credential", "secret"),
-        ],
-    )
-    .await;
-    assert_eq!(response.status(), 400);
-    assert!(
-        response
-            .text()
-            .await
-            .unwrap()
-            .contains("cannot be an owner")
-    );
+    let response = post_add(&browser, "Boss", "owner", &["farm:read"]).await;
+    assert_page(response, 400, "cannot be an owner").await;
     // Nor a name that reorders or hides text.
-    let (code, _, err) = app
-        .cli(&[
-            "admin",
-            "automation",
-            "add",
-            "--farm",
-            &owner.farm,
-            "--name",
-            "Scale\u{202E}",
-            "--role",
-            "worker",
-            "--scope",
-            "farm:read",
-            "--secret",
-        ])
-        .await;
+    let reordering = automation_add(
+        &owner.farm,
+        "Scale\u{202E}",
+        "worker",
+        "farm:read",
+        &["--secret"],
+    );
+    let (code, _, err) = app.cli(&reordering).await;
     assert_eq!(code, 1);
     assert!(err.contains("reordering"), "{err}");
     assert_eq!(app.db_count("select count(*) from automations").await, 0);
 }
 
 async fn a_suspended_farm_or_apps_off_stops_an_automation(engine: Engine) {
-    let app = TestApp::spawn(engine).await;
-    let owner = app.farm_with_flocks("owner").await;
-    let (client_id, secret) =
-        add_automation(&app, &owner.farm, "Scale", "manager", "farm:read", None).await;
+    let (app, owner, client_id, secret) =
+        with_automation(engine, "Scale", "manager", "farm:read").await;
     for (stop, start) in [
         (
             vec!["farm", "suspend", owner.farm.as_str()],
@@ -454,20 +415,30 @@ async fn a_suspended_farm_or_apps_off_stops_an_automation(engine: Engine) {
     }
 }
 
-async fn post_add(app: &TestApp, browser: &Browser, fields: &[(&str, &str)]) -> reqwest::Response {
-    let page = browser
-        .get(app.url("/admin/automations"))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
-    let csrf = crate::helpers::form_value(&page, "csrf").unwrap();
+/// Posts the add form of `/admin/automations` (and the page's CSRF
+/// token): an automation `name` with `role`, all flocks, `scopes` ticked
+/// and a secret.
+async fn post_add(browser: &Browser, name: &str, role: &str, scopes: &[&str]) -> reqwest::Response {
+    let mut fields = vec![("name", name), ("role", role), ("flocks", "all")];
+    fields.extend(scopes.iter().map(|scope| ("scope", *scope)));
+    fields.push(("credential", "secret"));
+    let page = browser.text("/admin/automations").await;
+    post_with_csrf(browser, &page, "/admin/automations", &fields).await
+}
+
+/// POSTs `fields` to `path` with the CSRF token of `page`, from a plain
+/// client (no `Origin`).
+async fn post_with_csrf(
+    browser: &Browser,
+    page: &str,
+    path: &str,
+    fields: &[(&str, &str)],
+) -> reqwest::Response {
+    let csrf = crate::helpers::form_value(page, "csrf").unwrap();
     let mut form = vec![("csrf", csrf.as_str())];
     form.extend_from_slice(fields);
     browser
-        .post(app.url("/admin/automations"))
+        .post(browser.url(path))
         .form(&form)
         .send()
         .await
@@ -475,22 +446,10 @@ async fn post_add(app: &TestApp, browser: &Browser, fields: &[(&str, &str)]) -> 
 }
 
 async fn the_owner_manages_automations_on_the_admin_pages(engine: Engine) {
-    let app = TestApp::spawn(engine).await;
-    let owner = app.farm_with_flocks("owner").await;
+    let (app, owner) = TestApp::with_flocks(engine, "owner").await;
     let browser = app.signed_in(&owner).await;
-    let response = post_add(
-        &app,
-        &browser,
-        &[
-            ("name", "Barn scale"),
-            ("role", "worker"),
-            ("flocks", "all"),
-            ("scope", "daily-entries:write"),
-            ("scope", "farm:read"),
-            ("credential", "secret"),
-        ],
-    )
-    .await;
+    let scopes = ["daily-entries:write", "farm:read"];
+    let response = post_add(&browser, "Barn scale", "worker", &scopes).await;
     assert_eq!(response.status(), 200);
     assert_eq!(response.headers()["cache-control"], "no-store");
     let page = response.text().await.unwrap();
@@ -508,14 +467,7 @@ async fn the_owner_manages_automations_on_the_admin_pages(engine: Engine) {
     let secret = text("created-secret");
     assert!(client_id.starts_with("automation-"));
     // The secret is on that page only.
-    let again = browser
-        .get(app.url("/admin/automations"))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let again = browser.text("/admin/automations").await;
     assert!(again.contains("Barn scale") && again.contains(&client_id));
     assert!(!again.contains(&secret));
     // A manager cannot see the tab.
@@ -523,11 +475,7 @@ async fn the_owner_manages_automations_on_the_admin_pages(engine: Engine) {
         .add_member(&owner.farm, "m@hillside.example", "manager", None)
         .await;
     let manager_browser = app.signed_in(&manager).await;
-    let response = manager_browser
-        .get(app.url("/admin/automations"))
-        .send()
-        .await
-        .unwrap();
+    let response = manager_browser.open("/admin/automations").await;
     assert_eq!(response.status(), 403);
 
     let token = automation_token(&app, &client_id, &secret).await;
@@ -536,51 +484,22 @@ async fn the_owner_manages_automations_on_the_admin_pages(engine: Engine) {
 
     // The connected-apps page shows it as an automation, used; the members
     // page and the audit log name it.
-    let apps = browser
-        .get(app.url("/admin"))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let apps = browser.text("/admin").await;
     assert!(
         apps.contains("Barn scale") && apps.contains(">automation<"),
         "{apps}"
     );
     assert!(!apps.contains("Not used yet"), "last use shown");
-    let members = browser
-        .get(app.url("/admin/members"))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let members = browser.text("/admin/members").await;
     assert!(members.contains("Barn scale"), "{members}");
-    let audit = browser
-        .get(app.url("/admin/audit"))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let audit = browser.text("/admin/audit").await;
     assert!(audit.contains("Barn scale (automation)"), "{audit}");
 
     // Disconnect on the connected-apps page disables it at once.
     let id = client_id.trim_start_matches("automation-").to_owned();
-    let csrf = crate::helpers::form_value(&apps, "csrf").unwrap();
-    let response = browser
-        .post(app.url(&format!("/admin/automations/{id}")))
-        .form(&[
-            ("csrf", csrf.as_str()),
-            ("action", "disconnect"),
-            ("back", "apps"),
-        ])
-        .send()
-        .await
-        .unwrap();
+    let path = format!("/admin/automations/{id}");
+    let fields = [("action", "disconnect"), ("back", "apps")];
+    let response = post_with_csrf(&browser, &apps, &path, &fields).await;
     assert_eq!(response.status(), 303);
     assert_eq!(
         crate::helpers::location(&response),
@@ -594,38 +513,16 @@ async fn the_owner_manages_automations_on_the_admin_pages(engine: Engine) {
     assert_eq!(state, "off");
     // Another farm's owner cannot touch it.
     let other_farm = app.add_farm("Other Farm").await;
-    app.add_user(
-        &other_farm,
-        "o@other.example",
-        "owner",
-        "correct horse battery staple",
-    )
-    .await;
-    let other = TestUser {
-        farm: other_farm,
-        email: "o@other.example".into(),
-        password: "correct horse battery staple".into(),
-    };
+    let other = app
+        .add_member(&other_farm, "o@other.example", "owner", None)
+        .await;
     let other_browser = app.signed_in(&other).await;
-    let page = other_browser
-        .get(app.url("/admin/automations"))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let page = other_browser.text("/admin/automations").await;
     assert!(
         !page.contains(&client_id),
         "another farm sees the automation"
     );
-    let csrf = crate::helpers::form_value(&page, "csrf").unwrap();
-    let response = other_browser
-        .post(app.url(&format!("/admin/automations/{id}")))
-        .form(&[("csrf", csrf.as_str()), ("action", "enable")])
-        .send()
-        .await
-        .unwrap();
+    let response = post_with_csrf(&other_browser, &page, &path, &[("action", "enable")]).await;
     assert_eq!(response.status(), 404);
 }
 
@@ -633,30 +530,21 @@ async fn an_automation_with_a_key_set_authenticates_with_assertions_only(engine:
     use crate::helpers::ClientKey;
     use crate::helpers::client_keys::key_set;
     use crate::private_key_jwt::{ASSERTION_TYPE, claims as assertion_claims};
-    let app = TestApp::spawn(engine).await;
-    let owner = app.farm_with_flocks("owner").await;
+    let (app, owner) = TestApp::with_flocks(engine, "owner").await;
     let key = ClientKey::es256("scale-1");
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("jwks.json");
     std::fs::write(&file, key_set(&[&key]).to_string()).unwrap();
     let path = file.display().to_string();
-    let (code, out, err) = app
-        .cli(&[
-            "admin",
-            "automation",
-            "add",
-            "--farm",
-            &owner.farm,
-            "--name",
-            "Barn scale",
-            "--role",
-            "worker",
-            "--scope",
-            "daily-entries:write",
-            "--jwks-file",
-            &path,
-        ])
-        .await;
+    let credential = ["--jwks-file", path.as_str()];
+    let args = automation_add(
+        &owner.farm,
+        "Barn scale",
+        "worker",
+        "daily-entries:write",
+        &credential,
+    );
+    let (code, out, err) = app.cli(&args).await;
     assert_eq!(code, 0, "{err}");
     assert!(!out.contains("client_secret"), "{out}");
     let client_id = crate::helpers::app::printed(&out, "client_id").unwrap();

@@ -28,8 +28,7 @@ async fn a_person_connects_read_only_then_disconnects(engine: Engine) {
         return;
     };
     let shots = engine == Engine::Sqlite;
-    let app = TestApp::spawn(engine).await;
-    let farm = app.farm("Hillside Farm").await;
+    let (app, farm) = TestApp::with_farm(engine, "Hillside Farm").await;
     let client_id = app.register_public_client().await;
     let pkce = Pkce::new();
     let path = app.authorize_path(&client_id, &pkce, "farm:read daily-entries:write", &[]);
@@ -108,8 +107,7 @@ async fn an_owner_disconnects_a_members_app_and_flips_the_switch(engine: Engine)
         return;
     };
     let shots = engine == Engine::Sqlite;
-    let app = TestApp::spawn(engine).await;
-    let farm = app.farm("Hillside Farm").await;
+    let (app, farm) = TestApp::with_farm(engine, "Hillside Farm").await;
     let worker_tokens = app
         .connect(&farm.worker, "farm:read daily-entries:write")
         .await;

@@ -88,8 +88,7 @@ async fn a_registered_redirect_uri_is_stored_in_canonical_form(engine: Engine) {
 }
 
 async fn a_requested_redirect_uri_the_parser_would_rewrite_matches_nothing(engine: Engine) {
-    let app = TestApp::spawn(engine).await;
-    let user = app.farm_with_member("manager").await;
+    let (app, user) = TestApp::with_member(engine, "manager").await;
     let client_id = app.register_public_client().await;
     let browser = app.signed_in(&user).await;
     // REDIRECT_URI is http://127.0.0.1:9/callback: a loopback URI, which
@@ -108,7 +107,7 @@ async fn a_requested_redirect_uri_the_parser_would_rewrite_matches_nothing(engin
             "farm:read",
             &[("redirect_uri", Some(requested))],
         );
-        let response = browser.get(app.url(&path)).send().await.unwrap();
+        let response = browser.open(&path).await;
         assert_eq!(response.status(), 400, "{requested:?}");
         assert!(
             response.headers().get("location").is_none(),
@@ -119,9 +118,7 @@ async fn a_requested_redirect_uri_the_parser_would_rewrite_matches_nothing(engin
     // The registered URI itself still works.
     let path = app.authorize_path(&client_id, &Pkce::new(), "farm:read", &[]);
     let html = browser.open_consent(&path).await;
-    let response = browser
-        .answer_consent(&html, "approve", &["farm:read"])
-        .await;
+    let response = browser.accept(&html, &["farm:read"]).await;
     assert!(callback(&response).contains_key("code"));
 }
 
@@ -153,8 +150,7 @@ async fn names_with_bidi_or_invisible_characters_are_refused(engine: Engine) {
 }
 
 async fn client_names_are_isolated_on_every_page(engine: Engine) {
-    let app = TestApp::spawn(engine).await;
-    let user = app.farm_with_member("owner").await;
+    let (app, user) = TestApp::with_member(engine, "owner").await;
     let name = "מסייע";
     let response = app
         .register(&json!({"redirect_uris": [REDIRECT_URI], "client_name": name}))
@@ -179,9 +175,7 @@ async fn client_names_are_isolated_on_every_page(engine: Engine) {
             .replace(&in_text, "")
             .contains(name)
     );
-    let response = browser
-        .answer_consent(&html, "approve", &["farm:read"])
-        .await;
+    let response = browser.accept(&html, &["farm:read"]).await;
     assert!(callback(&response).contains_key("code"));
 
     let grant = app.grant_of(&user.email).await;
@@ -192,14 +186,7 @@ async fn client_names_are_isolated_on_every_page(engine: Engine) {
         format!("/admin/apps/{grant}/disconnect"),
         "/admin/audit".to_owned(),
     ] {
-        let html = browser
-            .get(app.url(&path))
-            .send()
-            .await
-            .unwrap()
-            .text()
-            .await
-            .unwrap();
+        let html = browser.text(&path).await;
         assert!(html.contains(&isolated), "{path}: {html}");
         let rest = html.replace(&isolated, "").replace(&in_text, "");
         assert!(!rest.contains(name), "{path}: the name shown bare: {html}");

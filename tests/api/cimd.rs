@@ -36,16 +36,32 @@ fn fetcher(host: &TlsHost) -> CimdFetcher {
     CimdFetcher::new(host.cimd_settings(true)).unwrap()
 }
 
+/// What `fetcher` makes of `client_id` at `now`, for [`PEER`].
+async fn fetch(
+    fetcher: &CimdFetcher,
+    client_id: &str,
+    now: OffsetDateTime,
+) -> Result<coop::oauth::cimd::ClientMetadataDocument, CimdError> {
+    fetcher.for_peer(PEER).fetch(client_id, now).await
+}
+
+/// `seconds` after [`NOW`].
+fn at(seconds: i64) -> OffsetDateTime {
+    NOW + time::Duration::seconds(seconds)
+}
+
 /// Serves `doc` at PATH and returns what fetching it gives.
 async fn fetch_served(
     host: &TlsHost,
     reply: Reply,
 ) -> Result<coop::oauth::cimd::ClientMetadataDocument, CimdError> {
     host.serve(PATH, reply);
-    fetcher(host)
-        .for_peer(PEER)
-        .fetch(&host.url(PATH), NOW)
-        .await
+    fetch(&fetcher(host), &host.url(PATH), NOW).await
+}
+
+/// Serves `reply` at PATH and returns why fetching it was refused.
+async fn refused_served(host: &TlsHost, reply: Reply) -> CimdError {
+    fetch_served(host, reply).await.unwrap_err()
 }
 
 #[tokio::test]
@@ -74,11 +90,7 @@ async fn the_ip_literal_form_is_fetched_when_loopback_is_allowed() {
     let host = TlsHost::start().await;
     let client_id = host.ip_url(PATH);
     host.serve(PATH, Reply::json(&document(&client_id)));
-    let doc = fetcher(&host)
-        .for_peer(PEER)
-        .fetch(&client_id, NOW)
-        .await
-        .unwrap();
+    let doc = fetch(&fetcher(&host), &client_id, NOW).await.unwrap();
     assert_eq!(doc.document_host, format!("127.0.0.1:{}", host.port()));
 }
 
@@ -87,11 +99,7 @@ async fn the_helper_serves_a_valid_client_document() {
     let host = TlsHost::start().await;
     let client_id =
         host.serve_client_document("/app.json", "Helper App", &["https://a.example/cb"]);
-    let doc = fetcher(&host)
-        .for_peer(PEER)
-        .fetch(&client_id, NOW)
-        .await
-        .unwrap();
+    let doc = fetch(&fetcher(&host), &client_id, NOW).await.unwrap();
     assert_eq!(doc.client_name, "Helper App");
     assert_eq!(doc.redirect_uris, vec!["https://a.example/cb"]);
 }
@@ -105,9 +113,7 @@ async fn a_client_id_that_is_not_the_url_is_refused() {
         format!("{}/", host.url(PATH)),
         "https://eggs.example/oauth/client.json".to_owned(),
     ] {
-        let err = fetch_served(&host, Reply::json(&document(&other)))
-            .await
-            .unwrap_err();
+        let err = refused_served(&host, Reply::json(&document(&other))).await;
         assert!(
             matches!(err, CimdError::ClientIdMismatch),
             "{other}: {err:?}"
@@ -121,7 +127,7 @@ async fn a_document_missing_a_required_member_is_refused() {
     for member in ["client_id", "client_name", "redirect_uris"] {
         let mut doc = document(&host.url(PATH));
         doc.as_object_mut().unwrap().remove(member);
-        let err = fetch_served(&host, Reply::json(&doc)).await.unwrap_err();
+        let err = refused_served(&host, Reply::json(&doc)).await;
         match err {
             CimdError::Invalid(why) => {
                 assert!(why.contains(&format!("{member} is missing")), "{why}")
@@ -137,7 +143,7 @@ async fn shared_secret_authentication_is_refused() {
     for method in ["client_secret_basic", "client_secret_post"] {
         let mut doc = document(&host.url(PATH));
         doc["token_endpoint_auth_method"] = json!(method);
-        let err = fetch_served(&host, Reply::json(&doc)).await.unwrap_err();
+        let err = refused_served(&host, Reply::json(&doc)).await;
         assert!(
             matches!(err, CimdError::SharedSecretAuth),
             "{method}: {err:?}"
@@ -145,7 +151,7 @@ async fn shared_secret_authentication_is_refused() {
     }
     let mut doc = document(&host.url(PATH));
     doc["client_secret"] = json!("hunter2");
-    let err = fetch_served(&host, Reply::json(&doc)).await.unwrap_err();
+    let err = refused_served(&host, Reply::json(&doc)).await;
     assert!(matches!(err, CimdError::SharedSecretAuth), "{err:?}");
 }
 
@@ -155,9 +161,7 @@ async fn a_redirect_is_refused_and_not_followed() {
     let target = "/oauth/real.json";
     host.serve(target, Reply::json(&document(&host.url(PATH))));
     for code in [301, 302, 303, 307, 308] {
-        let err = fetch_served(&host, Reply::redirect(code, &host.url(target)))
-            .await
-            .unwrap_err();
+        let err = refused_served(&host, Reply::redirect(code, &host.url(target))).await;
         assert!(matches!(err, CimdError::Redirect), "{code}: {err:?}");
     }
     assert_eq!(
@@ -197,21 +201,15 @@ async fn a_document_of_exactly_five_kib_is_accepted() {
 async fn a_larger_document_is_refused_with_or_without_a_length() {
     let host = TlsHost::start().await;
     let body = padded_document(&host.url(PATH), MAX_DOCUMENT_BYTES + 1);
-    let err = fetch_served(&host, Reply::bytes("application/json", body.clone()))
-        .await
-        .unwrap_err();
+    let err = refused_served(&host, Reply::bytes("application/json", body.clone())).await;
     assert!(
         matches!(err, CimdError::TooLarge),
         "declared length: {err:?}"
     );
-    let err = fetch_served(&host, Reply::bytes("application/json", body).chunked())
-        .await
-        .unwrap_err();
+    let err = refused_served(&host, Reply::bytes("application/json", body).chunked()).await;
     assert!(matches!(err, CimdError::TooLarge), "chunked: {err:?}");
     let huge = padded_document(&host.url(PATH), 10 * 1024 * 1024);
-    let err = fetch_served(&host, Reply::bytes("application/json", huge).chunked())
-        .await
-        .unwrap_err();
+    let err = refused_served(&host, Reply::bytes("application/json", huge).chunked()).await;
     assert!(
         matches!(err, CimdError::TooLarge),
         "10 MiB chunked: {err:?}"
@@ -247,11 +245,7 @@ async fn a_loopback_host_is_refused_when_loopback_is_not_allowed_even_with_the_c
     host.serve(PATH, Reply::json(&document(&host.url(PATH))));
     let strict = CimdFetcher::new(host.cimd_settings(false)).unwrap();
     for client_id in [host.url(PATH), host.ip_url(PATH)] {
-        let err = strict
-            .for_peer(PEER)
-            .fetch(&client_id, NOW)
-            .await
-            .unwrap_err();
+        let err = fetch(&strict, &client_id, NOW).await.unwrap_err();
         assert!(
             matches!(err, CimdError::ForbiddenAddress(_)),
             "{client_id}: {err:?}"
@@ -259,13 +253,7 @@ async fn a_loopback_host_is_refused_when_loopback_is_not_allowed_even_with_the_c
     }
     assert_eq!(host.hits(PATH), 0, "no request reached the host");
     // The same document is accepted once loopback is allowed.
-    assert!(
-        fetcher(&host)
-            .for_peer(PEER)
-            .fetch(&host.url(PATH), NOW)
-            .await
-            .is_ok()
-    );
+    assert!(fetch(&fetcher(&host), &host.url(PATH), NOW).await.is_ok());
 }
 
 #[tokio::test]
@@ -273,11 +261,7 @@ async fn an_http_client_id_is_refused_without_a_request() {
     let host = TlsHost::start().await;
     host.serve(PATH, Reply::json(&document(&host.url(PATH))));
     let url = format!("http://localhost:{}{PATH}", host.port());
-    let err = fetcher(&host)
-        .for_peer(PEER)
-        .fetch(&url, NOW)
-        .await
-        .unwrap_err();
+    let err = fetch(&fetcher(&host), &url, NOW).await.unwrap_err();
     assert!(matches!(err, CimdError::NotHttpsUrl), "{err:?}");
     assert_eq!(host.hits(PATH), 0);
 }
@@ -291,11 +275,7 @@ async fn a_host_whose_certificate_is_not_trusted_is_refused() {
         allow_loopback: true,
     })
     .unwrap();
-    let err = untrusting
-        .for_peer(PEER)
-        .fetch(&host.url(PATH), NOW)
-        .await
-        .unwrap_err();
+    let err = fetch(&untrusting, &host.url(PATH), NOW).await.unwrap_err();
     assert!(matches!(err, CimdError::Fetch(_)), "{err:?}");
     assert_eq!(host.hits(PATH), 0, "the TLS handshake failed first");
 }
@@ -304,16 +284,14 @@ async fn a_host_whose_certificate_is_not_trusted_is_refused() {
 async fn any_status_but_200_and_a_non_json_body_are_refused() {
     let host = TlsHost::start().await;
     for code in [201, 204, 304, 404, 500] {
-        let err = fetch_served(&host, Reply::status(code)).await.unwrap_err();
+        let err = refused_served(&host, Reply::status(code)).await;
         match (code, &err) {
             (304, CimdError::Redirect) => {}
             (_, CimdError::Status(got)) if *got == code => {}
             _ => panic!("{code}: {err:?}"),
         }
     }
-    let err = fetch_served(&host, Reply::bytes("text/html", "<html>hello</html>"))
-        .await
-        .unwrap_err();
+    let err = refused_served(&host, Reply::bytes("text/html", "<html>hello</html>")).await;
     assert!(matches!(err, CimdError::Invalid(_)), "{err:?}");
 }
 
@@ -325,16 +303,8 @@ async fn a_fresh_document_is_served_from_the_cache() {
         Reply::json(&document(&host.url(PATH))).header("cache-control", "public, max-age=600"),
     );
     let fetcher = fetcher(&host);
-    let first = fetcher
-        .for_peer(PEER)
-        .fetch(&host.url(PATH), NOW)
-        .await
-        .unwrap();
-    let again = fetcher
-        .for_peer(PEER)
-        .fetch(&host.url(PATH), NOW + time::Duration::seconds(599))
-        .await
-        .unwrap();
+    let first = fetch(&fetcher, &host.url(PATH), NOW).await.unwrap();
+    let again = fetch(&fetcher, &host.url(PATH), at(599)).await.unwrap();
     assert_eq!(first, again);
     assert_eq!(
         host.hits(PATH),
@@ -342,19 +312,12 @@ async fn a_fresh_document_is_served_from_the_cache() {
         "the second fetch did not reach the host"
     );
     // A clone shares the cache (AppState is cloned per request).
-    let _ = fetcher
-        .clone()
-        .for_peer(PEER)
-        .fetch(&host.url(PATH), NOW + time::Duration::seconds(300))
+    let _ = fetch(&fetcher.clone(), &host.url(PATH), at(300))
         .await
         .unwrap();
     assert_eq!(host.hits(PATH), 1);
     let later = NOW + time::Duration::seconds(600);
-    let refreshed = fetcher
-        .for_peer(PEER)
-        .fetch(&host.url(PATH), later)
-        .await
-        .unwrap();
+    let refreshed = fetch(&fetcher, &host.url(PATH), later).await.unwrap();
     assert_eq!(host.hits(PATH), 2, "stale after max-age");
     assert_eq!(refreshed.fresh_until, later + time::Duration::seconds(600));
 }
@@ -367,23 +330,11 @@ async fn no_store_still_keeps_a_document_for_the_minimum_minute() {
         Reply::json(&document(&host.url(PATH))).header("cache-control", "no-store"),
     );
     let fetcher = fetcher(&host);
-    let doc = fetcher
-        .for_peer(PEER)
-        .fetch(&host.url(PATH), NOW)
-        .await
-        .unwrap();
+    let doc = fetch(&fetcher, &host.url(PATH), NOW).await.unwrap();
     assert_eq!(doc.fresh_until, NOW + time::Duration::seconds(60));
-    fetcher
-        .for_peer(PEER)
-        .fetch(&host.url(PATH), NOW + time::Duration::seconds(59))
-        .await
-        .unwrap();
+    fetch(&fetcher, &host.url(PATH), at(59)).await.unwrap();
     assert_eq!(host.hits(PATH), 1);
-    fetcher
-        .for_peer(PEER)
-        .fetch(&host.url(PATH), NOW + time::Duration::seconds(60))
-        .await
-        .unwrap();
+    fetch(&fetcher, &host.url(PATH), at(60)).await.unwrap();
     assert_eq!(host.hits(PATH), 2);
 }
 
@@ -397,30 +348,21 @@ async fn a_refused_document_is_remembered_for_half_a_minute_then_fetched_again()
         Reply::json(&bad).header("cache-control", "max-age=600"),
     );
     let fetcher = fetcher(&host);
-    let first = fetcher.for_peer(PEER).fetch(&host.url(PATH), NOW).await;
+    let first = fetch(&fetcher, &host.url(PATH), NOW).await;
     assert!(
         matches!(first, Err(CimdError::SharedSecretAuth)),
         "{first:?}"
     );
     host.serve(PATH, Reply::json(&document(&host.url(PATH))));
     // The failure is remembered (not cached for the document's max-age).
-    let again = fetcher
-        .for_peer(PEER)
-        .fetch(&host.url(PATH), NOW + time::Duration::seconds(29))
-        .await;
+    let again = fetch(&fetcher, &host.url(PATH), at(29)).await;
     assert!(
         matches!(again, Err(CimdError::SharedSecretAuth)),
         "{again:?}"
     );
     assert_eq!(host.hits(PATH), 1);
     let later = NOW + time::Duration::seconds(30);
-    assert!(
-        fetcher
-            .for_peer(PEER)
-            .fetch(&host.url(PATH), later)
-            .await
-            .is_ok()
-    );
+    assert!(fetch(&fetcher, &host.url(PATH), later).await.is_ok());
     assert_eq!(host.hits(PATH), 2);
 }
 

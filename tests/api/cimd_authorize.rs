@@ -71,7 +71,7 @@ async fn consent(app: &TestApp, client_id: &str, scope: &str) -> (String, Pkce, 
     let path = app.authorize_path(client_id, &pkce, scope, &[]);
     let html = browser.open_consent(&path).await;
     let ticked: Vec<&str> = scope.split_whitespace().collect();
-    let response = browser.answer_consent(&html, "approve", &ticked).await;
+    let response = browser.accept(&html, &ticked).await;
     let params = callback(&response);
     assert_eq!(params.get("iss"), Some(&app.issuer));
     (params["code"].clone(), pkce, html)
@@ -137,9 +137,7 @@ async fn consent_to_a_document_client_is_remembered(engine: Engine) {
     let browser = app.signed_in(&user).await;
     let path = app.authorize_path(&client_id, &Pkce::new(), "farm:read", &[]);
     let html = browser.open_consent(&path).await;
-    let response = browser
-        .answer_consent(&html, "approve", &["farm:read"])
-        .await;
+    let response = browser.accept(&html, &["farm:read"]).await;
     assert!(callback(&response).contains_key("code"));
 
     // Its redirect is a loopback address, which any program can listen on
@@ -155,13 +153,11 @@ async fn consent_to_a_document_client_is_remembered(engine: Engine) {
     let redirect = [("redirect_uri", Some(WEB_REDIRECT))];
     let path = app.authorize_path(&web, &Pkce::new(), "farm:read", &redirect);
     let html = browser.open_consent(&path).await;
-    let first = browser
-        .answer_consent(&html, "approve", &["farm:read"])
-        .await;
+    let first = browser.accept(&html, &["farm:read"]).await;
     assert!(location(&first).starts_with(&format!("{WEB_REDIRECT}?code=")));
     let pkce = Pkce::new();
     let path = app.authorize_path(&web, &pkce, "farm:read", &redirect);
-    let response = browser.get(app.url(&path)).send().await.unwrap();
+    let response = browser.open(&path).await;
     assert_eq!(response.status(), 303);
     let target = url::Url::parse(&location(&response)).unwrap();
     let params: std::collections::HashMap<String, String> =
@@ -204,7 +200,7 @@ async fn a_redirect_uri_the_document_does_not_list_gets_a_page(engine: Engine) {
             "farm:read",
             &[("redirect_uri", Some(evil))],
         );
-        let response = browser.get(app.url(&path)).send().await.unwrap();
+        let response = browser.open(&path).await;
         assert_page_refusal(response, "not one it registered").await;
     }
     // The redirect URI is checked before any later parameter: a bad
@@ -237,7 +233,7 @@ async fn a_document_naming_another_client_id_gets_a_page(engine: Engine) {
     let user = app.farm_with_member("manager").await;
     let browser = app.signed_in(&user).await;
     let path = app.authorize_path(&client_id, &Pkce::new(), "farm:read", &[]);
-    let response = browser.get(app.url(&path)).send().await.unwrap();
+    let response = browser.open(&path).await;
     assert_page_refusal(response, "names another client_id than its own address").await;
     assert_eq!(host.hits(path_of), 1);
     // Nothing recorded for it.
@@ -269,7 +265,7 @@ async fn an_unreachable_document_is_a_page_at_authorize_and_invalid_client_at_to
         format!("https://localhost:{closed}/app/client.json"),
     ] {
         let path = app.authorize_path(&client_id, &Pkce::new(), "farm:read", &[]);
-        let response = browser.get(app.url(&path)).send().await.unwrap();
+        let response = browser.open(&path).await;
         assert_page_refusal(response, "could not be fetched from its address").await;
 
         let response = app

@@ -47,6 +47,21 @@ async fn refused_with_stdin(app: &TestApp, args: &[&str], stdin: Option<&str>, r
     assert!(line.contains(reason), "{args:?}: {line:?} lacks {reason:?}");
 }
 
+/// A fresh app with a farm "Hillside Farm" and houses "North" and "South"
+/// (each added with [`ok`]); the farm's slug.
+async fn with_two_houses(engine: Engine) -> (TestApp, String) {
+    let app = TestApp::spawn(engine).await;
+    let farm = app.add_farm("Hillside Farm").await;
+    for house in ["North", "South"] {
+        ok(
+            &app,
+            &["admin", "house", "add", "--farm", &farm, "--name", house],
+        )
+        .await;
+    }
+    (app, farm)
+}
+
 async fn farm_add_prints_the_slug_and_refuses_duplicates_and_bad_slugs(engine: Engine) {
     let app = TestApp::spawn(engine).await;
     let add = |name: &'static str, slug: Option<&'static str>| {
@@ -254,15 +269,7 @@ async fn user_add_refuses_unknown_farms_duplicates_bad_roles_and_bad_emails(engi
 }
 
 async fn user_add_refuses_bad_flock_lists_and_leaves_no_user_behind(engine: Engine) {
-    let app = TestApp::spawn(engine).await;
-    let farm = app.add_farm("Hillside Farm").await;
-    for house in ["North", "South"] {
-        ok(
-            &app,
-            &["admin", "house", "add", "--farm", &farm, "--name", house],
-        )
-        .await;
-    }
+    let (app, farm) = with_two_houses(engine).await;
     // "Layers" in both houses: a name that means two flocks.
     for (house, name) in [
         ("North", "Layers"),
@@ -322,8 +329,7 @@ async fn user_add_refuses_a_short_password_from_stdin(engine: Engine) {
 }
 
 async fn user_switches_work_and_refuse_unknown_emails(engine: Engine) {
-    let app = TestApp::spawn(engine).await;
-    let user = app.farm_with_member("worker").await;
+    let (app, user) = TestApp::with_member(engine, "worker").await;
     let email = user.email.as_str();
 
     assert_eq!(
@@ -421,15 +427,7 @@ async fn house_add_refuses_duplicates_and_unknown_farms(engine: Engine) {
 }
 
 async fn flock_add_checks_house_date_head_count_and_duplicates(engine: Engine) {
-    let app = TestApp::spawn(engine).await;
-    let farm = app.add_farm("Hillside Farm").await;
-    for house in ["North", "South"] {
-        ok(
-            &app,
-            &["admin", "house", "add", "--farm", &farm, "--name", house],
-        )
-        .await;
-    }
+    let (app, farm) = with_two_houses(engine).await;
 
     refused(
         &app,

@@ -27,7 +27,7 @@ use serde_json::{Value, json};
 
 use crate::helpers::mcp::{self, BOTH_SCOPES, Wire};
 use crate::helpers::oauth::Tokens;
-use crate::helpers::{Engine, TestApp, TestDatabase};
+use crate::helpers::{Engine, TestApp, TestDatabase, flock_add};
 use crate::on_both_engines;
 use crate::serve::Server;
 
@@ -127,23 +127,8 @@ async fn kill_9_loses_no_acknowledged_call_and_leaves_one_live_token_per_family(
     app.admin(&["house", "add", "--farm", &user.farm, "--name", "Barn"])
         .await;
     for flock in FLOCKS {
-        app.admin(&[
-            "flock",
-            "add",
-            "--farm",
-            &user.farm,
-            "--house",
-            "Barn",
-            "--name",
-            flock,
-            "--breed",
-            "ISA Brown",
-            "--placed",
-            "2000-01-01",
-            "--head-count",
-            "1000",
-        ])
-        .await;
+        let args = flock_add(&user.farm, "Barn", flock, "2000-01-01", "1000");
+        app.admin(&args[1..]).await;
     }
     let ledger: Shared = Arc::default();
     for _ in 0..GRANTS {
@@ -271,16 +256,8 @@ async fn refresh_until_gone(app: Arc<TestApp>, ledger: Shared, grant: usize) {
 /// A refresh: the new tokens, or `Err` when no whole answer came back. Any
 /// answer but 200 fails the test.
 async fn try_refresh(app: &TestApp, tokens: &Tokens) -> Result<Tokens, ()> {
-    let response = reqwest::Client::new()
-        .post(app.url("/token"))
-        .form(&[
-            ("grant_type", "refresh_token"),
-            ("client_id", tokens.client_id.as_str()),
-            ("refresh_token", tokens.refresh_token.as_str()),
-        ])
-        .send()
-        .await
-        .map_err(|_| ())?;
+    let request = tokens.refresh_request().request(app, "/token");
+    let response = request.send().await.map_err(|_| ())?;
     let status = response.status();
     let text = response.text().await.map_err(|_| ())?;
     assert_eq!(status, 200, "{text}");

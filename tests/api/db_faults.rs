@@ -83,17 +83,8 @@ async fn list_flocks(app: &TestApp, tokens: &Tokens, id: &str) -> reqwest::Respo
 }
 
 async fn refresh(app: &TestApp, tokens: &Tokens, id: &str) -> reqwest::Response {
-    reqwest::Client::new()
-        .post(app.url("/token"))
-        .header("x-request-id", id)
-        .form(&[
-            ("grant_type", "refresh_token"),
-            ("client_id", tokens.client_id.as_str()),
-            ("refresh_token", tokens.refresh_token.as_str()),
-        ])
-        .send()
-        .await
-        .unwrap()
+    let request = tokens.refresh_request().request(app, "/token");
+    request.header("x-request-id", id).send().await.unwrap()
 }
 
 /// The sign-in page for a new visitor: no session, no database (its form's
@@ -260,7 +251,7 @@ async fn postgres_stopped_is_503_with_retry_after_everywhere_and_service_resumes
     } = proxied().await;
 
     proxy.stop().await;
-    let signed_in_page = async { browser.get(app.url("/account/apps")).send().await.unwrap() };
+    let signed_in_page = async { browser.open("/account/apps").await };
     let ready = async { app.get("/readyz").await };
     // At once: each waits for a connection until the pool gives up.
     let (read, write, token, page, signed_in, ready) = tokio::join!(
@@ -291,9 +282,7 @@ async fn postgres_stopped_is_503_with_retry_after_everywhere_and_service_resumes
     )
     .await;
     assert_tool_ok(list_flocks(&app, &next, "new token").await).await;
-    let page =
-        until_served(|| async { browser.get(app.url("/account/apps")).send().await.unwrap() })
-            .await;
+    let page = until_served(|| async { browser.open("/account/apps").await }).await;
     assert_eq!(page.status(), 200);
     assert_eq!(
         until_served(|| sign_in(&app, &user, "again"))
@@ -631,7 +620,7 @@ async fn sqlite_fault_is_503_for_writes_while_reads_go_on(fault: SqliteFault) {
             .status(),
         303
     );
-    let saved = until_served(|| async { other.get(app.url(&disconnect)).send().await.unwrap() });
+    let saved = until_served(|| async { other.open(&disconnect).await });
     assert_eq!(saved.await.status(), 200);
     drop(server);
 }

@@ -7,10 +7,12 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 
-use crate::helpers::dpop::{self, ALGS, ProofKey, assert_dpop_refusal, bound_from, challenges};
+use crate::helpers::dpop::{
+    self, ALGS, Bound, ProofKey, assert_dpop_refusal, bound_from, challenges,
+};
 use crate::helpers::mcp::{self, BOTH_SCOPES, challenge};
 use crate::helpers::oauth::{self, assert_oauth_error, claims};
-use crate::helpers::{Engine, TestApp};
+use crate::helpers::{Engine, TestApp, TestUser};
 use crate::on_both_engines;
 
 on_both_engines!(
@@ -34,11 +36,26 @@ on_both_engines!(
     introspection_describes_a_bound_token_with_its_key,
 );
 
-async fn a_code_exchanged_with_a_proof_gives_a_token_bound_to_its_key(engine: Engine) {
-    let app = TestApp::spawn(engine).await;
-    let user = app.farm_with_flocks("manager").await;
+/// A fresh app where a viewer connected with a fresh ES256 key for
+/// `farm:read`: (app, viewer, key, the bound tokens).
+async fn bound_viewer(engine: Engine) -> (TestApp, TestUser, ProofKey, Bound) {
+    let (app, user) = TestApp::with_member(engine, "viewer").await;
     let key = ProofKey::es256();
-    let bound = app.connect_bound(&user, BOTH_SCOPES, &key).await;
+    let bound = app.connect_bound(&user, "farm:read", &key).await;
+    (app, user, key, bound)
+}
+
+/// A fresh app where a manager of a farm with flocks connected with a
+/// fresh ES256 key for `scopes`: (app, manager, key, the bound tokens).
+async fn bound_manager(engine: Engine, scopes: &str) -> (TestApp, TestUser, ProofKey, Bound) {
+    let (app, user) = TestApp::with_flocks(engine, "manager").await;
+    let key = ProofKey::es256();
+    let bound = app.connect_bound(&user, scopes, &key).await;
+    (app, user, key, bound)
+}
+
+async fn a_code_exchanged_with_a_proof_gives_a_token_bound_to_its_key(engine: Engine) {
+    let (app, _, key, bound) = bound_manager(engine, BOTH_SCOPES).await;
     assert_eq!(bound.token_type, "DPoP");
     assert_eq!(
         claims(&bound.access_token)["cnf"],
@@ -67,8 +84,7 @@ async fn a_code_exchanged_with_a_proof_gives_a_token_bound_to_its_key(engine: En
 }
 
 async fn each_algorithm_binds_and_calls(engine: Engine) {
-    let app = TestApp::spawn(engine).await;
-    let user = app.farm_with_member("viewer").await;
+    let (app, user) = TestApp::with_member(engine, "viewer").await;
     for key in [ProofKey::ed25519(), ProofKey::rs256(), ProofKey::ps256()] {
         let bound = app.connect_bound(&user, "farm:read", &key).await;
         assert_eq!(
@@ -83,8 +99,7 @@ async fn each_algorithm_binds_and_calls(engine: Engine) {
 }
 
 async fn a_token_request_without_a_proof_still_gets_a_bearer_token(engine: Engine) {
-    let app = TestApp::spawn(engine).await;
-    let user = app.farm_with_member("viewer").await;
+    let (app, user) = TestApp::with_member(engine, "viewer").await;
     let (client_id, code, verifier) = app.approved_code(&user, "farm:read").await;
     let response = app.exchange_with(&client_id, &code, &verifier, None).await;
     assert!(response.headers().get("dpop-nonce").is_none());
@@ -100,8 +115,7 @@ async fn a_token_request_without_a_proof_still_gets_a_bearer_token(engine: Engin
 }
 
 async fn a_bad_proof_at_the_token_endpoint_is_refused_and_spends_nothing(engine: Engine) {
-    let app = TestApp::spawn(engine).await;
-    let user = app.farm_with_member("viewer").await;
+    let (app, user) = TestApp::with_member(engine, "viewer").await;
     let (client_id, code, verifier) = app.approved_code(&user, "farm:read").await;
     let key = ProofKey::es256();
     let token = app.token_url();
@@ -210,11 +224,7 @@ async fn the_token_endpoints_htu_is_the_issuers_not_the_host(engine: Engine) {
 }
 
 async fn a_public_clients_refresh_token_is_bound_to_its_key(engine: Engine) {
-    let app = TestApp::spawn(engine).await;
-    let user = app.farm_with_member("viewer").await;
-    let key = ProofKey::es256();
-    let bound = app.connect_bound(&user, "farm:read", &key).await;
-    let token = app.token_url();
+    let (app, _, key, bound) = bound_viewer(engine).await;
     let rows = || {
         app.db_count(
             "select count(*) from refresh_tokens where used_at is null and dpop_jkt is not null",
@@ -225,11 +235,7 @@ async fn a_public_clients_refresh_token_is_bound_to_its_key(engine: Engine) {
     // Another key, or none: invalid_grant, and nothing is spent.
     let other = ProofKey::es256();
     let response = app
-        .refresh_with(
-            &bound.client_id,
-            &bound.refresh_token,
-            Some(&other.proof("POST", &token, None)),
-        )
+        .refresh_with(&bound.client_id, &bound.refresh_token, Some(&other))
         .await;
     assert_oauth_error(response, 400, "invalid_grant").await;
     let response = app
@@ -249,11 +255,7 @@ async fn a_public_clients_refresh_token_is_bound_to_its_key(engine: Engine) {
 
     // Its own key: a new bound pair, the successor bound as well.
     let response = app
-        .refresh_with(
-            &bound.client_id,
-            &bound.refresh_token,
-            Some(&key.proof("POST", &token, None)),
-        )
+        .refresh_with(&bound.client_id, &bound.refresh_token, Some(&key))
         .await;
     let next = bound_from(response, &bound.client_id).await;
     assert_eq!(next.token_type, "DPoP");
@@ -263,30 +265,18 @@ async fn a_public_clients_refresh_token_is_bound_to_its_key(engine: Engine) {
         .await;
     assert_oauth_error(response, 400, "invalid_grant").await;
     let response = app
-        .refresh_with(
-            &bound.client_id,
-            &next.refresh_token,
-            Some(&other.proof("POST", &token, None)),
-        )
+        .refresh_with(&bound.client_id, &next.refresh_token, Some(&other))
         .await;
     assert_oauth_error(response, 400, "invalid_grant").await;
     assert_eq!(rows().await, 1);
     // The rotated-away token presented again within the reuse window with
     // its key gets the same successor, never with another key.
     let response = app
-        .refresh_with(
-            &bound.client_id,
-            &bound.refresh_token,
-            Some(&other.proof("POST", &token, None)),
-        )
+        .refresh_with(&bound.client_id, &bound.refresh_token, Some(&other))
         .await;
     assert_oauth_error(response, 400, "invalid_grant").await;
     let response = app
-        .refresh_with(
-            &bound.client_id,
-            &bound.refresh_token,
-            Some(&key.proof("POST", &token, None)),
-        )
+        .refresh_with(&bound.client_id, &bound.refresh_token, Some(&key))
         .await;
     assert_eq!(
         bound_from(response, &bound.client_id).await.refresh_token,
@@ -295,8 +285,7 @@ async fn a_public_clients_refresh_token_is_bound_to_its_key(engine: Engine) {
 }
 
 async fn a_confidential_clients_refresh_token_is_not_bound(engine: Engine) {
-    let app = TestApp::spawn(engine).await;
-    let user = app.farm_with_member("viewer").await;
+    let (app, user) = TestApp::with_member(engine, "viewer").await;
     let response = app
         .register(&json!({
             "client_name": "Server App",
@@ -334,10 +323,7 @@ async fn a_confidential_clients_refresh_token_is_not_bound(engine: Engine) {
 }
 
 async fn each_wrong_proof_at_mcp_is_invalid_dpop_proof(engine: Engine) {
-    let app = TestApp::spawn(engine).await;
-    let user = app.farm_with_member("viewer").await;
-    let key = ProofKey::es256();
-    let bound = app.connect_bound(&user, "farm:read", &key).await;
+    let (app, _, key, bound) = bound_viewer(engine).await;
     let at = bound.access_token.as_str();
     let mcp = app.mcp_url();
     let now = || time::OffsetDateTime::now_utc().unix_timestamp();
@@ -479,10 +465,7 @@ async fn a_replayed_proof_is_refused_on_every_replica(engine: Engine) {
 }
 
 async fn a_bound_token_sent_as_bearer_is_refused(engine: Engine) {
-    let app = TestApp::spawn(engine).await;
-    let user = app.farm_with_member("viewer").await;
-    let key = ProofKey::es256();
-    let bound = app.connect_bound(&user, "farm:read", &key).await;
+    let (app, _, key, bound) = bound_viewer(engine).await;
     let metadata = app.metadata_url();
     // Without a proof, and even with a good one: the scheme says bearer.
     let proof = key.proof("POST", &app.mcp_url(), Some(&bound.access_token));
@@ -504,8 +487,7 @@ async fn a_bound_token_sent_as_bearer_is_refused(engine: Engine) {
 }
 
 async fn a_bearer_token_sent_with_the_dpop_scheme_is_refused(engine: Engine) {
-    let app = TestApp::spawn(engine).await;
-    let user = app.farm_with_member("viewer").await;
+    let (app, user) = TestApp::with_member(engine, "viewer").await;
     let tokens = app.connect(&user, "farm:read").await;
     let key = ProofKey::es256();
     let response = app.list_with_key(&tokens.access_token, &key).await;
@@ -526,10 +508,7 @@ async fn a_bearer_token_sent_with_the_dpop_scheme_is_refused(engine: Engine) {
 }
 
 async fn a_bound_token_short_of_scope_gets_the_dpop_challenge(engine: Engine) {
-    let app = TestApp::spawn(engine).await;
-    let user = app.farm_with_flocks("manager").await;
-    let key = ProofKey::es256();
-    let bound = app.connect_bound(&user, "farm:read", &key).await;
+    let (app, _, key, bound) = bound_manager(engine, "farm:read").await;
     let (status, _) = app
         .call_with_key(&bound.access_token, &key, "record_daily_entry", json!({}))
         .await;
@@ -655,10 +634,7 @@ async fn both_metadata_documents_advertise_dpop(engine: Engine) {
 }
 
 async fn seen_proofs_are_forgotten_once_too_old(engine: Engine) {
-    let app = TestApp::spawn(engine).await;
-    let user = app.farm_with_member("viewer").await;
-    let key = ProofKey::es256();
-    let bound = app.connect_bound(&user, "farm:read", &key).await;
+    let (app, _, key, bound) = bound_viewer(engine).await;
     assert_eq!(
         app.list_with_key(&bound.access_token, &key).await.status(),
         200
@@ -709,8 +685,7 @@ async fn a_browser_client_may_send_a_proof_and_read_the_nonce(engine: Engine) {
 }
 
 async fn an_automations_token_is_bound_for_a_proof(engine: Engine) {
-    let app = TestApp::spawn(engine).await;
-    let owner = app.farm_with_flocks("owner").await;
+    let (app, owner) = TestApp::with_flocks(engine, "owner").await;
     let (client_id, secret) =
         crate::automations::add_automation(&app, &owner.farm, "Scale", "viewer", "farm:read", None)
             .await;
@@ -745,8 +720,7 @@ async fn an_automations_token_is_bound_for_a_proof(engine: Engine) {
 }
 
 async fn introspection_describes_a_bound_token_with_its_key(engine: Engine) {
-    let app = TestApp::spawn(engine).await;
-    let user = app.farm_with_member("viewer").await;
+    let (app, user) = TestApp::with_member(engine, "viewer").await;
     let (gateway, secret) = app.introspector().await;
     let gateway = Some((gateway.as_str(), secret.as_str()));
     let key = ProofKey::es256();

@@ -29,8 +29,7 @@ async fn answer(app: &TestApp, gateway: &(String, String), token: &str) -> Value
 }
 
 async fn a_stranger_or_an_unregistered_client_is_refused(engine: Engine) {
-    let app = TestApp::spawn(engine).await;
-    let user = app.farm_with_flocks("owner").await;
+    let (app, user) = TestApp::with_flocks(engine, "owner").await;
     let tokens = app.connect(&user, BOTH_SCOPES).await;
     let token = tokens.access_token.as_str();
 
@@ -85,8 +84,7 @@ async fn a_stranger_or_an_unregistered_client_is_refused(engine: Engine) {
 }
 
 async fn an_active_token_is_described(engine: Engine) {
-    let app = TestApp::spawn(engine).await;
-    let user = app.farm_with_flocks("owner").await;
+    let (app, user) = TestApp::with_flocks(engine, "owner").await;
     let tokens = app.connect(&user, BOTH_SCOPES).await;
     let gateway = app.introspector().await;
     let body = answer(&app, &gateway, &tokens.access_token).await;
@@ -125,8 +123,7 @@ async fn an_active_token_is_described(engine: Engine) {
 }
 
 async fn each_kind_of_revocation_answers_inactive(engine: Engine) {
-    let app = TestApp::spawn(engine).await;
-    let user = app.farm_with_flocks("owner").await;
+    let (app, user) = TestApp::with_flocks(engine, "owner").await;
     let gateway = app.introspector().await;
     let inactive = json!({"active": false});
 
@@ -235,8 +232,7 @@ async fn each_kind_of_revocation_answers_inactive(engine: Engine) {
 }
 
 async fn refresh_tokens_are_inactive_for_anyone_but_their_client(engine: Engine) {
-    let app = TestApp::spawn(engine).await;
-    let user = app.farm_with_flocks("owner").await;
+    let (app, user) = TestApp::with_flocks(engine, "owner").await;
     let gateway = app.introspector().await;
     let tokens = app.connect(&user, BOTH_SCOPES).await;
     for hint in ["refresh_token", "access_token"] {
@@ -257,8 +253,7 @@ async fn refresh_tokens_are_inactive_for_anyone_but_their_client(engine: Engine)
 }
 
 async fn a_refresh_token_is_active_for_its_own_client_while_usable(engine: Engine) {
-    let app = TestApp::spawn(engine).await;
-    let user = app.farm_with_flocks("owner").await;
+    let (app, user) = TestApp::with_flocks(engine, "owner").await;
     // A confidential client that also introspects (a gateway that is a client).
     let added = app
         .add_client(&[

@@ -1,6 +1,6 @@
 //! Sign-in, sign-out and password change, and every refusal they make.
 
-use crate::helpers::{Browser, Engine, TestApp, form_value, location, retry_after};
+use crate::helpers::{Browser, Engine, TestApp, assert_page, form_value, location, retry_after};
 use crate::on_both_engines;
 
 on_both_engines!(
@@ -29,8 +29,7 @@ fn session_cookie(response: &reqwest::Response) -> Option<String> {
 }
 
 async fn a_member_signs_in_and_sees_their_farm(engine: Engine) {
-    let app = TestApp::spawn(engine).await;
-    let user = app.farm_with_member("manager").await;
+    let (app, user) = TestApp::with_member(engine, "manager").await;
 
     let response = app.sign_in(&user.email, &user.password).await;
     assert_eq!(response.status(), 303);
@@ -43,8 +42,7 @@ async fn a_member_signs_in_and_sees_their_farm(engine: Engine) {
 }
 
 async fn a_wrong_password_and_an_unknown_email_get_the_same_refusal(engine: Engine) {
-    let app = TestApp::spawn(engine).await;
-    let user = app.farm_with_member("viewer").await;
+    let (app, user) = TestApp::with_member(engine, "viewer").await;
 
     let wrong = app.sign_in(&user.email, "not the password at all").await;
     assert_eq!(wrong.status(), 401);
@@ -54,22 +52,14 @@ async fn a_wrong_password_and_an_unknown_email_get_the_same_refusal(engine: Engi
     let unknown = app
         .sign_in("nobody@hillside.example", "not the password at all")
         .await;
-    assert_eq!(unknown.status(), 401);
-    assert!(
-        unknown
-            .text()
-            .await
-            .unwrap()
-            .contains("That email and password do not match.")
-    );
+    assert_page(unknown, 401, "That email and password do not match.").await;
 
     // Still signed out.
     assert_eq!(app.get("/").await.status(), 303);
 }
 
 async fn sign_in_is_throttled_per_account(engine: Engine) {
-    let app = TestApp::spawn(engine).await;
-    let user = app.farm_with_member("worker").await;
+    let (app, user) = TestApp::with_member(engine, "worker").await;
     for _ in 0..5 {
         assert_eq!(
             app.sign_in(&user.email, "wrong password guess")
@@ -91,34 +81,21 @@ async fn sign_in_is_throttled_per_account(engine: Engine) {
 }
 
 async fn a_disabled_user_cannot_sign_in(engine: Engine) {
-    let app = TestApp::spawn(engine).await;
-    let user = app.farm_with_member("worker").await;
-    let (code, _, _) = app.cli(&["admin", "user", "disable", &user.email]).await;
-    assert_eq!(code, 0);
+    let (app, user) = TestApp::with_member(engine, "worker").await;
+    app.admin(&["user", "disable", &user.email]).await;
 
     let response = app.sign_in(&user.email, &user.password).await;
-    assert_eq!(response.status(), 403);
-    assert!(
-        response
-            .text()
-            .await
-            .unwrap()
-            .contains("This account is disabled")
-    );
+    assert_page(response, 403, "This account is disabled").await;
     assert_eq!(app.get("/").await.status(), 303);
 
-    let (code, _, _) = app.cli(&["admin", "user", "enable", &user.email]).await;
-    assert_eq!(code, 0);
+    app.admin(&["user", "enable", &user.email]).await;
     assert_eq!(app.sign_in(&user.email, &user.password).await.status(), 303);
 }
 
 async fn a_user_who_must_change_password_can_do_nothing_else(engine: Engine) {
-    let app = TestApp::spawn(engine).await;
-    let user = app.farm_with_member("viewer").await;
-    let (code, _, _) = app
-        .cli(&["admin", "user", "require-password-change", &user.email])
+    let (app, user) = TestApp::with_member(engine, "viewer").await;
+    app.admin(&["user", "require-password-change", &user.email])
         .await;
-    assert_eq!(code, 0);
 
     let response = app.sign_in(&user.email, &user.password).await;
     assert_eq!(response.status(), 303);
@@ -147,78 +124,50 @@ async fn a_user_who_must_change_password_can_do_nothing_else(engine: Engine) {
 }
 
 async fn moving_the_epoch_kills_every_session(engine: Engine) {
-    let app = TestApp::spawn(engine).await;
-    let user = app.farm_with_member("owner").await;
+    let (app, user) = TestApp::with_member(engine, "owner").await;
     assert_eq!(app.sign_in(&user.email, &user.password).await.status(), 303);
     assert_eq!(app.get("/").await.status(), 200);
 
-    let (code, _, _) = app
-        .cli(&["admin", "user", "sign-out-everywhere", &user.email])
+    app.admin(&["user", "sign-out-everywhere", &user.email])
         .await;
-    assert_eq!(code, 0);
 
     let home = app.get("/").await;
     assert_eq!(home.status(), 303);
     assert!(location(&home).starts_with("/login"));
 }
 
+/// POSTs the sign-in `form` from the app's browser, with `origin` when
+/// given (else none); the status.
+async fn post_login(app: &TestApp, origin: Option<&str>, form: &[(&str, &str)]) -> u16 {
+    let mut request = app.browser.post(app.url("/login")).form(form);
+    if let Some(origin) = origin {
+        request = request.header("origin", origin);
+    }
+    request.send().await.unwrap().status().as_u16()
+}
+
 async fn a_login_without_its_csrf_token_is_refused(engine: Engine) {
-    let app = TestApp::spawn(engine).await;
-    let user = app.farm_with_member("owner").await;
+    let (app, user) = TestApp::with_member(engine, "owner").await;
     let _ = app.browser.login_csrf().await;
     for csrf in ["", "forged-token"] {
-        let response = app
-            .browser
-            .post(app.url("/login"))
-            .form(&[
-                ("csrf", csrf),
-                ("email", user.email.as_str()),
-                ("password", user.password.as_str()),
-            ])
-            .send()
-            .await
-            .unwrap();
-        assert_eq!(response.status(), 403, "csrf {csrf:?}");
+        let status = post_login(&app, None, &user.login_form(csrf)).await;
+        assert_eq!(status, 403, "csrf {csrf:?}");
     }
     assert_eq!(app.get("/").await.status(), 303);
 }
 
 async fn a_post_from_another_origin_is_refused(engine: Engine) {
-    let app = TestApp::spawn(engine).await;
-    let user = app.farm_with_member("owner").await;
+    let (app, user) = TestApp::with_member(engine, "owner").await;
     let csrf = app.browser.login_csrf().await;
-    let response = app
-        .browser
-        .post(app.url("/login"))
-        .header("origin", "https://evil.example")
-        .form(&[
-            ("csrf", csrf.as_str()),
-            ("email", user.email.as_str()),
-            ("password", user.password.as_str()),
-        ])
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(response.status(), 403);
+    let form = user.login_form(&csrf);
+    let status = post_login(&app, Some("https://evil.example"), &form).await;
+    assert_eq!(status, 403);
     // The same form from our own origin works.
-    let response = app
-        .browser
-        .post(app.url("/login"))
-        .header("origin", app.issuer.as_str())
-        .form(&[
-            ("csrf", csrf.as_str()),
-            ("email", user.email.as_str()),
-            ("password", user.password.as_str()),
-        ])
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(response.status(), 303);
+    assert_eq!(post_login(&app, Some(&app.issuer), &form).await, 303);
 }
 
 async fn a_foreign_return_url_is_replaced_by_the_start_page(engine: Engine) {
-    let app = TestApp::spawn(engine).await;
-    let user = app.farm_with_member("owner").await;
+    let (app, user) = TestApp::with_member(engine, "owner").await;
     for (return_to, want) in [
         ("//evil.example/x", "/"),
         ("https://evil.example/", "/"),
@@ -237,18 +186,14 @@ async fn a_foreign_return_url_is_replaced_by_the_start_page(engine: Engine) {
 /// makes none), so there is none to fix; a sign-in over an existing
 /// session gets a new id, and the old id is dead.
 async fn the_session_id_changes_at_sign_in(engine: Engine) {
-    let app = TestApp::spawn(engine).await;
-    let user = app.farm_with_member("owner").await;
+    let (app, user) = TestApp::with_member(engine, "owner").await;
     assert_eq!(session_cookie(&app.get("/login").await), None);
     let before = session_cookie(&app.sign_in(&user.email, &user.password).await)
         .expect("a session cookie at sign-in");
     let after = session_cookie(&app.sign_in(&user.email, &user.password).await)
         .expect("a new session cookie at the next sign-in");
     assert_ne!(before, after);
-    let old = reqwest::Client::builder()
-        .redirect(reqwest::redirect::Policy::none())
-        .build()
-        .unwrap()
+    let old = crate::helpers::no_cookies()
         .get(app.url("/"))
         .header("cookie", before)
         .send()
@@ -259,8 +204,7 @@ async fn the_session_id_changes_at_sign_in(engine: Engine) {
 }
 
 async fn changing_the_password_keeps_this_session_and_ends_the_others(engine: Engine) {
-    let app = TestApp::spawn(engine).await;
-    let user = app.farm_with_member("owner").await;
+    let (app, user) = TestApp::with_member(engine, "owner").await;
     // A second browser, signed in too.
     let other = TestApp::spawn_on(app.db.clone(), |_| {}).await;
     assert_eq!(
@@ -271,57 +215,24 @@ async fn changing_the_password_keeps_this_session_and_ends_the_others(engine: En
 
     let page = app.get("/account/password").await.text().await.unwrap();
     let csrf = form_value(&page, "csrf").unwrap();
+    // The password form: (current, new, confirmation) → status.
     let post = |current: &str, new: &str, confirm: &str| {
-        app.browser.post(app.url("/account/password")).form(&[
+        let request = app.browser.post(app.url("/account/password")).form(&[
             ("csrf", csrf.clone()),
             ("current_password", current.to_owned()),
             ("new_password", new.to_owned()),
             ("confirm_password", confirm.to_owned()),
-        ])
+        ]);
+        async move { request.send().await.unwrap().status() }
     };
+    let new = "another long password";
     // Refusals first: wrong current password, mismatch, too short.
-    assert_eq!(
-        post(
-            "wrong current password",
-            "another long password",
-            "another long password"
-        )
-        .send()
-        .await
-        .unwrap()
-        .status(),
-        400
-    );
-    assert_eq!(
-        post(
-            &user.password,
-            "another long password",
-            "different long password"
-        )
-        .send()
-        .await
-        .unwrap()
-        .status(),
-        400
-    );
-    assert_eq!(
-        post(&user.password, "short", "short")
-            .send()
-            .await
-            .unwrap()
-            .status(),
-        400
-    );
+    assert_eq!(post("wrong current password", new, new).await, 400);
+    let mismatch = "different long password";
+    assert_eq!(post(&user.password, new, mismatch).await, 400);
+    assert_eq!(post(&user.password, "short", "short").await, 400);
 
-    let changed = post(
-        &user.password,
-        "another long password",
-        "another long password",
-    )
-    .send()
-    .await
-    .unwrap();
-    assert_eq!(changed.status(), 303);
+    assert_eq!(post(&user.password, new, new).await, 303);
     assert_eq!(app.get("/").await.status(), 200, "this session stays");
     assert_eq!(other.get("/").await.status(), 303, "the other session died");
     // (Through the other replica: the failures above are counted in the
@@ -341,8 +252,7 @@ async fn changing_the_password_keeps_this_session_and_ends_the_others(engine: En
 }
 
 async fn signing_out_needs_the_csrf_token(engine: Engine) {
-    let app = TestApp::spawn(engine).await;
-    let user = app.farm_with_member("owner").await;
+    let (app, user) = TestApp::with_member(engine, "owner").await;
     assert_eq!(app.sign_in(&user.email, &user.password).await.status(), 303);
     let refused = app
         .browser
@@ -354,15 +264,6 @@ async fn signing_out_needs_the_csrf_token(engine: Engine) {
     assert_eq!(refused.status(), 403);
     assert_eq!(app.get("/").await.status(), 200);
 
-    let page = app.get("/").await.text().await.unwrap();
-    let csrf = form_value(&page, "csrf").unwrap();
-    let out = app
-        .browser
-        .post(app.url("/logout"))
-        .form(&[("csrf", csrf.as_str())])
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(out.status(), 303);
+    assert_eq!(app.browser.sign_out().await.status(), 303);
     assert_eq!(app.get("/").await.status(), 303);
 }

@@ -59,8 +59,7 @@ async fn no_token_gets_the_challenge_with_metadata_and_scopes(engine: Engine) {
 }
 
 async fn a_token_in_the_query_string_is_refused(engine: Engine) {
-    let app = TestApp::spawn(engine).await;
-    let user = app.farm_with_member("viewer").await;
+    let (app, user) = TestApp::with_member(engine, "viewer").await;
     let tokens = app.connect(&user, "farm:read").await;
     let body = request_body(Wire::V2025_11_25, 1, "tools/list", Value::Null);
     let url = format!("{}?access_token={}", app.url("/mcp"), tokens.access_token);
@@ -99,8 +98,7 @@ async fn a_token_in_the_query_string_is_refused(engine: Engine) {
 /// call is refused; then undoes it, when `undo` is given, and asserts the
 /// token works again: the refusal was that condition's doing.
 async fn refused_after(engine: Engine, command: &[&str], undo: Option<&[&str]>) {
-    let app = TestApp::spawn(engine).await;
-    let member = app.farm_with_member("manager").await;
+    let (app, member) = TestApp::with_member(engine, "manager").await;
     let farm = member.farm.clone();
     let tokens = app.connect(&member, "farm:read").await;
     assert_eq!(app.list_with(&tokens.access_token).await.status(), 200);
@@ -174,8 +172,7 @@ async fn connected_apps_off_refuses_every_token_of_the_farm(engine: Engine) {
 }
 
 async fn a_revoked_access_token_is_refused(engine: Engine) {
-    let app = TestApp::spawn(engine).await;
-    let user = app.farm_with_member("viewer").await;
+    let (app, user) = TestApp::with_member(engine, "viewer").await;
     let tokens = app.connect(&user, "farm:read").await;
     let response = app.revoke(&tokens.client_id, &tokens.access_token).await;
     assert_eq!(response.status(), 200);
@@ -193,8 +190,7 @@ async fn a_revoked_access_token_is_refused(engine: Engine) {
 }
 
 async fn claims_signature_and_key_are_checked(engine: Engine) {
-    let app = TestApp::spawn(engine).await;
-    let user = app.farm_with_member("viewer").await;
+    let (app, user) = TestApp::with_member(engine, "viewer").await;
     let tokens = app.connect(&user, "farm:read").await;
     let real = tokens.access_token.as_str();
     assert_eq!(app.list_with(real).await.status(), 200);
@@ -237,8 +233,7 @@ async fn claims_signature_and_key_are_checked(engine: Engine) {
 }
 
 async fn an_expired_token_is_refused(engine: Engine) {
-    let app = TestApp::spawn(engine).await;
-    let user = app.farm_with_member("viewer").await;
+    let (app, user) = TestApp::with_member(engine, "viewer").await;
     let tokens = app.connect(&user, "farm:read").await;
     assert_eq!(app.list_with(&tokens.access_token).await.status(), 200);
     app.clock
@@ -248,8 +243,7 @@ async fn an_expired_token_is_refused(engine: Engine) {
 }
 
 async fn a_token_without_an_mcp_scope_is_insufficient_scope(engine: Engine) {
-    let app = TestApp::spawn(engine).await;
-    let user = app.farm_with_member("viewer").await;
+    let (app, user) = TestApp::with_member(engine, "viewer").await;
     let tokens = app.connect(&user, "farm:read").await;
     let scopeless = app
         .forge(&tokens.access_token, |c| c["scope"] = json!("openid"))
@@ -277,12 +271,12 @@ async fn every_url_comes_from_the_issuer_not_host(engine: Engine) {
         .unwrap();
     assert_eq!(response.status(), 403);
     assert!(!challenge(&response).contains("evil.example"));
-    let metadata: Value = reqwest::Client::new()
-        .get(app.url("/.well-known/oauth-protected-resource/mcp"))
-        .header("host", "evil.example")
-        .send()
+    let metadata: Value = app
+        .get_with(
+            "/.well-known/oauth-protected-resource/mcp",
+            ("host", "evil.example"),
+        )
         .await
-        .unwrap()
         .json()
         .await
         .unwrap();
@@ -290,8 +284,7 @@ async fn every_url_comes_from_the_issuer_not_host(engine: Engine) {
 }
 
 async fn last_used_is_written_at_most_once_a_minute(engine: Engine) {
-    let app = TestApp::spawn(engine).await;
-    let user = app.farm_with_member("viewer").await;
+    let (app, user) = TestApp::with_member(engine, "viewer").await;
     let tokens = app.connect(&user, "farm:read").await;
     let last_used = || {
         app.db_count("select coalesce(max(last_used_at), 0) from grants where revoked_at is null")
@@ -312,8 +305,7 @@ async fn last_used_is_written_at_most_once_a_minute(engine: Engine) {
 }
 
 async fn a_token_naming_another_user_or_client_is_refused(engine: Engine) {
-    let app = TestApp::spawn(engine).await;
-    let user = app.farm_with_member("owner").await;
+    let (app, user) = TestApp::with_member(engine, "owner").await;
     let other = app
         .add_member(&user.farm, "other@hillside.example", "owner", None)
         .await;

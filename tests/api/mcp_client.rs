@@ -39,8 +39,7 @@ async fn client(
 }
 
 async fn the_rmcp_client_works_on_every_revision(engine: Engine) {
-    let app = TestApp::spawn(engine).await;
-    let worker = app.farm_with_flocks("worker").await;
+    let (app, worker) = TestApp::with_flocks(engine, "worker").await;
     let tokens = app.connect(&worker, BOTH_SCOPES).await;
     for (i, version) in [
         ProtocolVersion::V_2025_06_18,

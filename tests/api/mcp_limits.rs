@@ -17,8 +17,7 @@ on_both_engines!(
 );
 
 async fn a_body_over_64_kib_is_refused_unread(engine: Engine) {
-    let app = TestApp::spawn(engine).await;
-    let owner = app.farm_with_flocks("owner").await;
+    let (app, owner) = TestApp::with_flocks(engine, "owner").await;
     let tokens = app.connect(&owner, BOTH_SCOPES).await;
     let call = |notes: String| {
         request_body(
@@ -119,8 +118,7 @@ async fn a_person_has_one_budget_over_all_their_apps(engine: Engine) {
 }
 
 async fn a_foreign_origin_is_refused_before_the_token(engine: Engine) {
-    let app = TestApp::spawn(engine).await;
-    let viewer = app.farm_with_member("viewer").await;
+    let (app, viewer) = TestApp::with_member(engine, "viewer").await;
     let tokens = app.connect(&viewer, "farm:read").await;
     let body = request_body(Wire::V2025_11_25, 1, "tools/list", Value::Null);
     for token in [Some(tokens.access_token.as_str()), None] {
@@ -146,8 +144,7 @@ async fn a_foreign_origin_is_refused_before_the_token(engine: Engine) {
 }
 
 async fn batches_are_refused(engine: Engine) {
-    let app = TestApp::spawn(engine).await;
-    let viewer = app.farm_with_member("viewer").await;
+    let (app, viewer) = TestApp::with_member(engine, "viewer").await;
     let tokens = app.connect(&viewer, "farm:read").await;
     let one = request_body(Wire::V2025_11_25, 1, "tools/list", Value::Null);
     let batch = json!([one, one]);
@@ -170,8 +167,7 @@ async fn batches_are_refused(engine: Engine) {
 
 async fn a_chunked_body_over_64_kib_is_cut_while_reading(engine: Engine) {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    let app = TestApp::spawn(engine).await;
-    let viewer = app.farm_with_member("viewer").await;
+    let (app, viewer) = TestApp::with_member(engine, "viewer").await;
     let tokens = app.connect(&viewer, "farm:read").await;
     let authority = app.address.trim_start_matches("http://").to_owned();
     let mut stream = tokio::net::TcpStream::connect(&authority).await.unwrap();

@@ -13,12 +13,9 @@ async fn both_forms_serve_the_resource_exactly(engine: Engine) {
         "/.well-known/oauth-protected-resource/mcp",
         "/.well-known/oauth-protected-resource",
     ] {
-        let response = reqwest::Client::new()
-            .get(app.url(path))
-            .header("mcp-protocol-version", "2099-01-01")
-            .send()
-            .await
-            .unwrap();
+        let response = app
+            .get_with(path, ("mcp-protocol-version", "2099-01-01"))
+            .await;
         assert_eq!(response.status(), 200, "{path}");
         assert!(
             response.headers()["content-type"]

@@ -47,9 +47,19 @@ fn expected(role: &str, scopes: &str) -> Vec<String> {
     names.into_iter().map(str::to_owned).collect()
 }
 
+/// What `get_flock` and `record_daily_entry` (an entry for 2025-03-01)
+/// answer `token` for `flock`, refused: (get's text, record's text).
+async fn refusals_for(app: &TestApp, token: &str, flock: &str) -> (String, String) {
+    let get = app
+        .tool_refused(token, "get_flock", json!({"flock": flock}))
+        .await;
+    let entry = json!({"flock": flock, "date": "2025-03-01", "eggs_collected": 1});
+    let record = app.tool_refused(token, "record_daily_entry", entry).await;
+    (get, record)
+}
+
 async fn tools_list_is_role_and_scope(engine: Engine) {
-    let app = TestApp::spawn(engine).await;
-    let owner = app.farm_with_member("owner").await;
+    let (app, owner) = TestApp::with_member(engine, "owner").await;
     for role in ["owner", "manager", "worker", "viewer"] {
         for scopes in ["farm:read", "daily-entries:write", BOTH_SCOPES] {
             let email = format!("{role}-{}@hillside.example", scopes.len());
@@ -74,8 +84,7 @@ async fn tools_list_is_role_and_scope(engine: Engine) {
 }
 
 async fn a_hidden_tool_is_refused_like_an_unknown_tool(engine: Engine) {
-    let app = TestApp::spawn(engine).await;
-    let viewer = app.farm_with_flocks("viewer").await;
+    let (app, viewer) = TestApp::with_flocks(engine, "viewer").await;
     let tokens = app.connect(&viewer, BOTH_SCOPES).await;
     let args = json!({"flock": "Hens A", "date": "2025-03-01", "eggs_collected": 900});
     for (tool, arguments) in [
@@ -101,8 +110,7 @@ async fn a_hidden_tool_is_refused_like_an_unknown_tool(engine: Engine) {
 }
 
 async fn a_write_with_a_read_token_asks_for_step_up(engine: Engine) {
-    let app = TestApp::spawn(engine).await;
-    let worker = app.farm_with_flocks("worker").await;
+    let (app, worker) = TestApp::with_flocks(engine, "worker").await;
     let tokens = app.connect(&worker, "farm:read").await;
     let expected = format!(
         r#"Bearer error="insufficient_scope", scope="daily-entries:write", resource_metadata="{}""#,
@@ -129,8 +137,7 @@ async fn a_write_with_a_read_token_asks_for_step_up(engine: Engine) {
 }
 
 async fn another_farms_data_is_not_found(engine: Engine) {
-    let app = TestApp::spawn(engine).await;
-    let _hillside = app.farm_with_flocks("owner").await;
+    let (app, _hillside) = TestApp::with_flocks(engine, "owner").await;
     let other_farm = app.add_farm("Valley Farm").await;
     app.admin(&["house", "add", "--farm", &other_farm, "--name", "Barn"])
         .await;
@@ -141,49 +148,22 @@ async fn another_farms_data_is_not_found(engine: Engine) {
     let tokens = app.connect(&valley, BOTH_SCOPES).await;
 
     assert_eq!(app.flock_names(&tokens.access_token).await, ["Valley Hens"]);
-    let text = app
-        .tool_refused(
-            &tokens.access_token,
-            "get_flock",
-            json!({"flock": "Hens A"}),
-        )
-        .await;
-    assert!(text.contains("no flock named \"Hens A\""), "{text}");
-    let text = app
-        .tool_refused(
-            &tokens.access_token,
-            "record_daily_entry",
-            json!({"flock": "Hens A", "date": "2025-03-01", "eggs_collected": 1}),
-        )
-        .await;
-    assert!(text.contains("no flock named"), "{text}");
+    let (get, record) = refusals_for(&app, &tokens.access_token, "Hens A").await;
+    assert!(get.contains("no flock named \"Hens A\""), "{get}");
+    assert!(record.contains("no flock named"), "{record}");
     assert_eq!(app.db_count("select count(*) from daily_entries").await, 0);
 }
 
 async fn a_worker_sees_only_their_flocks(engine: Engine) {
-    let app = TestApp::spawn(engine).await;
-    let owner = app.farm_with_flocks("owner").await;
+    let (app, owner) = TestApp::with_flocks(engine, "owner").await;
     let worker = app
         .add_member(&owner.farm, "w@hillside.example", "worker", Some("Hens A"))
         .await;
     let tokens = app.connect(&worker, BOTH_SCOPES).await;
     assert_eq!(app.flock_names(&tokens.access_token).await, ["Hens A"]);
-    let text = app
-        .tool_refused(
-            &tokens.access_token,
-            "get_flock",
-            json!({"flock": "Hens B"}),
-        )
-        .await;
-    assert!(text.contains("no flock named"), "{text}");
-    let text = app
-        .tool_refused(
-            &tokens.access_token,
-            "record_daily_entry",
-            json!({"flock": "Hens B", "date": "2025-03-01", "eggs_collected": 1}),
-        )
-        .await;
-    assert!(text.contains("no flock named"), "{text}");
+    let (get, record) = refusals_for(&app, &tokens.access_token, "Hens B").await;
+    assert!(get.contains("no flock named"), "{get}");
+    assert!(record.contains("no flock named"), "{record}");
     let written = app
         .tool_ok(
             &tokens.access_token,
@@ -195,8 +175,7 @@ async fn a_worker_sees_only_their_flocks(engine: Engine) {
 }
 
 async fn an_ambiguous_flock_name_lists_the_candidates(engine: Engine) {
-    let app = TestApp::spawn(engine).await;
-    let manager = app.farm_with_flocks("manager").await;
+    let (app, manager) = TestApp::with_flocks(engine, "manager").await;
     let tokens = app.connect(&manager, "farm:read").await;
     let text = app
         .tool_refused(
@@ -225,8 +204,7 @@ fn entry(eggs: i64) -> Value {
 }
 
 async fn a_replayed_write_changes_nothing_and_audits_once(engine: Engine) {
-    let app = TestApp::spawn(engine).await;
-    let worker = app.farm_with_flocks("worker").await;
+    let (app, worker) = TestApp::with_flocks(engine, "worker").await;
     let tokens = app.connect(&worker, BOTH_SCOPES).await;
     let first = app
         .tool_ok(&tokens.access_token, "record_daily_entry", entry(900))
@@ -252,8 +230,7 @@ async fn a_replayed_write_changes_nothing_and_audits_once(engine: Engine) {
 }
 
 async fn a_stale_version_is_a_conflict_showing_the_current_entry(engine: Engine) {
-    let app = TestApp::spawn(engine).await;
-    let manager = app.farm_with_flocks("manager").await;
+    let (app, manager) = TestApp::with_flocks(engine, "manager").await;
     let tokens = app.connect(&manager, BOTH_SCOPES).await;
     let first = app
         .tool_ok(&tokens.access_token, "record_daily_entry", entry(900))
@@ -278,8 +255,7 @@ async fn a_stale_version_is_a_conflict_showing_the_current_entry(engine: Engine)
 }
 
 async fn a_refused_write_can_be_retried_once_the_cause_is_fixed(engine: Engine) {
-    let app = TestApp::spawn(engine).await;
-    let owner = app.farm_with_flocks("owner").await;
+    let (app, owner) = TestApp::with_flocks(engine, "owner").await;
     let tokens = app.connect(&owner, BOTH_SCOPES).await;
     // Refused by the domain: more deaths than birds.
     let mut impossible = entry(900);

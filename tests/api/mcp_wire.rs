@@ -46,25 +46,60 @@ fn code(answer: &Answer) -> i64 {
     answer.body["error"]["code"].as_i64().unwrap_or_default()
 }
 
-async fn viewer_token(app: &TestApp) -> String {
-    let viewer = app.farm_with_member("viewer").await;
-    app.connect(&viewer, "farm:read").await.access_token
+/// A fresh app and a viewer's token for it, sending probes.
+struct Probe {
+    app: TestApp,
+    token: String,
+}
+
+impl Probe {
+    async fn viewer(engine: Engine) -> Self {
+        let (app, viewer) = TestApp::with_member(engine, "viewer").await;
+        let token = app.connect(&viewer, "farm:read").await.access_token;
+        Self { app, token }
+    }
+
+    /// `body` as a well-behaved client on `wire` sends it.
+    async fn post(&self, wire: Wire, body: &Value) -> Answer {
+        send(self.app.mcp_post(Some(&self.token), wire, body)).await
+    }
+
+    /// `body` with the headers of `wire` changed by `overrides`.
+    async fn post_with(
+        &self,
+        wire: Wire,
+        body: &str,
+        overrides: &[(&'static str, Option<&str>)],
+    ) -> Answer {
+        send(
+            self.app
+                .mcp_post_with(Some(&self.token), wire, body, overrides),
+        )
+        .await
+    }
+
+    /// A `tools/list` with id 5, the headers of `wire` changed by
+    /// `overrides`.
+    async fn list_with(&self, wire: Wire, overrides: &[(&'static str, Option<&str>)]) -> Answer {
+        let list = request_body(wire, 5, "tools/list", Value::Null);
+        self.post_with(wire, &list.to_string(), overrides).await
+    }
+
+    /// A request for `method` (no params) with `id`.
+    async fn call(&self, wire: Wire, id: i64, method: &str) -> Answer {
+        self.post(wire, &request_body(wire, id, method, Value::Null))
+            .await
+    }
 }
 
 async fn an_unsupported_version_header_is_400_32022(engine: Engine) {
-    let app = TestApp::spawn(engine).await;
-    let token = viewer_token(&app).await;
+    let probe = Probe::viewer(engine).await;
     for wire in [Wire::V2025_11_25, Wire::V2026_07_28] {
-        let list = request_body(wire, 5, "tools/list", Value::Null);
         // A version outside Coop's set (rmcp alone would serve 2025-03-26).
         for version in ["2025-03-26", "2024-11-05", "2099-01-01"] {
-            let a = send(app.mcp_post_with(
-                Some(&token),
-                wire,
-                &list.to_string(),
-                &[("mcp-protocol-version", Some(version))],
-            ))
-            .await;
+            let a = probe
+                .list_with(wire, &[("mcp-protocol-version", Some(version))])
+                .await;
             assert_eq!(a.status, 400, "{wire:?} {version}");
             assert_eq!(code(&a), -32022, "{wire:?} {version}");
             assert_eq!(a.body["id"], 5);
@@ -78,30 +113,23 @@ async fn an_unsupported_version_header_is_400_32022(engine: Engine) {
 }
 
 async fn a_missing_version_header_is_400_32020(engine: Engine) {
-    let app = TestApp::spawn(engine).await;
-    let token = viewer_token(&app).await;
+    let probe = Probe::viewer(engine).await;
     for wire in [Wire::V2025_11_25, Wire::V2026_07_28] {
-        let list = request_body(wire, 5, "tools/list", Value::Null);
         // No version header at all.
-        let a = send(app.mcp_post_with(
-            Some(&token),
-            wire,
-            &list.to_string(),
-            &[("mcp-protocol-version", None)],
-        ))
-        .await;
+        let a = probe
+            .list_with(wire, &[("mcp-protocol-version", None)])
+            .await;
         assert_eq!((a.status, code(&a)), (400, -32020), "{wire:?} no version");
         assert_eq!(a.body["id"], 5);
     }
 }
 
 async fn a_batch_is_400_32600(engine: Engine) {
-    let app = TestApp::spawn(engine).await;
-    let token = viewer_token(&app).await;
+    let probe = Probe::viewer(engine).await;
     for wire in [Wire::V2025_11_25, Wire::V2026_07_28] {
         let list = request_body(wire, 5, "tools/list", Value::Null);
         // A batch.
-        let a = send(app.mcp_post(Some(&token), wire, &json!([list.clone()]))).await;
+        let a = probe.post(wire, &json!([list.clone()])).await;
         assert_eq!((a.status, code(&a)), (400, -32600), "{wire:?} batch");
         assert_eq!(a.body["id"], Value::Null);
         assert!(
@@ -116,17 +144,16 @@ async fn a_batch_is_400_32600(engine: Engine) {
 }
 
 async fn malformed_json_is_400_32700(engine: Engine) {
-    let app = TestApp::spawn(engine).await;
-    let token = viewer_token(&app).await;
+    let probe = Probe::viewer(engine).await;
     for wire in [Wire::V2025_11_25, Wire::V2026_07_28] {
         // Malformed JSON.
-        let a = send(app.mcp_post_with(
-            Some(&token),
-            wire,
-            "{\"jsonrpc\": \"2.0\", \"id\": 1,",
-            &[("mcp-method", Some("tools/list"))],
-        ))
-        .await;
+        let a = probe
+            .post_with(
+                wire,
+                "{\"jsonrpc\": \"2.0\", \"id\": 1,",
+                &[("mcp-method", Some("tools/list"))],
+            )
+            .await;
         assert_eq!((a.status, code(&a)), (400, -32700), "{wire:?} malformed");
         assert_eq!(
             a.headers["content-type"].to_str().unwrap(),
@@ -136,25 +163,23 @@ async fn malformed_json_is_400_32700(engine: Engine) {
 }
 
 async fn json_that_is_not_json_rpc_is_400_32600(engine: Engine) {
-    let app = TestApp::spawn(engine).await;
-    let token = viewer_token(&app).await;
+    let probe = Probe::viewer(engine).await;
     for wire in [Wire::V2025_11_25, Wire::V2026_07_28] {
         // JSON, but not a JSON-RPC message.
-        let a = send(app.mcp_post(Some(&token), wire, &json!({"id": 3, "hello": true}))).await;
+        let a = probe.post(wire, &json!({"id": 3, "hello": true})).await;
         assert_eq!((a.status, code(&a)), (400, -32600), "{wire:?} not JSON-RPC");
     }
 }
 
 async fn get_and_delete_are_405(engine: Engine) {
-    let app = TestApp::spawn(engine).await;
-    let token = viewer_token(&app).await;
+    let probe = Probe::viewer(engine).await;
     for wire in [Wire::V2025_11_25, Wire::V2026_07_28] {
         // GET and DELETE: no stream, no session to end.
         for method in [reqwest::Method::GET, reqwest::Method::DELETE] {
             let a = send(
                 reqwest::Client::new()
-                    .request(method.clone(), app.url("/mcp"))
-                    .bearer_auth(&token)
+                    .request(method.clone(), probe.app.url("/mcp"))
+                    .bearer_auth(&probe.token)
                     .header("accept", "text/event-stream")
                     .header("mcp-protocol-version", wire.version()),
             )
@@ -165,45 +190,27 @@ async fn get_and_delete_are_405(engine: Engine) {
 }
 
 async fn accept_and_content_type_are_checked(engine: Engine) {
-    let app = TestApp::spawn(engine).await;
-    let token = viewer_token(&app).await;
+    let probe = Probe::viewer(engine).await;
     for wire in [Wire::V2025_11_25, Wire::V2026_07_28] {
-        let list = request_body(wire, 5, "tools/list", Value::Null);
         // An Accept without event streams, and a body that is not JSON.
-        let list_text = list.to_string();
-        let a = send(app.mcp_post_with(
-            Some(&token),
-            wire,
-            &list_text,
-            &[("accept", Some("application/json"))],
-        ))
-        .await;
+        let a = probe
+            .list_with(wire, &[("accept", Some("application/json"))])
+            .await;
         assert_eq!(a.status, 406, "{wire:?} accept");
-        let a = send(app.mcp_post_with(
-            Some(&token),
-            wire,
-            &list_text,
-            &[("content-type", Some("text/plain"))],
-        ))
-        .await;
+        let a = probe
+            .list_with(wire, &[("content-type", Some("text/plain"))])
+            .await;
         assert_eq!(a.status, 415, "{wire:?} content type");
     }
 }
 
 async fn a_session_id_is_ignored_and_never_minted(engine: Engine) {
-    let app = TestApp::spawn(engine).await;
-    let token = viewer_token(&app).await;
+    let probe = Probe::viewer(engine).await;
     for wire in [Wire::V2025_11_25, Wire::V2026_07_28] {
-        let list = request_body(wire, 5, "tools/list", Value::Null);
-        let list_text = list.to_string();
         // A session id is ignored, never minted.
-        let a = send(app.mcp_post_with(
-            Some(&token),
-            wire,
-            &list_text,
-            &[("mcp-session-id", Some("abc"))],
-        ))
-        .await;
+        let a = probe
+            .list_with(wire, &[("mcp-session-id", Some("abc"))])
+            .await;
         assert_eq!(a.status, 200, "{wire:?} session id: {}", a.body);
         assert!(!a.headers.contains_key("mcp-session-id"));
         assert_eq!(
@@ -214,70 +221,46 @@ async fn a_session_id_is_ignored_and_never_minted(engine: Engine) {
 }
 
 async fn the_legacy_wire(engine: Engine) {
-    let app = TestApp::spawn(engine).await;
-    let token = viewer_token(&app).await;
+    let probe = Probe::viewer(engine).await;
     for wire in [Wire::V2025_06_18, Wire::V2025_11_25] {
         // initialize without a version header (the one request allowed to).
         let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
             "protocolVersion": wire.version(), "capabilities": {},
             "clientInfo": {"name": "probe", "version": "1"}}});
-        let a = send(app.mcp_post(Some(&token), wire, &init)).await;
+        let a = probe.post(wire, &init).await;
         assert_eq!(a.status, 200, "{wire:?}: {}", a.body);
         assert_eq!(a.body["result"]["protocolVersion"], wire.version());
         assert_eq!(a.body["result"]["serverInfo"]["name"], "coop");
         assert!(!a.headers.contains_key("mcp-session-id"));
-        let a = send(app.mcp_post_with(
-            Some(&token),
-            wire,
-            &init.to_string(),
-            &[("mcp-protocol-version", None)],
-        ))
-        .await;
+        let a = probe
+            .post_with(wire, &init.to_string(), &[("mcp-protocol-version", None)])
+            .await;
         assert_eq!(a.status, 200, "{wire:?} initialize without header");
 
         // An initialize naming a revision Coop does not serve is answered
         // with the newest legacy one.
         let mut old = init.clone();
         old["params"]["protocolVersion"] = json!("2024-11-05");
-        let a = send(app.mcp_post_with(
-            Some(&token),
-            wire,
-            &old.to_string(),
-            &[("mcp-protocol-version", None)],
-        ))
-        .await;
+        let a = probe
+            .post_with(wire, &old.to_string(), &[("mcp-protocol-version", None)])
+            .await;
         assert_eq!(a.status, 200);
         assert_eq!(a.body["result"]["protocolVersion"], "2025-11-25");
 
         // notifications/initialized: 202, no body.
         let note = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
-        let a = send(app.mcp_post(Some(&token), wire, &note)).await;
+        let a = probe.post(wire, &note).await;
         assert_eq!(a.status, 202, "{wire:?}");
 
         // Unknown method: a JSON-RPC error in a 200.
-        let a = send(app.mcp_post(
-            Some(&token),
-            wire,
-            &request_body(wire, 7, "foo/bar", Value::Null),
-        ))
-        .await;
+        let a = probe.call(wire, 7, "foo/bar").await;
         assert_eq!((a.status, code(&a)), (200, -32601), "{wire:?}");
 
         // ping works; results carry no 2026 fields.
-        let a = send(app.mcp_post(
-            Some(&token),
-            wire,
-            &request_body(wire, 8, "ping", Value::Null),
-        ))
-        .await;
+        let a = probe.call(wire, 8, "ping").await;
         assert_eq!(a.status, 200);
         assert_eq!(a.body["result"], json!({}));
-        let a = send(app.mcp_post(
-            Some(&token),
-            wire,
-            &request_body(wire, 9, "tools/list", Value::Null),
-        ))
-        .await;
+        let a = probe.call(wire, 9, "tools/list").await;
         assert_eq!(a.status, 200);
         for field in ["resultType", "ttlMs", "cacheScope"] {
             assert!(a.body["result"].get(field).is_none(), "{wire:?} {field}");
@@ -286,15 +269,14 @@ async fn the_legacy_wire(engine: Engine) {
 }
 
 async fn the_modern_wire(engine: Engine) {
-    let app = TestApp::spawn(engine).await;
-    let token = viewer_token(&app).await;
+    let probe = Probe::viewer(engine).await;
     let wire = Wire::V2026_07_28;
 
     // initialize does not exist here, with full params or without.
     let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
         "protocolVersion": "2026-07-28", "capabilities": {},
         "clientInfo": {"name": "probe", "version": "1"}, "_meta": modern_meta()}});
-    let a = send(app.mcp_post(Some(&token), wire, &init)).await;
+    let a = probe.post(wire, &init).await;
     assert_eq!(
         (a.status, code(&a)),
         (404, -32601),
@@ -305,38 +287,31 @@ async fn the_modern_wire(engine: Engine) {
 
     // Unknown and removed methods: 404.
     for method in ["foo/bar", "ping", "logging/setLevel"] {
-        let a = send(app.mcp_post(
-            Some(&token),
-            wire,
-            &request_body(wire, 2, method, Value::Null),
-        ))
-        .await;
+        let a = probe.call(wire, 2, method).await;
         assert_eq!((a.status, code(&a)), (404, -32601), "{method}");
     }
 
     // _meta missing: 400 -32602.
     let bare = json!({"jsonrpc": "2.0", "id": 3, "method": "tools/list", "params": {}});
-    let a = send(app.mcp_post(Some(&token), wire, &bare)).await;
+    let a = probe.post(wire, &bare).await;
     assert_eq!((a.status, code(&a)), (400, -32602), "{}", a.body);
 
     // Mcp-Method disagreeing with the body, and missing: 400 -32020.
     let list = request_body(wire, 4, "tools/list", Value::Null);
     let list_text = list.to_string();
-    let a = send(app.mcp_post_with(
-        Some(&token),
-        wire,
-        &list_text,
-        &[("mcp-method", Some("tools/call"))],
-    ))
-    .await;
+    let a = probe
+        .post_with(wire, &list_text, &[("mcp-method", Some("tools/call"))])
+        .await;
     assert_eq!((a.status, code(&a)), (400, -32020));
-    let a = send(app.mcp_post_with(Some(&token), wire, &list_text, &[("mcp-method", None)])).await;
+    let a = probe
+        .post_with(wire, &list_text, &[("mcp-method", None)])
+        .await;
     assert_eq!((a.status, code(&a)), (400, -32020), "missing Mcp-Method");
 
     // A _meta version other than the header's: 400 -32020.
     let mut mismatched = list.clone();
     mismatched["params"]["_meta"]["io.modelcontextprotocol/protocolVersion"] = json!("2025-11-25");
-    let a = send(app.mcp_post(Some(&token), wire, &mismatched)).await;
+    let a = probe.post(wire, &mismatched).await;
     assert_eq!(a.status, 400, "{}", a.body);
 
     // Mcp-Name disagreeing with the tool.
@@ -346,22 +321,13 @@ async fn the_modern_wire(engine: Engine) {
         "tools/call",
         json!({"name": "list_flocks", "arguments": {}}),
     );
-    let a = send(app.mcp_post_with(
-        Some(&token),
-        wire,
-        &call.to_string(),
-        &[("mcp-name", Some("get_flock"))],
-    ))
-    .await;
+    let a = probe
+        .post_with(wire, &call.to_string(), &[("mcp-name", Some("get_flock"))])
+        .await;
     assert_eq!((a.status, code(&a)), (400, -32020));
 
     // server/discover: Coop's versions, serverInfo, a complete result.
-    let a = send(app.mcp_post(
-        Some(&token),
-        wire,
-        &request_body(wire, 6, "server/discover", Value::Null),
-    ))
-    .await;
+    let a = probe.call(wire, 6, "server/discover").await;
     assert_eq!(a.status, 200, "{}", a.body);
     assert_eq!(
         a.body["result"]["supportedVersions"],
@@ -376,14 +342,14 @@ async fn the_modern_wire(engine: Engine) {
     assert!(a.body["result"]["capabilities"]["tools"].is_object());
 
     // tools/list: complete, private, not cached.
-    let a = send(app.mcp_post(Some(&token), wire, &list)).await;
+    let a = probe.post(wire, &list).await;
     assert_eq!(a.status, 200);
     assert_eq!(a.body["result"]["resultType"], "complete");
     assert_eq!(a.body["result"]["cacheScope"], "private");
     assert_eq!(a.body["result"]["ttlMs"], 0);
 
     // tools/call: complete, with structured content.
-    let a = send(app.mcp_post(Some(&token), wire, &call)).await;
+    let a = probe.post(wire, &call).await;
     assert_eq!(a.status, 200, "{}", a.body);
     assert_eq!(a.body["result"]["resultType"], "complete");
     assert!(a.body["result"]["structuredContent"]["flocks"].is_array());

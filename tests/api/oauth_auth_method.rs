@@ -20,12 +20,19 @@ on_both_engines!(
     revocation_with_another_method_is_refused_and_the_token_stays_valid,
 );
 
-async fn a_basic_client_sending_its_secret_in_the_body_is_refused_at_token(engine: Engine) {
-    let app = TestApp::spawn(engine).await;
-    let user = app.farm_with_member("manager").await;
-    let (client_id, secret) = app.register_confidential("client_secret_basic").await;
+/// A fresh app, a confidential client that authenticates with `method`,
+/// and the exchange of a manager's approved code for it, without the
+/// client's authentication yet: (app, client_id, secret, exchange).
+async fn confidential(engine: Engine, method: &str) -> (TestApp, String, String, TokenRequest) {
+    let (app, user) = TestApp::with_member(engine, "manager").await;
+    let (client_id, secret) = app.register_confidential(method).await;
     let (code, verifier) = app.approved_code_for(&user, &client_id, "farm:read").await;
     let exchange = TokenRequest::confidential_code(&code, &verifier);
+    (app, client_id, secret, exchange)
+}
+
+async fn a_basic_client_sending_its_secret_in_the_body_is_refused_at_token(engine: Engine) {
+    let (app, client_id, secret, exchange) = confidential(engine, "client_secret_basic").await;
 
     let in_body = exchange
         .clone()
@@ -41,11 +48,7 @@ async fn a_basic_client_sending_its_secret_in_the_body_is_refused_at_token(engin
 }
 
 async fn a_post_client_using_the_basic_header_is_refused_at_token(engine: Engine) {
-    let app = TestApp::spawn(engine).await;
-    let user = app.farm_with_member("manager").await;
-    let (client_id, secret) = app.register_confidential("client_secret_post").await;
-    let (code, verifier) = app.approved_code_for(&user, &client_id, "farm:read").await;
-    let exchange = TokenRequest::confidential_code(&code, &verifier);
+    let (app, client_id, secret, exchange) = confidential(engine, "client_secret_post").await;
 
     let response = app
         .token(&exchange.clone().basic(&client_id, &secret))
@@ -64,8 +67,7 @@ async fn a_post_client_using_the_basic_header_is_refused_at_token(engine: Engine
 }
 
 async fn a_public_client_presenting_a_secret_is_refused_at_token_and_revoke(engine: Engine) {
-    let app = TestApp::spawn(engine).await;
-    let user = app.farm_with_member("manager").await;
+    let (app, user) = TestApp::with_member(engine, "manager").await;
     let tokens = app.connect(&user, "farm:read").await;
     let id = tokens.client_id.as_str();
     let refresh = TokenRequest::fields(&[
@@ -98,8 +100,7 @@ async fn a_public_client_presenting_a_secret_is_refused_at_token_and_revoke(engi
 }
 
 async fn revocation_with_another_method_is_refused_and_the_token_stays_valid(engine: Engine) {
-    let app = TestApp::spawn(engine).await;
-    let user = app.farm_with_member("manager").await;
+    let (app, user) = TestApp::with_member(engine, "manager").await;
     for method in ["client_secret_basic", "client_secret_post"] {
         let (client_id, secret) = app.register_confidential(method).await;
         let (code, verifier) = app.approved_code_for(&user, &client_id, "farm:read").await;

@@ -8,7 +8,7 @@ use serde_json::json;
 use crate::helpers::oauth::{
     self, HTTPS_REDIRECT, Pkce, REDIRECT_URI, TokenRequest, callback, https_callback,
 };
-use crate::helpers::{Browser, Engine, TestApp, TestUser, form_value, location};
+use crate::helpers::{Browser, Engine, TestApp, TestUser, assert_page, form_value, location};
 use crate::on_both_engines;
 
 on_both_engines!(
@@ -120,8 +120,7 @@ async fn a_redirect_uri_that_was_not_registered_gets_a_page_not_a_redirect(engin
 }
 
 async fn loopback_redirect_uris_match_with_any_port(engine: Engine) {
-    let app = TestApp::spawn(engine).await;
-    let user = app.farm_with_member("manager").await;
+    let (app, user) = TestApp::with_member(engine, "manager").await;
     let browser = app.signed_in(&user).await;
     let response = app
         .register(&json!({"redirect_uris": [
@@ -152,9 +151,7 @@ async fn loopback_redirect_uris_match_with_any_port(engine: Engine) {
             // consent screen the first time, at once after that).
             let redirected = if response.status() == 200 {
                 let html = response.text().await.unwrap();
-                browser
-                    .answer_consent(&html, "approve", &["farm:read"])
-                    .await
+                browser.accept(&html, &["farm:read"]).await
             } else {
                 response
             };
@@ -255,12 +252,7 @@ async fn absent_resource_and_scope_get_the_defaults(engine: Engine) {
     let html = browser.open_consent(&path).await;
     assert!(html.contains("value=\"farm:read\""));
     assert!(!html.contains("value=\"daily-entries:write\""));
-    let code = callback(
-        &browser
-            .answer_consent(&html, "approve", &["farm:read"])
-            .await,
-    )["code"]
-        .clone();
+    let code = callback(&browser.accept(&html, &["farm:read"]).await)["code"].clone();
     let response = app
         .token(&TokenRequest::code(&client_id, &code, &pkce.verifier))
         .await;
@@ -308,8 +300,7 @@ fn urlencode(s: &str) -> String {
 }
 
 async fn a_signed_out_person_signs_in_and_comes_back(engine: Engine) {
-    let app = TestApp::spawn(engine).await;
-    let user = app.farm_with_member("worker").await;
+    let (app, user) = TestApp::with_member(engine, "worker").await;
     let client_id = app.register_public_client().await;
     let pkce = Pkce::new();
     let path = app.authorize_path(&client_id, &pkce, "farm:read", &[]);
@@ -365,8 +356,7 @@ async fn an_old_sign_in_is_asked_for_the_password_before_consent(engine: Engine)
         .send()
         .await
         .unwrap();
-    assert_eq!(wrong.status(), 401);
-    assert!(wrong.text().await.unwrap().contains("not right"));
+    assert_page(wrong, 401, "not right").await;
     assert_eq!(codes(&app).await, 0);
 
     let right = browser
@@ -385,11 +375,8 @@ async fn an_old_sign_in_is_asked_for_the_password_before_consent(engine: Engine)
     let html = browser.open_consent(&next).await;
     // The consent screen itself waits too long: asked again, no code.
     app.clock.advance(time::Duration::minutes(11));
-    let late = browser
-        .answer_consent(&html, "approve", &["farm:read"])
-        .await;
-    assert_eq!(late.status(), 200);
-    assert!(late.text().await.unwrap().contains("Confirm it is you"));
+    let late = browser.accept(&html, &["farm:read"]).await;
+    assert_page(late, 200, "Confirm it is you").await;
     assert_eq!(codes(&app).await, 0);
 }
 
@@ -448,8 +435,7 @@ async fn the_consent_screen_shows_who_is_asking_for_what(engine: Engine) {
 }
 
 async fn a_pre_registered_client_is_not_marked_unverified(engine: Engine) {
-    let app = TestApp::spawn(engine).await;
-    let user = app.farm_with_member("owner").await;
+    let (app, user) = TestApp::with_member(engine, "owner").await;
     let added = app
         .add_client(&["--name", "Farm Office", "--redirect-uri", REDIRECT_URI])
         .await;
@@ -468,10 +454,8 @@ async fn a_suspended_farm_or_connected_apps_off_refuse_with_a_page(engine: Engin
     let path = app.authorize_path(&client_id, &Pkce::new(), "farm:read", &[]);
     let html = browser.open_consent(&path).await;
 
-    let (code, _, _) = app
-        .cli(&["admin", "farm", "connected-apps", &user.farm, "off"])
+    app.admin(&["farm", "connected-apps", &user.farm, "off"])
         .await;
-    assert_eq!(code, 0);
     let response = browser.open(&path).await;
     assert_eq!(response.status(), 403);
     assert!(response.headers().get("location").is_none());
@@ -483,20 +467,14 @@ async fn a_suspended_farm_or_connected_apps_off_refuse_with_a_page(engine: Engin
             .contains("Connected apps are turned off")
     );
     // A consent screen opened before the switch cannot be approved either.
-    let late = browser
-        .answer_consent(&html, "approve", &["farm:read"])
-        .await;
+    let late = browser.accept(&html, &["farm:read"]).await;
     assert_eq!(late.status(), 403);
 
-    let (code, _, _) = app
-        .cli(&["admin", "farm", "connected-apps", &user.farm, "on"])
+    app.admin(&["farm", "connected-apps", &user.farm, "on"])
         .await;
-    assert_eq!(code, 0);
-    let (code, _, _) = app.cli(&["admin", "farm", "suspend", &user.farm]).await;
-    assert_eq!(code, 0);
+    app.admin(&["farm", "suspend", &user.farm]).await;
     let response = browser.open(&path).await;
-    assert_eq!(response.status(), 403);
-    assert!(response.text().await.unwrap().contains("suspended"));
+    assert_page(response, 403, "suspended").await;
     assert_eq!(codes(&app).await, 0);
     assert_eq!(app.db_count("select count(*) from grants").await, 0);
 }
@@ -507,9 +485,7 @@ async fn the_person_may_grant_read_and_refuse_write(engine: Engine) {
     let pkce = Pkce::new();
     let path = app.authorize_path(&client_id, &pkce, "farm:read daily-entries:write", &[]);
     let html = browser.open_consent(&path).await;
-    let response = browser
-        .answer_consent(&html, "approve", &["farm:read"])
-        .await;
+    let response = browser.accept(&html, &["farm:read"]).await;
     let params = callback(&response);
     let exchanged = app
         .exchange_code(&client_id, &params["code"], &pkce.verifier)
@@ -530,18 +506,14 @@ async fn ticking_nothing_grants_nothing(engine: Engine) {
     let path = app.authorize_path(&client_id, &Pkce::new(), "farm:read", &[]);
     let html = browser.open_consent(&path).await;
     // A box for a scope that was not asked for counts for nothing.
-    let response = browser
-        .answer_consent(&html, "approve", &["daily-entries:write"])
-        .await;
+    let response = browser.accept(&html, &["daily-entries:write"]).await;
     assert_eq!(response.status(), 400);
     let again = response.text().await.unwrap();
     assert!(again.contains("tick at least one"), "{again}");
     assert_eq!(codes(&app).await, 0);
     assert_eq!(app.db_count("select count(*) from grants").await, 0);
     // The same request can still be answered.
-    let response = browser
-        .answer_consent(&again, "approve", &["farm:read"])
-        .await;
+    let response = browser.accept(&again, &["farm:read"]).await;
     assert!(callback(&response).contains_key("code"));
 }
 
@@ -557,26 +529,21 @@ async fn deny_redirects_access_denied_and_is_audited(engine: Engine) {
     assert_eq!(codes(&app).await, 0);
     // The request is answered: submitting the form again, even with the
     // other button, gets the same answer and changes nothing.
-    let again = browser
-        .answer_consent(&html, "approve", &["farm:read"])
-        .await;
+    let again = browser.accept(&html, &["farm:read"]).await;
     assert_eq!(location(&again), location(&response));
     assert_eq!(codes(&app).await, 0);
     assert_eq!(app.audit_count("consent_denied").await, 1);
 }
 
 async fn consent_is_remembered_only_for_what_was_granted(engine: Engine) {
-    let app = TestApp::spawn(engine).await;
-    let user = app.farm_with_member("manager").await;
+    let (app, user) = TestApp::with_member(engine, "manager").await;
     let browser = app.signed_in(&user).await;
     // A client whose redirect proves it (https), approved once.
     let client_id = app.register_https_client(json!({})).await;
     let https = [("redirect_uri", Some(HTTPS_REDIRECT))];
     let path = app.authorize_path(&client_id, &Pkce::new(), "farm:read", &https);
     let html = browser.open_consent(&path).await;
-    let first = browser
-        .answer_consent(&html, "approve", &["farm:read"])
-        .await;
+    let first = browser.accept(&html, &["farm:read"]).await;
     assert!(https_callback(&first).contains_key("code"));
 
     // The same or less: no screen, a code at once.
@@ -621,13 +588,10 @@ async fn consent_is_remembered_only_for_what_was_granted(engine: Engine) {
 }
 
 async fn consent_is_asked_again_after_the_credential_epoch_moved(engine: Engine) {
-    let app = TestApp::spawn(engine).await;
-    let user = app.farm_with_member("manager").await;
+    let (app, user) = TestApp::with_member(engine, "manager").await;
     let tokens = app.connect(&user, "farm:read").await;
-    let (code, _, _) = app
-        .cli(&["admin", "user", "sign-out-everywhere", &user.email])
+    app.admin(&["user", "sign-out-everywhere", &user.email])
         .await;
-    assert_eq!(code, 0);
     let (code, verifier) = app
         .approved_code_for(&user, &tokens.client_id, "farm:read")
         .await;
@@ -674,14 +638,10 @@ async fn two_tabs_answer_their_own_requests(engine: Engine) {
 
     let two = callback(
         &browser
-            .answer_consent(&html_two, "approve", &["farm:read", "daily-entries:write"])
+            .accept(&html_two, &["farm:read", "daily-entries:write"])
             .await,
     );
-    let one = callback(
-        &browser
-            .answer_consent(&html_one, "approve", &["farm:read"])
-            .await,
-    );
+    let one = callback(&browser.accept(&html_one, &["farm:read"]).await);
     assert_eq!(two["state"], "tab-2");
     assert_eq!(one["state"], "tab-1");
     let response = app
@@ -702,6 +662,26 @@ async fn two_tabs_answer_their_own_requests(engine: Engine) {
     );
 }
 
+/// The consent form approving `farm:read` for `request` with `csrf`.
+fn approval<'a>(csrf: &'a str, request: &'a str) -> [(&'a str, &'a str); 4] {
+    [
+        ("csrf", csrf),
+        ("request", request),
+        ("decision", "approve"),
+        ("scope", "farm:read"),
+    ]
+}
+
+/// POSTs `form` to `/authorize/consent` from `browser`, from a foreign
+/// `origin` when given (else none); the status.
+async fn post_consent(browser: &Browser, origin: Option<&str>, form: &[(&str, &str)]) -> u16 {
+    let mut request = browser.post(browser.url("/authorize/consent")).form(form);
+    if let Some(origin) = origin {
+        request = request.header("origin", origin);
+    }
+    request.send().await.unwrap().status().as_u16()
+}
+
 async fn the_consent_form_needs_its_csrf_token_and_our_origin(engine: Engine) {
     let app = TestApp::spawn(engine).await;
     let (browser, client_id, _) = setup(&app, "manager").await;
@@ -710,69 +690,26 @@ async fn the_consent_form_needs_its_csrf_token_and_our_origin(engine: Engine) {
     let request = form_value(&html, "request").unwrap();
     let csrf = form_value(&html, "csrf").unwrap();
     for forged in ["", "forged"] {
-        let response = browser
-            .post(app.url("/authorize/consent"))
-            .form(&[
-                ("csrf", forged),
-                ("request", &request),
-                ("decision", "approve"),
-                ("scope", "farm:read"),
-            ])
-            .send()
-            .await
-            .unwrap();
-        assert_eq!(response.status(), 403, "csrf {forged:?}");
+        let status = post_consent(&browser, None, &approval(forged, &request)).await;
+        assert_eq!(status, 403, "csrf {forged:?}");
     }
-    let response = browser
-        .post(app.url("/authorize/consent"))
-        .header("origin", "https://evil.example")
-        .form(&[
-            ("csrf", csrf.as_str()),
-            ("request", &request),
-            ("decision", "approve"),
-            ("scope", "farm:read"),
-        ])
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(response.status(), 403);
+    let evil = Some("https://evil.example");
+    let status = post_consent(&browser, evil, &approval(&csrf, &request)).await;
+    assert_eq!(status, 403);
     // Another person's browser cannot answer it either (no such request there).
-    let other_user = crate::helpers::TestUser {
-        farm: String::new(),
-        email: "viewer@other.example".into(),
-        password: "another long password".into(),
-    };
     let farm = app.add_farm("Other Farm").await;
-    app.add_user(&farm, &other_user.email, "viewer", &other_user.password)
+    let other_user = app
+        .add_member(&farm, "viewer@other.example", "viewer", None)
         .await;
     let other = app.signed_in(&other_user).await;
     // The start page's sign-out form carries the other session's token.
-    let other_page = other
-        .get(app.url("/"))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let other_page = other.text("/").await;
     let other_csrf = form_value(&other_page, "csrf").unwrap();
-    let response = other
-        .post(app.url("/authorize/consent"))
-        .form(&[
-            ("csrf", other_csrf.as_str()),
-            ("request", &request),
-            ("decision", "approve"),
-            ("scope", "farm:read"),
-        ])
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(response.status(), 400);
+    let status = post_consent(&other, None, &approval(&other_csrf, &request)).await;
+    assert_eq!(status, 400);
     assert_eq!(codes(&app).await, 0);
     // The genuine answer still works.
-    let response = browser
-        .answer_consent(&html, "approve", &["farm:read"])
-        .await;
+    let response = browser.accept(&html, &["farm:read"]).await;
     assert!(callback(&response).contains_key("code"));
 }
 
@@ -781,11 +718,7 @@ async fn state_is_optional_and_iss_always_present(engine: Engine) {
     let (browser, client_id, _) = setup(&app, "manager").await;
     let path = app.authorize_path(&client_id, &Pkce::new(), "farm:read", &[("state", None)]);
     let html = browser.open_consent(&path).await;
-    let params = callback(
-        &browser
-            .answer_consent(&html, "approve", &["farm:read"])
-            .await,
-    );
+    let params = callback(&browser.accept(&html, &["farm:read"]).await);
     assert!(!params.contains_key("state"));
     assert_eq!(params["iss"], app.issuer);
     assert!(params.contains_key("code"));

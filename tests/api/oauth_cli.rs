@@ -3,7 +3,7 @@
 use serde_json::Value;
 
 use crate::helpers::oauth::{self, Pkce, REDIRECT_URI, TokenRequest};
-use crate::helpers::{Engine, TestApp};
+use crate::helpers::{Engine, Printed, TestApp, TestUser};
 use crate::on_both_engines;
 
 on_both_engines!(
@@ -14,19 +14,27 @@ on_both_engines!(
     a_withdrawn_key_is_unpublished_and_its_tokens_refused,
 );
 
+/// A fresh app with a manager, and a client the operator added with `coop
+/// admin client add <args>`: (app, manager, what the command printed).
+async fn with_client(engine: Engine, args: &[&str]) -> (TestApp, TestUser, Printed) {
+    let (app, user) = TestApp::with_member(engine, "manager").await;
+    let added = app.add_client(args).await;
+    (app, user, added)
+}
+
 async fn a_pre_registered_public_client_connects(engine: Engine) {
-    let app = TestApp::spawn(engine).await;
-    let user = app.farm_with_member("manager").await;
-    let added = app
-        .add_client(&[
+    let (app, user, added) = with_client(
+        engine,
+        &[
             "--name",
             "Farm Office",
             "--redirect-uri",
             "https://office.example/cb",
             "--redirect-uri",
             REDIRECT_URI,
-        ])
-        .await;
+        ],
+    )
+    .await;
     let client_id = added.field("client_id");
     assert!(added.get("client_secret").is_none());
     let tokens = app.connect_client(&user, &client_id, "farm:read").await;
@@ -47,17 +55,17 @@ async fn a_pre_registered_public_client_connects(engine: Engine) {
 }
 
 async fn a_pre_registered_confidential_client_gets_a_secret_once(engine: Engine) {
-    let app = TestApp::spawn(engine).await;
-    let user = app.farm_with_member("manager").await;
-    let added = app
-        .add_client(&[
+    let (app, user, added) = with_client(
+        engine,
+        &[
             "--name",
             "Reports",
             "--redirect-uri",
             REDIRECT_URI,
             "--confidential",
-        ])
-        .await;
+        ],
+    )
+    .await;
     assert!(added.err.contains("shown this once"));
     let client_id = added.field("client_id");
     let secret = added.field("client_secret");
@@ -123,17 +131,11 @@ async fn kids(app: &TestApp) -> Vec<String> {
 }
 
 async fn a_rotated_key_stays_published_until_its_tokens_expired(engine: Engine) {
-    let app = TestApp::spawn(engine).await;
-    let user = app.farm_with_member("manager").await;
+    let (app, user) = TestApp::with_member(engine, "manager").await;
     let tokens = app.connect(&user, "farm:read").await;
-    let old_kid = oauth::jwt_header(&tokens.access_token)["kid"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let old_kid = oauth::kid(&tokens.access_token);
 
-    let (code, out, err) = app.cli(&["keys", "rotate"]).await;
-    assert_eq!(code, 0, "{err}");
-    let new_kid = out.trim().to_owned();
+    let new_kid = app.rotate_keys().await;
     assert_ne!(new_kid, old_kid);
     // The key set is re-read at most once a second.
     tokio::time::sleep(std::time::Duration::from_millis(1100)).await;
@@ -144,7 +146,7 @@ async fn a_rotated_key_stays_published_until_its_tokens_expired(engine: Engine) 
     );
 
     // New tokens are signed with the new key.
-    let response = app.refresh(&tokens.client_id, &tokens.refresh_token).await;
+    let response = app.token(&tokens.refresh_request()).await;
     let body: Value = response.json().await.unwrap();
     let access = body["access_token"].as_str().unwrap();
     assert_eq!(oauth::jwt_header(access)["kid"], new_kid.as_str());
@@ -159,16 +161,10 @@ async fn a_rotated_key_stays_published_until_its_tokens_expired(engine: Engine) 
 /// `coop keys retire KID --now`: a compromised key is withdrawn at once
 /// (issue 13), and every refusal of the command leaves the keys as they are.
 async fn a_withdrawn_key_is_unpublished_and_its_tokens_refused(engine: Engine) {
-    let app = TestApp::spawn(engine).await;
-    let user = app.farm_with_member("manager").await;
+    let (app, user) = TestApp::with_member(engine, "manager").await;
     let tokens = app.connect(&user, "farm:read").await;
-    let old_kid = oauth::jwt_header(&tokens.access_token)["kid"]
-        .as_str()
-        .unwrap()
-        .to_owned();
-    let (code, out, err) = app.cli(&["keys", "rotate"]).await;
-    assert_eq!(code, 0, "{err}");
-    let new_kid = out.trim().to_owned();
+    let old_kid = oauth::kid(&tokens.access_token);
+    let new_kid = app.rotate_keys().await;
 
     for (args, message) in [
         (

@@ -60,8 +60,7 @@ fn error_code<RE: std::error::Error + 'static>(
 }
 
 async fn a_real_oauth_client_runs_the_whole_flow(engine: Engine) {
-    let app = TestApp::spawn(engine).await;
-    let user = app.farm_with_member("manager").await;
+    let (app, user) = TestApp::with_member(engine, "manager").await;
     let address = app.address.clone();
     let http_client = move |request: HttpRequest| send(address.clone(), request);
 

@@ -3,64 +3,27 @@
 //! or refresh token, or a client secret (threat 27), also when they are
 //! refused.
 
-use std::process::Stdio;
-use std::sync::{Arc, Mutex};
-use std::time::Duration;
-
-use tokio::io::{AsyncBufReadExt, AsyncReadExt, BufReader};
-use tokio::process::Command;
+use std::sync::Arc;
 
 use crate::helpers::oauth::{Pkce, REDIRECT_URI, TokenRequest, callback};
 use crate::helpers::{Browser, Engine, PASSWORD, TestApp, TestDatabase};
-
-const PATIENCE: Duration = Duration::from_secs(60);
+use crate::serve::Server;
 
 #[tokio::test]
 async fn no_token_code_or_secret_reaches_the_logs_even_at_debug_level() {
     let db = TestDatabase::create(Engine::Sqlite).await;
     let database_url = db.url_string();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_coop"))
-        .args(["serve", "--bind", "127.0.0.1:0"])
-        .env("COOP_DATABASE_URL", &database_url)
-        .env("RUST_LOG", "debug")
-        // The replay below must be reuse at once, not a retry.
-        .env("COOP_REFRESH_REUSE_WINDOW", "0")
-        .env_remove("COOP_LOG_FORMAT")
-        .env_remove("COOP_ISSUER")
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .unwrap();
-    let logs = Arc::new(Mutex::new(String::new()));
-    let mut stderr = child.stderr.take().unwrap();
-    let collector = tokio::spawn({
-        let logs = logs.clone();
-        async move {
-            let mut buf = [0u8; 8192];
-            while let Ok(n @ 1..) = stderr.read(&mut buf).await {
-                logs.lock()
-                    .unwrap()
-                    .push_str(&String::from_utf8_lossy(&buf[..n]));
-            }
-        }
-    });
-    let mut stdout = BufReader::new(child.stdout.take().unwrap());
-    let issuer = tokio::time::timeout(PATIENCE, async {
-        loop {
-            let mut line = String::new();
-            assert!(
-                stdout.read_line(&mut line).await.unwrap() > 0,
-                "serve exited"
-            );
-            if let Some(rest) = line.strip_prefix("Coop is serving at ") {
-                break rest.split_whitespace().next().unwrap().to_owned();
-            }
-        }
-    })
-    .await
-    .unwrap();
+    let server = Server::start(
+        &database_url,
+        &[],
+        &[
+            ("RUST_LOG", "debug"),
+            // The replay below must be reuse at once, not a retry.
+            ("COOP_REFRESH_REUSE_WINDOW", "0"),
+        ],
+    )
+    .await;
+    let issuer = server.issuer.clone();
     let app = TestApp::attach(&issuer, Arc::new(db));
 
     // Fixtures through the real command line, on the server's database.
@@ -95,9 +58,7 @@ async fn no_token_code_or_secret_reaches_the_logs_even_at_debug_level() {
     ])
     .unwrap();
     let html = person.open_consent(&format!("/authorize?{query}")).await;
-    let response = person
-        .answer_consent(&html, "approve", &["farm:read"])
-        .await;
+    let response = person.accept(&html, &["farm:read"]).await;
     let auth_code = callback(&response)["code"].clone();
 
     // The client: a refused exchange (wrong verifier), the exchange with
@@ -151,19 +112,8 @@ async fn no_token_code_or_secret_reaches_the_logs_even_at_debug_level() {
     );
     assert_eq!(revoke(second_refresh.clone()).await.unwrap().status(), 200);
 
-    let pid = child.id().unwrap();
-    let sent = std::process::Command::new("kill")
-        .args(["-TERM", &pid.to_string()])
-        .status()
-        .unwrap();
-    assert!(sent.success());
-    let status = tokio::time::timeout(PATIENCE, child.wait())
-        .await
-        .unwrap()
-        .unwrap();
+    let (status, logs) = server.terminate().await;
     assert!(status.success());
-    collector.await.unwrap();
-    let logs = logs.lock().unwrap().clone();
 
     // Really at debug level, covering the flow and its refusals...
     assert!(logs.contains("DEBUG"), "{logs}");

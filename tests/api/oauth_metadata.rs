@@ -116,12 +116,9 @@ async fn unknown_mcp_protocol_versions_are_ignored_on_the_well_knowns(engine: En
         "/.well-known/openid-configuration",
         "/jwks.json",
     ] {
-        let response = reqwest::Client::new()
-            .get(app.url(path))
-            .header("MCP-Protocol-Version", "1999-01-01")
-            .send()
-            .await
-            .unwrap();
+        let response = app
+            .get_with(path, ("MCP-Protocol-Version", "1999-01-01"))
+            .await;
         assert_eq!(response.status(), 200, "{path}");
     }
 }
@@ -131,12 +128,12 @@ async fn metadata_urls_come_from_the_configured_issuer_not_the_host_header(engin
         config.issuer = Some(coop::config::Issuer::parse("https://coop.example").unwrap());
     })
     .await;
-    let doc: Value = reqwest::Client::new()
-        .get(app.url("/.well-known/oauth-authorization-server"))
-        .header("Host", "evil.example")
-        .send()
+    let doc: Value = app
+        .get_with(
+            "/.well-known/oauth-authorization-server",
+            ("Host", "evil.example"),
+        )
         .await
-        .unwrap()
         .json()
         .await
         .unwrap();
@@ -145,8 +142,7 @@ async fn metadata_urls_come_from_the_configured_issuer_not_the_host_header(engin
 }
 
 async fn the_jwks_publishes_the_key_that_signs_access_tokens(engine: Engine) {
-    let app = TestApp::spawn(engine).await;
-    let user = app.farm_with_member("viewer").await;
+    let (app, user) = TestApp::with_member(engine, "viewer").await;
     let tokens = app.connect(&user, "farm:read").await;
     let header = oauth::jwt_header(&tokens.access_token);
     assert_eq!(header["alg"], "ES256");

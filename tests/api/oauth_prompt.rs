@@ -35,9 +35,7 @@ async fn approved_https_client(app: &TestApp) -> (Browser, String, TestUser) {
     let client_id = app.register_https_client(json!({})).await;
     let path = app.authorize_path(&client_id, &Pkce::new(), "farm:read", &HTTPS);
     let html = browser.open_consent(&path).await;
-    let response = browser
-        .answer_consent(&html, "approve", &["farm:read"])
-        .await;
+    let response = browser.accept(&html, &["farm:read"]).await;
     assert!(https_callback(&response).contains_key("code"));
     // Without prompt: approved again silently.
     let path = app.authorize_path(&client_id, &Pkce::new(), "farm:read", &HTTPS);
@@ -108,9 +106,7 @@ async fn prompt_consent_shows_the_screen_to_an_approved_client(engine: Engine) {
     // An https client asked at its own request is not told it cannot
     // prove who it is.
     assert!(!html.contains("You connected this app before"), "{html}");
-    let response = browser
-        .answer_consent(&html, "approve", &["farm:read"])
-        .await;
+    let response = browser.accept(&html, &["farm:read"]).await;
     assert!(https_callback(&response).contains_key("code"));
 }
 
@@ -156,15 +152,12 @@ async fn prompt_login_asks_for_the_password_however_fresh_the_sign_in(engine: En
     let form = password_page(browser.open(&path).await).await;
     let right = confirm(&app, &browser, &form, &user.password).await;
     let html = browser.open_consent(&location(&right)).await;
-    let response = browser
-        .answer_consent(&html, "approve", &["farm:read"])
-        .await;
+    let response = browser.accept(&html, &["farm:read"]).await;
     assert!(callback(&response).contains_key("code"));
 }
 
 async fn signing_in_answers_prompt_login_and_max_age(engine: Engine) {
-    let app = TestApp::spawn(engine).await;
-    let user = app.farm_with_member("manager").await;
+    let (app, user) = TestApp::with_member(engine, "manager").await;
     let client_id = app.register_public_client().await;
     let path = app.authorize_path(
         &client_id,
@@ -207,8 +200,7 @@ async fn signing_in_answers_prompt_login_and_max_age(engine: Engine) {
 }
 
 async fn max_age_asks_again_only_for_an_older_sign_in(engine: Engine) {
-    let app = TestApp::spawn(engine).await;
-    let user = app.farm_with_member("manager").await;
+    let (app, user) = TestApp::with_member(engine, "manager").await;
     let client_id = app.register_public_client().await;
     let browser = app.signed_in(&user).await;
     app.clock.advance(time::Duration::minutes(2));
@@ -226,9 +218,7 @@ async fn max_age_asks_again_only_for_an_older_sign_in(engine: Engine) {
     password_page(browser.open(&with("0")).await).await;
     let right = confirm(&app, &browser, &form, &user.password).await;
     let html = browser.open_consent(&location(&right)).await;
-    let response = browser
-        .answer_consent(&html, "approve", &["farm:read"])
-        .await;
+    let response = browser.accept(&html, &["farm:read"]).await;
     assert!(callback(&response).contains_key("code"));
     // The sign-in is fresh again now.
     browser.open_consent(&with("60")).await;
@@ -293,10 +283,8 @@ async fn prompt_none_never_shows_a_page(engine: Engine) {
         "login_required",
     );
     // A password change due: `interaction_required`.
-    let (code, _, _) = app
-        .cli(&["admin", "user", "require-password-change", &user.email])
+    app.admin(&["user", "require-password-change", &user.email])
         .await;
-    assert_eq!(code, 0);
     let path = none(&https_client, HTTPS_REDIRECT, None);
     assert_sent_back(
         &browser.open(&path).await,
@@ -305,10 +293,8 @@ async fn prompt_none_never_shows_a_page(engine: Engine) {
         "interaction_required",
     );
     // Connected apps off: `access_denied`.
-    let (code, _, _) = app
-        .cli(&["admin", "farm", "connected-apps", &user.farm, "off"])
+    app.admin(&["farm", "connected-apps", &user.farm, "off"])
         .await;
-    assert_eq!(code, 0);
     assert_sent_back(
         &browser.open(&path).await,
         &app,
@@ -325,8 +311,7 @@ async fn prompt_none_never_shows_a_page(engine: Engine) {
 }
 
 async fn unknown_or_mixed_prompt_values_and_bad_max_age_are_invalid_request(engine: Engine) {
-    let app = TestApp::spawn(engine).await;
-    let user = app.farm_with_member("manager").await;
+    let (app, user) = TestApp::with_member(engine, "manager").await;
     let client_id = app.register_public_client().await;
     let signed_in = app.signed_in(&user).await;
     let signed_out = Browser::new(&app);

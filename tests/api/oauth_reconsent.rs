@@ -9,7 +9,7 @@ use coop::config::Issuer;
 use serde_json::json;
 
 use crate::helpers::oauth::{self, HTTPS_REDIRECT, Pkce, callback, https_callback};
-use crate::helpers::{Browser, Engine, TestApp, location};
+use crate::helpers::{Browser, Engine, TestApp, assert_page, location};
 use crate::on_both_engines;
 
 on_both_engines!(
@@ -29,8 +29,7 @@ async fn codes(app: &TestApp) -> i64 {
 async fn a_second_program_using_an_approved_loopback_client_gets_the_screen_not_a_code(
     engine: Engine,
 ) {
-    let app = TestApp::spawn(engine).await;
-    let user = app.farm_with_member("manager").await;
+    let (app, user) = TestApp::with_member(engine, "manager").await;
     // The genuine app: a public client on a loopback redirect, approved.
     let tokens = app.connect(&user, "farm:read").await;
     assert_eq!(codes(&app).await, 1);
@@ -44,7 +43,7 @@ async fn a_second_program_using_an_approved_loopback_client_gets_the_screen_not_
         "farm:read",
         &[("redirect_uri", Some("http://127.0.0.1:4444/callback"))],
     );
-    let response = browser.get(app.url(&path)).send().await.unwrap();
+    let response = browser.open(&path).await;
     assert_eq!(response.status(), 200, "{}", location(&response));
     assert!(response.headers().get("location").is_none());
     let html = response.text().await.unwrap();
@@ -60,15 +59,13 @@ async fn a_second_program_using_an_approved_loopback_client_gets_the_screen_not_
 
     // With the step-up when due, as for any consent.
     app.clock.advance(time::Duration::minutes(11));
-    let response = browser.get(app.url(&path)).send().await.unwrap();
-    assert_eq!(response.status(), 200);
-    assert!(response.text().await.unwrap().contains("Confirm it is you"));
+    let response = browser.open(&path).await;
+    assert_page(response, 200, "Confirm it is you").await;
     assert_eq!(codes(&app).await, 1);
 }
 
 async fn a_native_client_always_sees_the_screen(engine: Engine) {
-    let app = TestApp::spawn(engine).await;
-    let user = app.farm_with_member("manager").await;
+    let (app, user) = TestApp::with_member(engine, "manager").await;
     let browser = app.signed_in(&user).await;
     // An https redirect would prove a web client, but not an installed one.
     let client_id = app
@@ -77,9 +74,7 @@ async fn a_native_client_always_sees_the_screen(engine: Engine) {
     let https = [("redirect_uri", Some(HTTPS_REDIRECT))];
     let path = app.authorize_path(&client_id, &Pkce::new(), "farm:read", &https);
     let html = browser.open_consent(&path).await;
-    let first = browser
-        .answer_consent(&html, "approve", &["farm:read"])
-        .await;
+    let first = browser.accept(&html, &["farm:read"]).await;
     assert!(https_callback(&first).contains_key("code"));
     let path = app.authorize_path(&client_id, &Pkce::new(), "farm:read", &https);
     let html = browser.open_consent(&path).await;
@@ -88,8 +83,7 @@ async fn a_native_client_always_sees_the_screen(engine: Engine) {
 }
 
 async fn an_approved_https_or_confidential_client_gets_a_code_silently(engine: Engine) {
-    let app = TestApp::spawn(engine).await;
-    let user = app.farm_with_member("manager").await;
+    let (app, user) = TestApp::with_member(engine, "manager").await;
     let browser = app.signed_in(&user).await;
     // A confidential client with an https redirect.
     let response = app
@@ -106,13 +100,11 @@ async fn an_approved_https_or_confidential_client_gets_a_code_silently(engine: E
     let https = [("redirect_uri", Some(HTTPS_REDIRECT))];
     let path = app.authorize_path(client_id, &Pkce::new(), "farm:read", &https);
     let html = browser.open_consent(&path).await;
-    browser
-        .answer_consent(&html, "approve", &["farm:read"])
-        .await;
+    browser.accept(&html, &["farm:read"]).await;
 
     let pkce = Pkce::new();
     let path = app.authorize_path(client_id, &pkce, "farm:read", &https);
-    let params = https_callback(&browser.get(app.url(&path)).send().await.unwrap());
+    let params = https_callback(&browser.open(&path).await);
     assert_eq!(params["state"], "state-123");
     assert_eq!(params["iss"], app.issuer);
     let resource = format!("{}/mcp", app.issuer);
@@ -141,11 +133,9 @@ async fn an_approved_https_or_confidential_client_gets_a_code_silently(engine: E
     let client_id = registered["client_id"].as_str().unwrap();
     let path = app.authorize_path(client_id, &Pkce::new(), "farm:read", &[]);
     let html = browser.open_consent(&path).await;
-    browser
-        .answer_consent(&html, "approve", &["farm:read"])
-        .await;
+    browser.accept(&html, &["farm:read"]).await;
     let path = app.authorize_path(client_id, &Pkce::new(), "farm:read", &[]);
-    let response = browser.get(app.url(&path)).send().await.unwrap();
+    let response = browser.open(&path).await;
     assert!(callback(&response).contains_key("code"));
     // Two consents, four codes: the silent ones need no screen.
     assert_eq!(app.audit_count("consent").await, 2);
@@ -155,25 +145,20 @@ async fn an_approved_https_or_confidential_client_gets_a_code_silently(engine: E
 async fn a_person_who_must_change_their_password_gets_no_code_from_the_consent_form(
     engine: Engine,
 ) {
-    let app = TestApp::spawn(engine).await;
-    let user = app.farm_with_member("manager").await;
+    let (app, user) = TestApp::with_member(engine, "manager").await;
     let client_id = app.register_public_client().await;
     let browser = app.signed_in(&user).await;
     let path = app.authorize_path(&client_id, &Pkce::new(), "farm:read", &[]);
     let html = browser.open_consent(&path).await;
 
-    let (code, _, err) = app
-        .cli(&["admin", "user", "require-password-change", &user.email])
+    app.admin(&["user", "require-password-change", &user.email])
         .await;
-    assert_eq!(code, 0, "{err}");
     // The screen opened before cannot be approved.
-    let response = browser
-        .answer_consent(&html, "approve", &["farm:read"])
-        .await;
+    let response = browser.accept(&html, &["farm:read"]).await;
     assert_eq!(response.status(), 303);
     assert_eq!(location(&response), "/account/password");
     // Nor asked again.
-    let response = browser.get(app.url(&path)).send().await.unwrap();
+    let response = browser.open(&path).await;
     assert_eq!(response.status(), 303);
     assert_eq!(location(&response), "/account/password");
     assert_eq!(codes(&app).await, 0);
@@ -196,8 +181,8 @@ async fn submit_twice(
     let codes_before = codes(app).await;
     let (to_first, to_second) = (browser.on(first), browser.on(second));
     let (one, two) = tokio::join!(
-        to_first.answer_consent(html, "approve", &["farm:read"]),
-        to_second.answer_consent(html, "approve", &["farm:read"]),
+        to_first.accept(html, &["farm:read"]),
+        to_second.accept(html, &["farm:read"]),
     );
     let mut codes_seen = Vec::new();
     for response in [one, two] {
@@ -220,16 +205,13 @@ async fn submit_twice(
     assert_eq!(exchanged.status(), 200);
     // Once the code is spent, the form gets a page, not the spent code
     // (which the client would present again and lose its grant for).
-    let again = browser
-        .answer_consent(html, "approve", &["farm:read"])
-        .await;
+    let again = browser.accept(html, &["farm:read"]).await;
     assert_eq!(again.status(), 409);
     assert!(again.headers().get("location").is_none());
 }
 
 async fn one_consent_form_submitted_twice_at_once_issues_one_code(engine: Engine) {
-    let app = TestApp::spawn(engine).await;
-    let user = app.farm_with_member("manager").await;
+    let (app, user) = TestApp::with_member(engine, "manager").await;
     let client_id = app.register_public_client().await;
     let browser = app.signed_in(&user).await;
     // Several rounds: the two submits meet at a different point each time.

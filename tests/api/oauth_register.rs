@@ -201,8 +201,7 @@ async fn an_oversized_registration_is_refused(engine: Engine) {
 }
 
 async fn an_unused_registration_expires_after_a_day(engine: Engine) {
-    let app = TestApp::spawn(engine).await;
-    let user = app.farm_with_member("manager").await;
+    let (app, user) = TestApp::with_member(engine, "manager").await;
     let client_id = app.register_public_client().await;
     let browser = app.signed_in(&user).await;
     let path = app.authorize_path(&client_id, &Pkce::new(), "farm:read", &[]);
@@ -211,24 +210,22 @@ async fn an_unused_registration_expires_after_a_day(engine: Engine) {
     app.clock
         .advance(time::Duration::hours(24) + time::Duration::minutes(1));
     let browser = app.signed_in(&user).await;
-    let response = browser.get(app.url(&path)).send().await.unwrap();
+    let response = browser.open(&path).await;
     assert_eq!(response.status(), 400);
     assert!(response.headers().get("location").is_none());
     assert!(response.text().await.unwrap().contains("not known to Coop"));
 }
 
 async fn a_used_registration_does_not_expire(engine: Engine) {
-    let app = TestApp::spawn(engine).await;
-    let user = app.farm_with_member("manager").await;
+    let (app, user) = TestApp::with_member(engine, "manager").await;
     let tokens = app.connect(&user, "farm:read").await;
     app.clock.advance(time::Duration::hours(48));
-    let response = app.refresh(&tokens.client_id, &tokens.refresh_token).await;
+    let response = app.token(&tokens.refresh_request()).await;
     assert_eq!(response.status(), 200);
 }
 
 async fn housekeeping_deletes_unused_registrations(engine: Engine) {
-    let app = TestApp::spawn(engine).await;
-    let user = app.farm_with_member("manager").await;
+    let (app, user) = TestApp::with_member(engine, "manager").await;
     app.register_public_client().await;
     app.connect(&user, "farm:read").await;
     assert_eq!(clients(&app).await, 2);
@@ -263,12 +260,12 @@ async fn browsers_may_call_the_json_endpoints_cross_origin(engine: Engine) {
             .get("access-control-allow-credentials")
             .is_none()
     );
-    let response = reqwest::Client::new()
-        .get(app.url("/.well-known/oauth-authorization-server"))
-        .header("origin", "http://localhost:6274")
-        .send()
-        .await
-        .unwrap();
+    let response = app
+        .get_with(
+            "/.well-known/oauth-authorization-server",
+            ("origin", "http://localhost:6274"),
+        )
+        .await;
     assert_eq!(response.headers()["access-control-allow-origin"], "*");
     // The browser pages do not take part.
     let page = app.get("/login").await;

@@ -25,8 +25,7 @@ async fn revoke_form(app: &TestApp, form: &[(&str, &str)]) -> reqwest::Response 
 }
 
 async fn revoking_a_refresh_token_ends_the_grant(engine: Engine) {
-    let app = TestApp::spawn(engine).await;
-    let user = app.farm_with_member("manager").await;
+    let (app, user) = TestApp::with_member(engine, "manager").await;
     let tokens = app.connect(&user, "farm:read").await;
     let response = app.revoke(&tokens.client_id, &tokens.refresh_token).await;
     assert_eq!(response.status(), 200);
@@ -37,7 +36,7 @@ async fn revoking_a_refresh_token_ends_the_grant(engine: Engine) {
         1
     );
     assert_eq!(app.audit_count("grant_revoked").await, 1);
-    let response = app.refresh(&tokens.client_id, &tokens.refresh_token).await;
+    let response = app.token(&tokens.refresh_request()).await;
     assert_oauth_error(response, 400, "invalid_grant").await;
     // Revoking again is still 200 and changes nothing more.
     let again = app.revoke(&tokens.client_id, &tokens.refresh_token).await;
@@ -46,8 +45,7 @@ async fn revoking_a_refresh_token_ends_the_grant(engine: Engine) {
 }
 
 async fn revoking_an_access_token_records_its_jti_and_keeps_the_grant(engine: Engine) {
-    let app = TestApp::spawn(engine).await;
-    let user = app.farm_with_member("manager").await;
+    let (app, user) = TestApp::with_member(engine, "manager").await;
     let tokens = app.connect(&user, "farm:read").await;
     let claims = oauth::claims(&tokens.access_token);
     let response = revoke_form(
@@ -85,12 +83,7 @@ async fn revoking_an_access_token_records_its_jti_and_keeps_the_grant(engine: En
     )
     .await;
     assert_eq!(response.status(), 200);
-    assert_eq!(
-        app.refresh(&tokens.client_id, &tokens.refresh_token)
-            .await
-            .status(),
-        200
-    );
+    assert_eq!(app.token(&tokens.refresh_request()).await.status(), 200);
 }
 
 async fn unknown_tokens_are_answered_200(engine: Engine) {
@@ -119,8 +112,7 @@ async fn unknown_tokens_are_answered_200(engine: Engine) {
 }
 
 async fn a_token_of_another_client_is_refused_and_kept(engine: Engine) {
-    let app = TestApp::spawn(engine).await;
-    let user = app.farm_with_member("manager").await;
+    let (app, user) = TestApp::with_member(engine, "manager").await;
     let tokens = app.connect(&user, "farm:read").await;
     let other = app.register_public_client().await;
     for token in [&tokens.refresh_token, &tokens.access_token] {
@@ -132,12 +124,7 @@ async fn a_token_of_another_client_is_refused_and_kept(engine: Engine) {
             .await,
         0
     );
-    assert_eq!(
-        app.refresh(&tokens.client_id, &tokens.refresh_token)
-            .await
-            .status(),
-        200
-    );
+    assert_eq!(app.token(&tokens.refresh_request()).await.status(), 200);
 }
 
 async fn a_confidential_client_must_authenticate_to_revoke(engine: Engine) {

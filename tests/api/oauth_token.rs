@@ -3,6 +3,7 @@
 
 use serde_json::{Value, json};
 
+use crate::helpers::mcp::BOTH_SCOPES;
 use crate::helpers::oauth::{self, Pkce, REDIRECT_URI, TokenRequest, assert_oauth_error, callback};
 use crate::helpers::{Engine, TestApp, TestUser};
 use crate::on_both_engines;
@@ -34,16 +35,36 @@ async fn code_for(app: &TestApp, user: &TestUser, client_id: &str, scope: &str) 
     let browser = app.signed_in(user).await;
     let pkce = Pkce::new();
     let path = app.authorize_path(client_id, &pkce, scope, &[]);
-    let response = browser.get(app.url(&path)).send().await.unwrap();
+    let response = browser.open(&path).await;
     let redirected = if response.status() == 200 {
         let html = response.text().await.unwrap();
         let ticked: Vec<&str> = scope.split_whitespace().collect();
-        browser.answer_consent(&html, "approve", &ticked).await
+        browser.accept(&html, &ticked).await
     } else {
         response
     };
     let code = callback(&redirected)["code"].clone();
     (code, pkce)
+}
+
+/// A fresh app where a manager approved `scope` for a new public client:
+/// (app, client_id, code, PKCE).
+async fn approved(engine: Engine, scope: &str) -> (TestApp, String, String, Pkce) {
+    let (app, user) = TestApp::with_member(engine, "manager").await;
+    let client_id = app.register_public_client().await;
+    let (code, pkce) = code_for(&app, &user, &client_id, scope).await;
+    (app, client_id, code, pkce)
+}
+
+/// Reuse was detected: the grant is revoked (and audited), so the refresh
+/// token the first exchange gave is refused.
+async fn assert_reuse_ended_the_grant(app: &TestApp, client_id: &str, first: &Value) {
+    assert_eq!(grants_revoked(app).await, 1);
+    assert_eq!(app.audit_count("token_reuse_detected").await, 1);
+    let refreshed = app
+        .refresh(client_id, first["refresh_token"].as_str().unwrap())
+        .await;
+    assert_oauth_error(refreshed, 400, "invalid_grant").await;
 }
 
 async fn grants_revoked(app: &TestApp) -> i64 {
@@ -52,10 +73,7 @@ async fn grants_revoked(app: &TestApp) -> i64 {
 }
 
 async fn a_code_becomes_an_access_token_and_a_refresh_token(engine: Engine) {
-    let app = TestApp::spawn(engine).await;
-    let user = app.farm_with_member("manager").await;
-    let client_id = app.register_public_client().await;
-    let (code, pkce) = code_for(&app, &user, &client_id, "farm:read daily-entries:write").await;
+    let (app, client_id, code, pkce) = approved(engine, "farm:read daily-entries:write").await;
     let response = app.exchange_code(&client_id, &code, &pkce.verifier).await;
     assert_eq!(response.status(), 200);
     assert_eq!(response.headers()["cache-control"], "no-store");
@@ -117,8 +135,7 @@ async fn a_code_becomes_an_access_token_and_a_refresh_token(engine: Engine) {
 }
 
 async fn refused_exchanges_leave_the_code_usable(engine: Engine) {
-    let app = TestApp::spawn(engine).await;
-    let user = app.farm_with_member("manager").await;
+    let (app, user) = TestApp::with_member(engine, "manager").await;
     let client_id = app.register_public_client().await;
     let other_client = app.register_public_client().await;
     let (code, pkce) = code_for(&app, &user, &client_id, "farm:read").await;
@@ -193,20 +210,14 @@ async fn refused_exchanges_leave_the_code_usable(engine: Engine) {
 }
 
 async fn an_expired_code_is_refused(engine: Engine) {
-    let app = TestApp::spawn(engine).await;
-    let user = app.farm_with_member("manager").await;
-    let client_id = app.register_public_client().await;
-    let (code, pkce) = code_for(&app, &user, &client_id, "farm:read").await;
+    let (app, client_id, code, pkce) = approved(engine, "farm:read").await;
     app.clock.advance(time::Duration::seconds(61));
     let response = app.exchange_code(&client_id, &code, &pkce.verifier).await;
     assert_oauth_error(response, 400, "invalid_grant").await;
 }
 
 async fn a_reused_code_revokes_what_it_issued(engine: Engine) {
-    let app = TestApp::spawn(engine).await;
-    let user = app.farm_with_member("manager").await;
-    let client_id = app.register_public_client().await;
-    let (code, pkce) = code_for(&app, &user, &client_id, "farm:read").await;
+    let (app, client_id, code, pkce) = approved(engine, "farm:read").await;
     let first: Value = app
         .exchange_code(&client_id, &code, &pkce.verifier)
         .await
@@ -215,19 +226,11 @@ async fn a_reused_code_revokes_what_it_issued(engine: Engine) {
         .unwrap();
     let second = app.exchange_code(&client_id, &code, &pkce.verifier).await;
     assert_oauth_error(second, 400, "invalid_grant").await;
-    assert_eq!(grants_revoked(&app).await, 1);
-    assert_eq!(app.audit_count("token_reuse_detected").await, 1);
-    let refreshed = app
-        .refresh(&client_id, first["refresh_token"].as_str().unwrap())
-        .await;
-    assert_oauth_error(refreshed, 400, "invalid_grant").await;
+    assert_reuse_ended_the_grant(&app, &client_id, &first).await;
 }
 
 async fn a_code_replayed_after_it_expired_is_still_reuse(engine: Engine) {
-    let app = TestApp::spawn(engine).await;
-    let user = app.farm_with_member("manager").await;
-    let client_id = app.register_public_client().await;
-    let (code, pkce) = code_for(&app, &user, &client_id, "farm:read").await;
+    let (app, client_id, code, pkce) = approved(engine, "farm:read").await;
     let first: Value = app
         .exchange_code(&client_id, &code, &pkce.verifier)
         .await
@@ -237,19 +240,13 @@ async fn a_code_replayed_after_it_expired_is_still_reuse(engine: Engine) {
     app.clock.advance(time::Duration::minutes(5));
     let replay = app.exchange_code(&client_id, &code, &pkce.verifier).await;
     assert_oauth_error(replay, 400, "invalid_grant").await;
-    assert_eq!(grants_revoked(&app).await, 1);
-    assert_eq!(app.audit_count("token_reuse_detected").await, 1);
-    let refreshed = app
-        .refresh(&client_id, first["refresh_token"].as_str().unwrap())
-        .await;
-    assert_oauth_error(refreshed, 400, "invalid_grant").await;
+    assert_reuse_ended_the_grant(&app, &client_id, &first).await;
 }
 
 async fn refresh_rotates_and_a_spent_token_revokes_the_grant(engine: Engine) {
-    let app = TestApp::spawn(engine).await;
-    let user = app.farm_with_member("manager").await;
+    let (app, user) = TestApp::with_member(engine, "manager").await;
     let tokens = app.connect(&user, "farm:read").await;
-    let response = app.refresh(&tokens.client_id, &tokens.refresh_token).await;
+    let response = app.token(&tokens.refresh_request()).await;
     assert_eq!(response.status(), 200);
     assert_eq!(response.headers()["cache-control"], "no-store");
     let rotated: Value = response.json().await.unwrap();
@@ -303,14 +300,11 @@ async fn two_racing_refreshes_cannot_both_win(engine: Engine) {
 }
 
 async fn refresh_is_refused_once_the_credential_epoch_moved(engine: Engine) {
-    let app = TestApp::spawn(engine).await;
-    let user = app.farm_with_member("manager").await;
+    let (app, user) = TestApp::with_member(engine, "manager").await;
     let tokens = app.connect(&user, "farm:read").await;
-    let (code, _, _) = app
-        .cli(&["admin", "user", "sign-out-everywhere", &user.email])
+    app.admin(&["user", "sign-out-everywhere", &user.email])
         .await;
-    assert_eq!(code, 0);
-    let response = app.refresh(&tokens.client_id, &tokens.refresh_token).await;
+    let response = app.token(&tokens.refresh_request()).await;
     assert_oauth_error(response, 400, "invalid_grant").await;
     assert_eq!(
         app.db_count("select count(*) from refresh_tokens where used_at is not null")
@@ -320,34 +314,20 @@ async fn refresh_is_refused_once_the_credential_epoch_moved(engine: Engine) {
 }
 
 async fn refresh_checks_the_resource_and_consumes_nothing_when_refused(engine: Engine) {
-    let app = TestApp::spawn(engine).await;
-    let user = app.farm_with_member("manager").await;
+    let (app, user) = TestApp::with_member(engine, "manager").await;
     let tokens = app.connect(&user, "farm:read").await;
-    let response = app
-        .token(
-            &TokenRequest::refresh(&tokens.client_id, &tokens.refresh_token)
-                .field("resource", "https://evil.example/mcp"),
-        )
-        .await;
-    assert_oauth_error(response, 400, "invalid_target").await;
-    let response = app
-        .token(
-            &TokenRequest::refresh(&tokens.client_id, &tokens.refresh_token)
-                .field("resource", &format!("{}/mcp", app.issuer)),
-        )
-        .await;
-    assert_eq!(response.status(), 200);
+    let elsewhere = tokens.refresh_request();
+    let elsewhere = elsewhere.field("resource", "https://evil.example/mcp");
+    assert_oauth_error(app.token(&elsewhere).await, 400, "invalid_target").await;
+    let here = tokens.refresh_request().field("resource", &app.resource());
+    assert_eq!(app.token(&here).await.status(), 200);
 }
 
 async fn refresh_may_narrow_the_scope_but_not_widen_it(engine: Engine) {
-    let app = TestApp::spawn(engine).await;
-    let user = app.farm_with_member("manager").await;
+    let (app, user) = TestApp::with_member(engine, "manager").await;
     let wide = app.connect(&user, "farm:read daily-entries:write").await;
     let response = app
-        .token(
-            &TokenRequest::refresh(&wide.client_id, &wide.refresh_token)
-                .field("scope", "farm:read"),
-        )
+        .token(&wide.refresh_request().field("scope", "farm:read"))
         .await;
     let narrowed: Value = response.json().await.unwrap();
     assert_eq!(narrowed["scope"], "farm:read");
@@ -359,24 +339,13 @@ async fn refresh_may_narrow_the_scope_but_not_widen_it(engine: Engine) {
     assert_eq!(body["scope"], "farm:read daily-entries:write");
 
     let narrow = app.connect(&user, "farm:read").await;
-    let response = app
-        .token(
-            &TokenRequest::refresh(&narrow.client_id, &narrow.refresh_token)
-                .field("scope", "farm:read daily-entries:write"),
-        )
-        .await;
-    assert_oauth_error(response, 400, "invalid_scope").await;
-    assert_eq!(
-        app.refresh(&narrow.client_id, &narrow.refresh_token)
-            .await
-            .status(),
-        200
-    );
+    let wider = narrow.refresh_request().field("scope", BOTH_SCOPES);
+    assert_oauth_error(app.token(&wider).await, 400, "invalid_scope").await;
+    assert_eq!(app.token(&narrow.refresh_request()).await.status(), 200);
 }
 
 async fn refresh_is_refused_while_the_farm_or_user_is_off_and_consumes_nothing(engine: Engine) {
-    let app = TestApp::spawn(engine).await;
-    let user = app.farm_with_member("manager").await;
+    let (app, user) = TestApp::with_member(engine, "manager").await;
     let tokens = app.connect(&user, "farm:read").await;
     let switches: [(&[&str], &[&str]); 3] = [
         (
@@ -394,22 +363,16 @@ async fn refresh_is_refused_while_the_farm_or_user_is_off_and_consumes_nothing(e
     ];
     for (off, on) in switches {
         assert_eq!(app.cli(off).await.0, 0);
-        let response = app.refresh(&tokens.client_id, &tokens.refresh_token).await;
+        let response = app.token(&tokens.refresh_request()).await;
         assert_oauth_error(response, 400, "invalid_grant").await;
         assert_eq!(app.cli(on).await.0, 0);
     }
     assert_eq!(grants_revoked(&app).await, 0);
-    assert_eq!(
-        app.refresh(&tokens.client_id, &tokens.refresh_token)
-            .await
-            .status(),
-        200
-    );
+    assert_eq!(app.token(&tokens.refresh_request()).await.status(), 200);
 }
 
 async fn client_secret_basic_may_carry_the_client_id_only_in_the_header(engine: Engine) {
-    let app = TestApp::spawn(engine).await;
-    let user = app.farm_with_member("manager").await;
+    let (app, user) = TestApp::with_member(engine, "manager").await;
     let (client_id, secret) = app.register_confidential("client_secret_basic").await;
     let (code, pkce) = code_for(&app, &user, &client_id, "farm:read").await;
     let response = app
@@ -427,8 +390,7 @@ async fn client_secret_basic_may_carry_the_client_id_only_in_the_header(engine: 
 }
 
 async fn client_secret_post_and_client_authentication_refusals(engine: Engine) {
-    let app = TestApp::spawn(engine).await;
-    let user = app.farm_with_member("manager").await;
+    let (app, user) = TestApp::with_member(engine, "manager").await;
     let (client_id, secret) = app.register_confidential("client_secret_post").await;
     let (code, pkce) = code_for(&app, &user, &client_id, "farm:read").await;
     let exchange = TokenRequest::code(&client_id, &code, &pkce.verifier);
@@ -535,29 +497,20 @@ async fn unsupported_and_malformed_token_requests(engine: Engine) {
 }
 
 async fn a_storage_failure_is_a_server_error_not_invalid_grant(engine: Engine) {
-    let app = TestApp::spawn(engine).await;
-    let user = app.farm_with_member("manager").await;
+    let (app, user) = TestApp::with_member(engine, "manager").await;
     let tokens = app.connect(&user, "farm:read").await;
     app.db_execute("alter table refresh_tokens rename to refresh_tokens_away")
         .await;
-    let response = app.refresh(&tokens.client_id, &tokens.refresh_token).await;
+    let response = app.token(&tokens.refresh_request()).await;
     let body = assert_oauth_error(response, 500, "server_error").await;
     assert!(!body.to_string().contains("refresh_tokens"), "{body}");
     app.db_execute("alter table refresh_tokens_away rename to refresh_tokens")
         .await;
-    assert_eq!(
-        app.refresh(&tokens.client_id, &tokens.refresh_token)
-            .await
-            .status(),
-        200
-    );
+    assert_eq!(app.token(&tokens.refresh_request()).await.status(), 200);
 }
 
 async fn a_storage_failure_during_a_code_exchange_is_a_server_error(engine: Engine) {
-    let app = TestApp::spawn(engine).await;
-    let user = app.farm_with_member("manager").await;
-    let client_id = app.register_public_client().await;
-    let (code, pkce) = code_for(&app, &user, &client_id, "farm:read").await;
+    let (app, client_id, code, pkce) = approved(engine, "farm:read").await;
     // The code is readable but its first refresh token cannot be stored:
     // the exchange fails in the spending transaction.
     app.db_execute("alter table refresh_tokens rename to refresh_tokens_away")
@@ -574,19 +527,15 @@ async fn a_storage_failure_during_a_code_exchange_is_a_server_error(engine: Engi
 }
 
 async fn an_oversized_token_request_is_refused(engine: Engine) {
-    let app = TestApp::spawn(engine).await;
-    let user = app.farm_with_member("manager").await;
+    let (app, user) = TestApp::with_member(engine, "manager").await;
     let tokens = app.connect(&user, "farm:read").await;
     let padding = "x".repeat(9 * 1024);
     let response = app
-        .token(
-            &TokenRequest::refresh(&tokens.client_id, &tokens.refresh_token)
-                .field("padding", &padding),
-        )
+        .token(&tokens.refresh_request().field("padding", &padding))
         .await;
     assert_eq!(response.status(), 413);
     // Refused before it was read: the refresh token was not spent.
-    let response = app.refresh(&tokens.client_id, &tokens.refresh_token).await;
+    let response = app.token(&tokens.refresh_request()).await;
     assert_eq!(response.status(), 200);
 }
 
@@ -607,8 +556,7 @@ async fn token_requests_are_rate_limited_per_address(engine: Engine) {
 }
 
 async fn a_client_registered_without_refresh_gets_none(engine: Engine) {
-    let app = TestApp::spawn(engine).await;
-    let user = app.farm_with_member("manager").await;
+    let (app, user) = TestApp::with_member(engine, "manager").await;
     let response = app
         .register(&json!({"redirect_uris": [REDIRECT_URI], "grant_types": ["authorization_code"]}))
         .await;

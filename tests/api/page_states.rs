@@ -14,8 +14,7 @@ on_both_engines!(
 );
 
 async fn every_page_and_form_answer_is_no_store(engine: Engine) {
-    let app = TestApp::spawn(engine).await;
-    let farm = app.farm("Hillside Farm").await;
+    let (app, farm) = TestApp::with_farm(engine, "Hillside Farm").await;
     let tokens = app.connect(&farm.owner, "farm:read").await;
     let grant = app.grant_of(&farm.owner.email).await;
 
@@ -29,7 +28,7 @@ async fn every_page_and_form_answer_is_no_store(engine: Engine) {
         "/account/apps",
         "/account/password",
     ] {
-        let response = anonymous.get(app.url(path)).send().await.unwrap();
+        let response = anonymous.open(path).await;
         assert_no_store(&response, path);
     }
     let response = anonymous.sign_in(&farm.owner.email, "wrong").await;
@@ -51,12 +50,12 @@ async fn every_page_and_form_answer_is_no_store(engine: Engine) {
         "/login".to_owned(),
         "/admin/apps/not-a-grant/disconnect".to_owned(),
     ] {
-        let response = owner.get(app.url(&path)).send().await.unwrap();
+        let response = owner.open(&path).await;
         assert!(response.status().as_u16() < 500, "{path}");
         assert_no_store(&response, &path);
     }
     let path = app.authorize_path(&tokens.client_id, &Pkce::new(), "farm:read", &[]);
-    let response = owner.get(app.url(&path)).send().await.unwrap();
+    let response = owner.open(&path).await;
     assert_eq!(response.status(), 200);
     assert_no_store(&response, "the consent screen");
     let token = owner.csrf("/admin/farm").await;
@@ -68,11 +67,7 @@ async fn every_page_and_form_answer_is_no_store(engine: Engine) {
     let response = owner.submit("/logout", &[("csrf", &token)]).await;
     assert_no_store(&response, "sign-out");
     // Static files may be cached: they hold nothing of anyone's.
-    let response = anonymous
-        .get(app.url("/static/coop.css"))
-        .send()
-        .await
-        .unwrap();
+    let response = anonymous.open("/static/coop.css").await;
     assert_ne!(
         response
             .headers()
@@ -83,16 +78,13 @@ async fn every_page_and_form_answer_is_no_store(engine: Engine) {
 }
 
 async fn a_suspended_farm_shows_why_and_changes_nothing(engine: Engine) {
-    let app = TestApp::spawn(engine).await;
-    let farm = app.farm("Hillside Farm").await;
+    let (app, farm) = TestApp::with_farm(engine, "Hillside Farm").await;
     let tokens = app.connect(&farm.owner, "farm:read").await;
     let before = app.signed_in(&farm.owner).await;
     let token_before = before.csrf("/admin/farm").await;
     let reason = "the subscription ended on 30 November";
-    let (code, _, err) = app
-        .cli(&["admin", "farm", "suspend", &farm.slug, "--reason", reason])
+    app.admin(&["farm", "suspend", &farm.slug, "--reason", reason])
         .await;
-    assert_eq!(code, 0, "{err}");
 
     // The owner may still sign in, and every page says why.
     let owner = app.signed_in(&farm.owner).await;
@@ -156,7 +148,7 @@ async fn a_suspended_farm_shows_why_and_changes_nothing(engine: Engine) {
     );
     // No access minted: no consent, no token, no MCP call.
     let path = app.authorize_path(&tokens.client_id, &Pkce::new(), "farm:read", &[]);
-    let response = owner.get(app.url(&path)).send().await.unwrap();
+    let response = owner.open(&path).await;
     assert_eq!(response.status(), 403);
     assert!(location(&response).is_empty());
     app.assert_cut_off(&tokens).await;
@@ -171,8 +163,7 @@ async fn a_suspended_farm_shows_why_and_changes_nothing(engine: Engine) {
     assert_eq!(app.db_count(houses).await, 0);
 
     // Resumed: the notice and the reason are gone, the actions work.
-    let (code, _, err) = app.cli(&["admin", "farm", "resume", &farm.slug]).await;
-    assert_eq!(code, 0, "{err}");
+    app.admin(&["farm", "resume", &farm.slug]).await;
     assert_eq!(
         app.db_count("select count(*) from farms where suspended_reason is not null")
             .await,
@@ -188,8 +179,7 @@ async fn a_suspended_farm_shows_why_and_changes_nothing(engine: Engine) {
     assert!(html.contains("name=\"decision\""));
 
     // Without a reason the page says whom to ask; a bad reason is refused.
-    let (code, _, err) = app.cli(&["admin", "farm", "suspend", &farm.slug]).await;
-    assert_eq!(code, 0, "{err}");
+    app.admin(&["farm", "suspend", &farm.slug]).await;
     let (_, html) = owner.page("/").await;
     assert!(
         html.contains("Your farm is suspended by the people who run Coop. Ask them why."),

@@ -16,8 +16,7 @@ use crate::on_both_engines;
 on_both_engines!(a_person_who_must_change_their_password_gets_no_token);
 
 async fn a_person_who_must_change_their_password_gets_no_token(engine: Engine) {
-    let app = TestApp::spawn(engine).await;
-    let user = app.farm_with_member("manager").await;
+    let (app, user) = TestApp::with_member(engine, "manager").await;
     let tokens = app.connect(&user, "farm:read").await;
     // A code issued before the change was required, not yet exchanged.
     let (code, verifier) = app
@@ -31,7 +30,7 @@ async fn a_person_who_must_change_their_password_gets_no_token(engine: Engine) {
 
     let response = app.exchange_code(&tokens.client_id, &code, &verifier).await;
     assert_oauth_error(response, 400, "invalid_grant").await;
-    let response = app.refresh(&tokens.client_id, &tokens.refresh_token).await;
+    let response = app.token(&tokens.refresh_request()).await;
     assert_oauth_error(response, 400, "invalid_grant").await;
 
     // Nothing was spent or revoked: with the requirement lifted (here
@@ -41,7 +40,7 @@ async fn a_person_who_must_change_their_password_gets_no_token(engine: Engine) {
         .await;
     let response = app.exchange_code(&tokens.client_id, &code, &verifier).await;
     assert_eq!(response.status(), 200);
-    let response = app.refresh(&tokens.client_id, &tokens.refresh_token).await;
+    let response = app.token(&tokens.refresh_request()).await;
     assert_eq!(response.status(), 200);
     let body: Value = response.json().await.unwrap();
     assert!(body["access_token"].is_string());

@@ -98,7 +98,7 @@ async fn approve(app: &TestApp, client_id: &str, redirect: &str) -> (String, Pkc
     );
     let html = browser.open_consent(&path).await;
     let ticked: Vec<&str> = BOTH_SCOPES.split_whitespace().collect();
-    let response = browser.answer_consent(&html, "approve", &ticked).await;
+    let response = browser.accept(&html, &ticked).await;
     assert_eq!(response.status(), 303);
     let target = url::Url::parse(&location(&response)).unwrap();
     assert!(target.as_str().starts_with(redirect), "{target}");
@@ -489,7 +489,7 @@ async fn a_document_offering_only_methods_coop_lacks_is_refused_before_anything_
         "farm:read",
         &[("redirect_uri", Some(REDIRECT))],
     );
-    let response = browser.get(app.url(&path)).send().await.unwrap();
+    let response = browser.open(&path).await;
     assert_eq!(response.status(), 400);
     assert!(response.headers().get("location").is_none());
     let page = response.text().await.unwrap();

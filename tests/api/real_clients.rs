@@ -53,7 +53,7 @@ use std::time::{Duration, Instant};
 use coop::domain::{Role, Scope, ScopeSet};
 use coop::mcp::catalog;
 
-use crate::helpers::{Engine, TestApp, TestUser};
+use crate::helpers::{Engine, TestApp, TestUser, flock_add};
 use crate::on_both_engines;
 use crate::tls_host::TlsHost;
 
@@ -300,21 +300,11 @@ impl Row {
     }
 
     fn python(mode: &'static str, role: Role, scopes: &'static [Scope]) -> Self {
-        Self {
-            client: Client::Python,
-            mode,
-            role,
-            scopes,
-        }
+        Self::new(Client::Python, mode, role, scopes)
     }
 
     fn typescript(mode: &'static str, role: Role, scopes: &'static [Scope]) -> Self {
-        Self {
-            client: Client::TypeScript,
-            mode,
-            role,
-            scopes,
-        }
+        Self::new(Client::TypeScript, mode, role, scopes)
     }
 
     fn name(&self) -> String {
@@ -538,11 +528,8 @@ fn as_strs(args: &[String]) -> Vec<&str> {
 
 /// The value of a `name: value` line the CLI printed.
 fn field(out: &str, name: &str) -> String {
-    out.lines()
-        .find_map(|l| l.strip_prefix(&format!("{name}: ")))
+    crate::helpers::app::printed(out, name)
         .unwrap_or_else(|| panic!("no {name} in the CLI's output"))
-        .trim()
-        .to_owned()
 }
 
 /// A client script the test talks with while it runs: its stdout read line
@@ -587,33 +574,11 @@ impl Conversation {
 /// A farm with a house and a flock placed two months ago, and one member.
 async fn farm_with_a_flock(app: &TestApp, role: Role) -> TestUser {
     let user = app.farm_with_member(role.as_str()).await;
-    let (code, _, err) = app
-        .cli(&[
-            "admin", "house", "add", "--farm", &user.farm, "--name", "North",
-        ])
+    app.admin(&["house", "add", "--farm", &user.farm, "--name", "North"])
         .await;
-    assert_eq!(code, 0, "house add failed: {err}");
     let placed = (time::OffsetDateTime::now_utc().date() - time::Duration::days(60)).to_string();
-    let (code, _, err) = app
-        .cli(&[
-            "admin",
-            "flock",
-            "add",
-            "--farm",
-            &user.farm,
-            "--house",
-            "North",
-            "--name",
-            FLOCK,
-            "--breed",
-            "ISA Brown",
-            "--placed",
-            &placed,
-            "--head-count",
-            "500",
-        ])
-        .await;
-    assert_eq!(code, 0, "flock add failed: {err}");
+    let args = flock_add(&user.farm, "North", FLOCK, &placed, "500");
+    app.admin(&args[1..]).await;
     user
 }
 

@@ -44,8 +44,7 @@ async fn grants_revoked(app: &TestApp) -> i64 {
 }
 
 async fn a_retried_refresh_gets_the_same_successor(engine: Engine) {
-    let app = TestApp::spawn(engine).await;
-    let user = app.farm_with_member("manager").await;
+    let (app, user) = TestApp::with_member(engine, "manager").await;
     let tokens = app.connect(&user, "farm:read").await;
 
     let first = refreshed(app.refresh(&tokens.client_id, &tokens.refresh_token).await).await;
@@ -69,8 +68,7 @@ async fn a_retried_refresh_gets_the_same_successor(engine: Engine) {
 }
 
 async fn racing_refreshes_share_one_successor(engine: Engine) {
-    let app = TestApp::spawn(engine).await;
-    let user = app.farm_with_member("manager").await;
+    let (app, user) = TestApp::with_member(engine, "manager").await;
     let tokens = app.connect(&user, "farm:read").await;
     let (a, b, c) = tokio::join!(
         app.refresh(&tokens.client_id, &tokens.refresh_token),
@@ -90,8 +88,7 @@ async fn racing_refreshes_share_one_successor(engine: Engine) {
 }
 
 async fn a_replay_after_the_successor_was_used_revokes_the_grant(engine: Engine) {
-    let app = TestApp::spawn(engine).await;
-    let user = app.farm_with_member("manager").await;
+    let (app, user) = TestApp::with_member(engine, "manager").await;
     let tokens = app.connect(&user, "farm:read").await;
     let first = refreshed(app.refresh(&tokens.client_id, &tokens.refresh_token).await).await;
     let next = refreshed(app.refresh(&tokens.client_id, &refresh_token(&first)).await).await;
@@ -109,8 +106,7 @@ async fn a_replay_after_the_successor_was_used_revokes_the_grant(engine: Engine)
 }
 
 async fn a_replay_after_the_window_revokes_the_grant(engine: Engine) {
-    let app = TestApp::spawn(engine).await;
-    let user = app.farm_with_member("manager").await;
+    let (app, user) = TestApp::with_member(engine, "manager").await;
     let tokens = app.connect(&user, "farm:read").await;
     let first = refreshed(app.refresh(&tokens.client_id, &tokens.refresh_token).await).await;
 
@@ -124,8 +120,7 @@ async fn a_replay_after_the_window_revokes_the_grant(engine: Engine) {
 }
 
 async fn a_replay_needs_the_same_client(engine: Engine) {
-    let app = TestApp::spawn(engine).await;
-    let user = app.farm_with_member("manager").await;
+    let (app, user) = TestApp::with_member(engine, "manager").await;
     let tokens = app.connect(&user, "farm:read").await;
     let other = app.register_public_client().await;
     refreshed(app.refresh(&tokens.client_id, &tokens.refresh_token).await).await;

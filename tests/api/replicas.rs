@@ -34,12 +34,8 @@ async fn a_withdrawn_signing_key_is_refused_on_both_at_once(engine: Engine) {
         let response = replica.mcp_list(&tokens.access_token).await;
         assert_eq!(response.status(), 200);
     }
-    let kid = oauth::jwt_header(&tokens.access_token)["kid"]
-        .as_str()
-        .unwrap()
-        .to_owned();
-    let (code, _, err) = a.cli(&["keys", "rotate"]).await;
-    assert_eq!(code, 0, "{err}");
+    let kid = oauth::kid(&tokens.access_token);
+    a.rotate_keys().await;
     // Rotation alone leaves the old key verifying (its tokens live on).
     let response = b.mcp_list(&tokens.access_token).await;
     assert_eq!(response.status(), 200);
@@ -96,14 +92,7 @@ async fn a_session_made_on_one_replica_works_on_the_other(engine: Engine) {
     // A form made on one is accepted by the other (the CSRF token lives in
     // the shared session).
     let token = browser.on(&a).csrf("/admin").await;
-    let response = browser
-        .on(&b)
-        .submit(
-            "/admin/connected-apps",
-            &[("csrf", &token), ("enabled", "off")],
-        )
-        .await;
-    assert_eq!(response.status(), 303);
+    assert_eq!(switch_apps(&browser.on(&b), &token, "off").await, 303);
 }
 
 async fn a_token_minted_by_one_replica_is_accepted_by_the_other(engine: Engine) {
@@ -138,13 +127,26 @@ async fn a_disconnect_through_one_replica_is_refused_on_the_other(engine: Engine
     b.assert_cut_off(&tokens).await;
 }
 
-/// The worker's member id, read off the owner's members page on `app`.
-async fn worker_id(owner: &Browser, app: &TestApp, farm: &Farm) -> String {
+/// The owner's `action` on the worker's member form, through `app`: the
+/// worker's id read off the members page, the form posted; its status.
+async fn act_on_worker(owner: &Browser, app: &TestApp, farm: &Farm, action: &str) -> u16 {
     let (_, html) = owner.on(app).page("/admin/members").await;
     let heading = html.find(&format!(">{}", farm.worker.email)).unwrap();
     let marker = "action=\"/admin/members/";
     let start = html[heading..].find(marker).unwrap() + heading + marker.len();
-    html[start..start + 36].to_owned()
+    let id = &html[start..start + 36];
+    let token = owner.on(app).csrf("/admin/members").await;
+    let form = [("csrf", token.as_str()), ("action", action)];
+    let path = format!("/admin/members/{id}");
+    owner.on(app).submit(&path, &form).await.status().as_u16()
+}
+
+/// The farm's connected-apps switch turned `enabled` through `browser`
+/// with the CSRF `token`; its status.
+async fn switch_apps(browser: &Browser, token: &str, enabled: &str) -> u16 {
+    let form = [("csrf", token), ("enabled", enabled)];
+    let response = browser.submit("/admin/connected-apps", &form).await;
+    response.status().as_u16()
 }
 
 async fn an_epoch_move_through_one_replica_is_refused_on_the_other(engine: Engine) {
@@ -153,16 +155,8 @@ async fn an_epoch_move_through_one_replica_is_refused_on_the_other(engine: Engin
     let worker = shared_browser(&b, &farm.worker).await;
     assert_eq!(worker.on(&b).page("/").await.0, 200);
     let owner = shared_browser(&a, &farm.owner).await;
-    let id = worker_id(&owner, &a, &farm).await;
-    let token = owner.on(&a).csrf("/admin/members").await;
-    let response = owner
-        .on(&a)
-        .submit(
-            &format!("/admin/members/{id}"),
-            &[("csrf", &token), ("action", "sign_out_everywhere")],
-        )
-        .await;
-    assert_eq!(response.status(), 303);
+    let status = act_on_worker(&owner, &a, &farm, "sign_out_everywhere").await;
+    assert_eq!(status, 303);
     b.assert_cut_off(&tokens).await;
     assert_eq!(worker.on(&b).page("/").await.0, 303);
 }
@@ -172,16 +166,7 @@ async fn a_user_disabled_through_one_replica_is_refused_on_the_other(engine: Eng
     let (farm, tokens) = connected(&a).await;
     let worker = shared_browser(&b, &farm.worker).await;
     let owner = shared_browser(&a, &farm.owner).await;
-    let id = worker_id(&owner, &a, &farm).await;
-    let token = owner.on(&a).csrf("/admin/members").await;
-    let response = owner
-        .on(&a)
-        .submit(
-            &format!("/admin/members/{id}"),
-            &[("csrf", &token), ("action", "disable")],
-        )
-        .await;
-    assert_eq!(response.status(), 303);
+    assert_eq!(act_on_worker(&owner, &a, &farm, "disable").await, 303);
     b.assert_cut_off(&tokens).await;
     assert_eq!(worker.on(&b).page("/").await.0, 303);
 }
@@ -189,12 +174,10 @@ async fn a_user_disabled_through_one_replica_is_refused_on_the_other(engine: Eng
 async fn a_farm_suspended_by_the_operator_is_refused_on_both(engine: Engine) {
     let (a, b) = replicas(engine).await;
     let (farm, mut tokens) = connected(&a).await;
-    let (code, _, err) = a.cli(&["admin", "farm", "suspend", &farm.slug]).await;
-    assert_eq!(code, 0, "{err}");
+    a.admin(&["farm", "suspend", &farm.slug]).await;
     a.assert_cut_off(&tokens).await;
     b.assert_cut_off(&tokens).await;
-    let (code, _, _) = b.cli(&["admin", "farm", "resume", &farm.slug]).await;
-    assert_eq!(code, 0);
+    b.admin(&["farm", "resume", &farm.slug]).await;
     b.assert_works(&mut tokens).await;
 }
 
@@ -203,22 +186,8 @@ async fn connected_apps_off_through_one_replica_is_refused_on_the_other(engine: 
     let (farm, mut tokens) = connected(&a).await;
     let owner = shared_browser(&a, &farm.owner).await;
     let token = owner.on(&a).csrf("/admin").await;
-    let response = owner
-        .on(&a)
-        .submit(
-            "/admin/connected-apps",
-            &[("csrf", &token), ("enabled", "off")],
-        )
-        .await;
-    assert_eq!(response.status(), 303);
+    assert_eq!(switch_apps(&owner.on(&a), &token, "off").await, 303);
     b.assert_cut_off(&tokens).await;
-    let response = owner
-        .on(&b)
-        .submit(
-            "/admin/connected-apps",
-            &[("csrf", &token), ("enabled", "on")],
-        )
-        .await;
-    assert_eq!(response.status(), 303);
+    assert_eq!(switch_apps(&owner.on(&b), &token, "on").await, 303);
     a.assert_works(&mut tokens).await;
 }

@@ -152,7 +152,7 @@ impl Server {
     }
 
     /// Sends SIGTERM and waits; returns the exit status and all of stderr.
-    async fn terminate(self) -> (ExitStatus, String) {
+    pub(crate) async fn terminate(self) -> (ExitStatus, String) {
         self.send_sigterm();
         self.wait().await
     }

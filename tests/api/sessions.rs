@@ -33,8 +33,7 @@ fn set_cookie(response: &reqwest::Response, name: &str) -> Option<String> {
 }
 
 async fn a_thousand_anonymous_page_loads_add_no_session_row(engine: Engine) {
-    let app = TestApp::spawn(engine).await;
-    let user = app.farm_with_member("owner").await;
+    let (app, user) = TestApp::with_member(engine, "owner").await;
     let first = app.get("/login").await;
     assert_eq!(first.status(), 200);
     assert_eq!(set_cookie(&first, "coop_session"), None);
@@ -80,8 +79,7 @@ async fn a_thousand_anonymous_page_loads_add_no_session_row(engine: Engine) {
 }
 
 async fn a_session_found_in_the_database_cannot_be_used_as_a_cookie(engine: Engine) {
-    let app = TestApp::spawn(engine).await;
-    let user = app.farm_with_member("owner").await;
+    let (app, user) = TestApp::with_member(engine, "owner").await;
     let response = app.sign_in(&user.email, &user.password).await;
     let cookie = set_cookie(&response, "coop_session").expect("a session cookie at sign-in");
     let stored = app.db_text("select id_hash from sessions").await;
@@ -94,10 +92,7 @@ async fn a_session_found_in_the_database_cannot_be_used_as_a_cookie(engine: Engi
     let as_cookie = |value: String| {
         let app = &app;
         async move {
-            reqwest::Client::builder()
-                .redirect(reqwest::redirect::Policy::none())
-                .build()
-                .unwrap()
+            crate::helpers::no_cookies()
                 .get(app.url("/"))
                 .header("cookie", format!("coop_session={value}"))
                 .send()
@@ -113,8 +108,7 @@ async fn a_session_found_in_the_database_cannot_be_used_as_a_cookie(engine: Engi
 }
 
 async fn expired_sessions_are_purged(engine: Engine) {
-    let app = TestApp::spawn(engine).await;
-    let user = app.farm_with_member("owner").await;
+    let (app, user) = TestApp::with_member(engine, "owner").await;
     assert_eq!(app.sign_in(&user.email, &user.password).await.status(), 303);
     assert_eq!(sessions(&app).await, 1);
     let store = Store::connect(&app.db.url).await.unwrap();
@@ -130,8 +124,7 @@ async fn expired_sessions_are_purged(engine: Engine) {
 }
 
 async fn a_signed_out_form_needs_the_token_of_its_own_signed_cookie(engine: Engine) {
-    let app = TestApp::spawn(engine).await;
-    let user = app.farm_with_member("owner").await;
+    let (app, user) = TestApp::with_member(engine, "owner").await;
     // Two visitors' login pages: each a form cookie and its token.
     let page = || async {
         let response = reqwest::Client::new()
@@ -150,20 +143,12 @@ async fn a_signed_out_form_needs_the_token_of_its_own_signed_cookie(engine: Engi
         let app = &app;
         let user = &user;
         async move {
-            let mut request = reqwest::Client::builder()
-                .redirect(reqwest::redirect::Policy::none())
-                .build()
-                .unwrap()
-                .post(app.url("/login"));
+            let mut request = crate::helpers::no_cookies().post(app.url("/login"));
             if let Some(cookie) = cookie {
                 request = request.header("cookie", cookie);
             }
             request
-                .form(&[
-                    ("csrf", csrf.as_str()),
-                    ("email", user.email.as_str()),
-                    ("password", user.password.as_str()),
-                ])
+                .form(&user.login_form(&csrf))
                 .send()
                 .await
                 .unwrap()
@@ -204,10 +189,7 @@ async fn behind_an_https_issuer_every_cookie_is_secure_and_host_only(engine: Eng
     })
     .await;
     let user = app.farm_with_member("owner").await;
-    let client = reqwest::Client::builder()
-        .redirect(reqwest::redirect::Policy::none())
-        .build()
-        .unwrap();
+    let client = crate::helpers::no_cookies();
     let page = client.get(app.url("/login")).send().await.unwrap();
     let attributes = |response: &reqwest::Response, name: &str| -> String {
         response
@@ -224,11 +206,7 @@ async fn behind_an_https_issuer_every_cookie_is_secure_and_host_only(engine: Eng
     let signed_in = client
         .post(app.url("/login"))
         .header("cookie", form.split(';').next().unwrap())
-        .form(&[
-            ("csrf", csrf.as_str()),
-            ("email", user.email.as_str()),
-            ("password", user.password.as_str()),
-        ])
+        .form(&user.login_form(&csrf))
         .send()
         .await
         .unwrap();
@@ -252,11 +230,7 @@ async fn behind_an_https_issuer_every_cookie_is_secure_and_host_only(engine: Eng
     let refused = client
         .post(app.url("/login"))
         .header("cookie", plain)
-        .form(&[
-            ("csrf", csrf.as_str()),
-            ("email", user.email.as_str()),
-            ("password", user.password.as_str()),
-        ])
+        .form(&user.login_form(&csrf))
         .send()
         .await
         .unwrap();

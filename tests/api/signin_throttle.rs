@@ -80,42 +80,31 @@ async fn assert_throttled(response: reqwest::Response) {
 /// A person with a browser that signed in once (and so carries a device
 /// cookie), signed out again.
 async fn owner_with_device(app: &TestApp, user: &TestUser) -> reqwest::Client {
-    let browser = fresh_browser();
+    let browser = Browser::with_client(app, fresh_browser());
     assert_eq!(
         status(app, &browser, &user.email, &user.password).await,
         303
     );
-    let page = browser
-        .get(app.url("/"))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
-    let csrf = form_value(&page, "csrf").unwrap();
-    let out = browser
-        .post(app.url("/logout"))
-        .form(&[("csrf", csrf.as_str())])
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(out.status(), 303);
-    assert_eq!(
-        browser.get(app.url("/")).send().await.unwrap().status(),
-        303,
-        "signed out"
-    );
-    browser
+    assert_eq!(browser.sign_out().await.status(), 303);
+    assert_eq!(browser.open("/").await.status(), 303, "signed out");
+    browser.client
+}
+
+/// Five wrong passwords for `user`, each from a fresh browser, each
+/// refused as a wrong password.
+async fn five_wrong_guesses(app: &TestApp, user: &TestUser) {
+    for _ in 0..5 {
+        assert_eq!(
+            status(app, &fresh_browser(), &user.email, "a wrong guess").await,
+            401
+        );
+    }
 }
 
 /// Signs in from a browser that presents `device` as its device cookie
 /// (and a form cookie of its own).
 async fn presenting(app: &TestApp, device: &str, email: &str, password: &str) -> reqwest::Response {
-    let client = reqwest::Client::builder()
-        .redirect(reqwest::redirect::Policy::none())
-        .build()
-        .unwrap();
+    let client = crate::helpers::no_cookies();
     let login = client.get(app.url("/login")).send().await.unwrap();
     let form_cookie = login
         .headers()
@@ -139,8 +128,7 @@ async fn presenting(app: &TestApp, device: &str, email: &str, password: &str) ->
 }
 
 async fn eight_sign_ins_of_one_person_in_a_minute_all_succeed(engine: Engine) {
-    let app = TestApp::spawn(engine).await;
-    let user = app.farm_with_member("owner").await;
+    let (app, user) = TestApp::with_member(engine, "owner").await;
     // Eight assistants connected in a row, each opening a fresh browser.
     for n in 0..8 {
         let browser = fresh_browser();
@@ -160,8 +148,7 @@ async fn eight_sign_ins_of_one_person_in_a_minute_all_succeed(engine: Engine) {
 }
 
 async fn only_failures_count_and_a_success_clears_the_accounts(engine: Engine) {
-    let app = TestApp::spawn(engine).await;
-    let user = app.farm_with_member("worker").await;
+    let (app, user) = TestApp::with_member(engine, "worker").await;
     // Typos, then the right password: the typos are forgotten.
     for _ in 0..2 {
         for _ in 0..4 {
@@ -177,12 +164,7 @@ async fn only_failures_count_and_a_success_clears_the_accounts(engine: Engine) {
     }
     // Five failures in a row: even the right password is refused, before
     // it is checked.
-    for _ in 0..5 {
-        assert_eq!(
-            status(&app, &fresh_browser(), &user.email, "a wrong guess").await,
-            401
-        );
-    }
+    five_wrong_guesses(&app, &user).await;
     assert_throttled(sign_in(&app, &fresh_browser(), &user.email, &user.password).await).await;
     // The budget refills: a minute later, one more try.
     app.clock.advance(time::Duration::seconds(60));
@@ -195,14 +177,8 @@ async fn only_failures_count_and_a_success_clears_the_accounts(engine: Engine) {
 /// The throttle is passed before any password is hashed: with the stored
 /// hash made unusable, a checked password is a 500, a throttled one a 429.
 async fn a_throttled_attempt_checks_no_password(engine: Engine) {
-    let app = TestApp::spawn(engine).await;
-    let user = app.farm_with_member("viewer").await;
-    for _ in 0..5 {
-        assert_eq!(
-            status(&app, &fresh_browser(), &user.email, "a wrong guess").await,
-            401
-        );
-    }
+    let (app, user) = TestApp::with_member(engine, "viewer").await;
+    five_wrong_guesses(&app, &user).await;
     app.db_execute("update users set password_hash = 'not a hash'")
         .await;
     assert_throttled(sign_in(&app, &fresh_browser(), &user.email, &user.password).await).await;
@@ -235,8 +211,7 @@ async fn wrong_guesses_are_one_budget_across_two_replicas(engine: Engine) {
 }
 
 async fn a_browser_with_a_device_cookie_signs_in_while_a_stranger_is_locked_out(engine: Engine) {
-    let app = TestApp::spawn(engine).await;
-    let user = app.farm_with_member("owner").await;
+    let (app, user) = TestApp::with_member(engine, "owner").await;
     let owner = owner_with_device(&app, &user).await;
 
     // A stranger guesses from the same network until locked out of the
@@ -268,8 +243,7 @@ async fn a_browser_with_a_device_cookie_signs_in_while_a_stranger_is_locked_out(
 }
 
 async fn a_device_is_judged_by_its_own_failures(engine: Engine) {
-    let app = TestApp::spawn(engine).await;
-    let user = app.farm_with_member("owner").await;
+    let (app, user) = TestApp::with_member(engine, "owner").await;
     let owner = owner_with_device(&app, &user).await;
     // The device's own ten, not the account's five.
     for _ in 0..10 {
@@ -284,8 +258,7 @@ async fn a_device_is_judged_by_its_own_failures(engine: Engine) {
 }
 
 async fn a_device_cookie_counts_only_as_issued_and_only_for_its_account(engine: Engine) {
-    let app = TestApp::spawn(engine).await;
-    let user = app.farm_with_member("owner").await;
+    let (app, user) = TestApp::with_member(engine, "owner").await;
     let bob = TestUser {
         email: "bob@hillside.example".into(),
         ..user.clone()
@@ -342,8 +315,7 @@ async fn a_device_cookie_counts_only_as_issued_and_only_for_its_account(engine: 
 }
 
 async fn a_network_is_throttled_across_accounts_and_another_network_is_not(engine: Engine) {
-    let app = TestApp::spawn(engine).await;
-    let user = app.farm_with_member("manager").await;
+    let (app, user) = TestApp::with_member(engine, "manager").await;
     let sprayer = browser_from("127.0.0.1");
     for n in 0..20 {
         let email = format!("guess{n}@hillside.example");
@@ -365,8 +337,7 @@ async fn a_network_is_throttled_across_accounts_and_another_network_is_not(engin
 }
 
 async fn a_step_up_password_is_throttled_like_a_sign_in(engine: Engine) {
-    let app = TestApp::spawn(engine).await;
-    let user = app.farm_with_member("owner").await;
+    let (app, user) = TestApp::with_member(engine, "owner").await;
     let browser = fresh_browser();
     assert_eq!(
         status(&app, &browser, &user.email, &user.password).await,

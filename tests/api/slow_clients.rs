@@ -43,7 +43,10 @@ fn patient() -> ConnectionLimits {
     }
 }
 
-async fn spawn(engine: Engine, limits: ConnectionLimits) -> TestApp {
+/// A fresh app with [`patient`] limits changed by `shorten`.
+async fn spawn(engine: Engine, shorten: impl FnOnce(&mut ConnectionLimits)) -> TestApp {
+    let mut limits = patient();
+    shorten(&mut limits);
     TestApp::spawn_with(engine, |config| config.connections = limits).await
 }
 
@@ -149,22 +152,17 @@ impl Answer {
     }
 }
 
-fn get_healthz(app: &TestApp) -> String {
-    format!("GET /healthz HTTP/1.1\r\nHost: {}\r\n\r\n", authority(app))
+/// Writes a whole `GET /healthz` on `stream`.
+async fn send_healthz(stream: &mut TcpStream, app: &TestApp) {
+    let request = format!("GET /healthz HTTP/1.1\r\nHost: {}\r\n\r\n", authority(app));
+    stream.write_all(request.as_bytes()).await.unwrap();
 }
 
 /// A head cut short and a connection that sends nothing: both are closed
 /// at the header timeout without a byte of answer (there was no request to
 /// answer). A fresh connection is served meanwhile.
 async fn a_slow_or_silent_head_is_closed_without_an_answer(engine: Engine) {
-    let app = spawn(
-        engine,
-        ConnectionLimits {
-            header_timeout: SECOND,
-            ..patient()
-        },
-    )
-    .await;
+    let app = spawn(engine, |l| l.header_timeout = SECOND).await;
     let mut slow = connect(&app).await;
     slow.write_all(format!("GET /healthz HTTP/1.1\r\nHost: {}\r\n", authority(&app)).as_bytes())
         .await
@@ -181,14 +179,7 @@ async fn a_slow_or_silent_head_is_closed_without_an_answer(engine: Engine) {
 /// A body that stops coming: `408 Request Timeout`, `Connection: close`,
 /// then the connection is closed.
 async fn a_slow_body_is_answered_408_and_closed(engine: Engine) {
-    let app = spawn(
-        engine,
-        ConnectionLimits {
-            body_timeout: SECOND,
-            ..patient()
-        },
-    )
-    .await;
+    let app = spawn(engine, |l| l.body_timeout = SECOND).await;
     let body = r#"{"redirect_uris":["https://app.example/cb"],"client_name":"Slow"}"#;
     let mut stream = connect(&app).await;
     let head = format!(
@@ -215,19 +206,9 @@ async fn a_slow_body_is_answered_408_and_closed(engine: Engine) {
 /// After an answer, a kept-alive connection with no next request is
 /// closed at the idle timeout, without a byte more.
 async fn an_idle_connection_is_closed_at_the_idle_timeout(engine: Engine) {
-    let app = spawn(
-        engine,
-        ConnectionLimits {
-            idle_timeout: SECOND,
-            ..patient()
-        },
-    )
-    .await;
+    let app = spawn(engine, |l| l.idle_timeout = SECOND).await;
     let mut stream = connect(&app).await;
-    stream
-        .write_all(get_healthz(&app).as_bytes())
-        .await
-        .unwrap();
+    send_healthz(&mut stream, &app).await;
     let answer = Answer::read(&mut stream).await;
     assert_eq!(answer.status_line, "HTTP/1.1 200 OK");
     assert_eq!(answer.header("connection"), None, "kept alive");
@@ -239,28 +220,15 @@ async fn an_idle_connection_is_closed_at_the_idle_timeout(engine: Engine) {
 /// timeout's: a kept-alive connection quiet for longer than the header
 /// timeout still carries the next request.
 async fn a_kept_alive_connection_outlives_the_header_timeout(engine: Engine) {
-    let app = spawn(
-        engine,
-        ConnectionLimits {
-            header_timeout: SECOND,
-            ..patient()
-        },
-    )
-    .await;
+    let app = spawn(engine, |l| l.header_timeout = SECOND).await;
     let mut stream = connect(&app).await;
-    stream
-        .write_all(get_healthz(&app).as_bytes())
-        .await
-        .unwrap();
+    send_healthz(&mut stream, &app).await;
     assert_eq!(
         Answer::read(&mut stream).await.status_line,
         "HTTP/1.1 200 OK"
     );
     tokio::time::sleep(SECOND * 2).await;
-    stream
-        .write_all(get_healthz(&app).as_bytes())
-        .await
-        .unwrap();
+    send_healthz(&mut stream, &app).await;
     let again = Answer::read(&mut stream).await;
     assert_eq!(again.status_line, "HTTP/1.1 200 OK");
     assert_eq!(again.body, "ok");
@@ -280,18 +248,15 @@ impl ClientsLock {
         match &db.url {
             coop::config::DatabaseUrl::Sqlite(url) => {
                 let mut conn = sqlx::SqliteConnection::connect(url).await.unwrap();
-                sqlx::raw_sql("begin immediate")
-                    .execute(&mut conn)
-                    .await
-                    .unwrap();
+                let begin = sqlx::raw_sql("begin immediate");
+                begin.execute(&mut conn).await.unwrap();
                 Self::Sqlite(conn)
             }
             coop::config::DatabaseUrl::Postgres(url) => {
                 let mut conn = sqlx::PgConnection::connect(url).await.unwrap();
-                sqlx::raw_sql("begin; lock table oauth_clients in access exclusive mode")
-                    .execute(&mut conn)
-                    .await
-                    .unwrap();
+                let lock =
+                    sqlx::raw_sql("begin; lock table oauth_clients in access exclusive mode");
+                lock.execute(&mut conn).await.unwrap();
                 Self::Postgres(conn)
             }
         }
@@ -312,14 +277,7 @@ impl ClientsLock {
 /// A request stuck on the database past the request timeout is dropped and
 /// answered `503` with `Connection: close`; the server goes on serving.
 async fn a_request_not_answered_in_time_gets_503(engine: Engine) {
-    let app = spawn(
-        engine,
-        ConnectionLimits {
-            request_timeout: SECOND,
-            ..patient()
-        },
-    )
-    .await;
+    let app = spawn(engine, |l| l.request_timeout = SECOND).await;
     let registration = serde_json::json!({
         "redirect_uris": ["https://app.example/cb"],
         "client_name": "Patient"
@@ -341,14 +299,7 @@ async fn a_request_not_answered_in_time_gets_503(engine: Engine) {
     );
     lock.release().await;
 
-    let response = app
-        .browser
-        .post(app.url("/register"))
-        .json(&registration)
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(response.status(), 201);
+    assert_eq!(app.register(&registration).await.status(), 201);
 }
 
 const SHED: &str = "HTTP/1.1 503 Service Unavailable\r\n\
@@ -367,14 +318,10 @@ Connection: close\r\n\r\n";
 async fn healthz_answers_while_500_slow_sockets_are_held() {
     const CAP: usize = 50;
     const SOCKETS: usize = 500;
-    let app = spawn(
-        Engine::Sqlite,
-        ConnectionLimits {
-            header_timeout: SECOND * 3,
-            max_connections: CAP,
-            ..patient()
-        },
-    )
+    let app = spawn(Engine::Sqlite, |l| {
+        l.header_timeout = SECOND * 3;
+        l.max_connections = CAP;
+    })
     .await;
     let half_head = format!("GET /healthz HTTP/1.1\r\nHost: {}\r\n", authority(&app));
     let mut sockets = Vec::with_capacity(SOCKETS);

@@ -11,7 +11,7 @@ command to exit, and FastMCP starts its callback listener only after
     COOP_TEST_BROWSER_LOG   a file that gets one JSON line per opened URL
                             (what was asked, what came back)
 
-Standard library only, so any Python runs it.
+Standard library only (flow.py too), so any Python runs it.
 """
 
 from __future__ import annotations
@@ -25,36 +25,10 @@ import time
 import urllib.error
 import urllib.request
 from email.message import Message
-from html.parser import HTMLParser
 from urllib.parse import parse_qs, urlencode, urljoin, urlparse
 
-
-class Forms(HTMLParser):
-    """Collects each form's action and its inputs (name, value, type)."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.forms: list[dict] = []
-
-    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-        a = dict(attrs)
-        if tag == "form":
-            self.forms.append({"action": a.get("action"), "inputs": []})
-        elif tag in ("input", "button") and self.forms:
-            self.forms[-1]["inputs"].append({"name": a.get("name"), "value": a.get("value") or ""})
-
-
-def forms_of(html: str) -> list[dict]:
-    parser = Forms()
-    parser.feed(html)
-    return parser.forms
-
-
-def field(form: dict, name: str) -> str:
-    for f in form["inputs"]:
-        if f["name"] == name:
-            return f["value"]
-    raise RuntimeError(f"the form {form['action']} has no {name} field")
+from flow import form_field as field
+from flow import forms_of
 
 
 class NoRedirects(urllib.request.HTTPRedirectHandler):

@@ -38,38 +38,21 @@
 // Prints one PASS/FAIL line per step; exits non-zero on the first failure.
 
 import { execFile, spawn } from "node:child_process";
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
-import { parseArgs } from "node:util";
 
-const { values: args } = parseArgs({
-  options: {
-    "node-clients": { type: "string", default: process.env.COOP_NODE_CLIENTS },
-    issuer: { type: "string" },
-    email: { type: "string" },
-    password: { type: "string" },
-    scopes: { type: "string", default: "farm:read daily-entries:write" },
-    "expect-tools": { type: "string" },
-    flock: { type: "string" },
-    keep: { type: "boolean", default: false },
-  },
-});
-for (const required of ["node-clients", "issuer", "email", "password", "expect-tools", "flock"]) {
-  if (!args[required]) {
-    console.error(`--${required} is required`);
-    process.exit(2);
-  }
-}
+import { browserEnv, check, checkBrowserLogin, checkReadAndWrite, checkRevokedGrant, checkToolList, finish,
+  flowArgs, mcpStatus, ok, printBrowserRuns, removeHome, requireArgs, settings, StepFailed, toolJson } from "./flow.mjs";
+
+const args = flowArgs({ keep: { type: "boolean", default: false } });
+requireArgs(args, ["node-clients", "issuer", "email", "password", "expect-tools", "flock"]);
 
 const here = dirname(fileURLToPath(import.meta.url));
-const issuer = args.issuer.replace(/\/$/, "");
-const serverUrl = `${issuer}/mcp`;
+const { issuer, serverUrl, wantedScopes, expectedTools } = settings(args);
 const server = "coop";
-const wantedScopes = args.scopes.split(/\s+/).filter(Boolean);
-const expectedTools = args["expect-tools"].split(",").filter(Boolean).sort();
 const codex = join(args["node-clients"], "node_modules/@openai/codex/bin/codex.js");
 const home = mkdtempSync(join(tmpdir(), "coop-codex-"));
 const codexHome = join(home, "codex");
@@ -111,26 +94,11 @@ daemon_auto_start = false
 `,
 );
 
-class StepFailed extends Error {}
-let passed = 0;
-function ok(step, detail = "") {
-  passed += 1;
-  console.log(`PASS ${step}${detail ? `: ${detail}` : ""}`);
-}
-function check(condition, step, detail) {
-  if (!condition) throw new StepFailed(`${step}: ${detail}`);
-  ok(step, detail);
-}
-
 const env = {
   PATH: process.env.PATH,
   HOME: home,
   CODEX_HOME: codexHome,
-  BROWSER: join(here, "inspector-browser.sh"),
-  COOP_TEST_EMAIL: args.email,
-  COOP_TEST_PASSWORD: args.password,
-  COOP_TEST_SCOPES: wantedScopes.join(" "),
-  COOP_TEST_BROWSER_LOG: browserLog,
+  ...browserEnv({ here, args, wantedScopes, browserLog }),
   NO_COLOR: "1",
   RUST_LOG: "warn",
 };
@@ -198,11 +166,6 @@ async function appServer(body) {
   }
 }
 
-function browserRuns() {
-  if (!existsSync(browserLog)) return [];
-  return readFileSync(browserLog, "utf8").trim().split("\n").filter(Boolean).map((l) => JSON.parse(l));
-}
-
 /** Codex's stored credentials for Coop (one entry, keyed by server name and URL hash). */
 function stored() {
   if (!existsSync(credentials)) return undefined;
@@ -216,36 +179,6 @@ function setStored(update) {
     if (entry.server_name === server) Object.assign(entry, update);
   }
   writeFileSync(credentials, JSON.stringify(all));
-}
-
-// A Coop tool's structured result (its text content is for people).
-function toolJson(result, step) {
-  if (result?.isError) throw new StepFailed(`${step}: tool error ${JSON.stringify(result)}`);
-  if (!result?.structuredContent) throw new StepFailed(`${step}: no structured content in ${JSON.stringify(result)}`);
-  return result.structuredContent;
-}
-
-async function mcpStatus(accessToken) {
-  const response = await fetch(serverUrl, {
-    method: "POST",
-    headers: {
-      authorization: `Bearer ${accessToken}`,
-      "content-type": "application/json",
-      accept: "application/json, text/event-stream",
-      "mcp-protocol-version": "2025-11-25",
-    },
-    body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tools/list", params: {} }),
-  });
-  return { status: response.status, www: response.headers.get("www-authenticate") ?? "" };
-}
-
-async function tokenRefresh(clientId, refreshToken) {
-  const response = await fetch(`${issuer}/token`, {
-    method: "POST",
-    headers: { "content-type": "application/x-www-form-urlencoded" },
-    body: new URLSearchParams({ grant_type: "refresh_token", refresh_token: refreshToken, client_id: clientId }),
-  });
-  return { status: response.status, body: await response.json().catch(() => ({})) };
 }
 
 async function toolNames(call) {
@@ -269,18 +202,8 @@ async function run() {
     "401 and discovery",
     "codex mcp add detected OAuth from Coop's 401 and metadata, and logged in",
   );
-  const runs = browserRuns();
-  const login = runs[0];
-  check(runs.length === 1 && login?.ok, "browser opened", `Codex ran $BROWSER once; ${login?.error ?? "signed in"}`);
+  const login = checkBrowserLogin(browserLog, "Codex", serverUrl);
   const request = login.request;
-  check(
-    request.code_challenge_method === "S256" &&
-      (request.code_challenge ?? "").length >= 43 &&
-      request.resource === serverUrl &&
-      request.response_type === "code",
-    "authorization request",
-    `PKCE S256, resource=${request.resource}, scope=${JSON.stringify(request.scope)}, redirect_uri=${request.redirect_uri}`,
-  );
   check(
     login.params.code && login.params.state === request.state && login.params.iss === issuer && login.callbackStatus === 200,
     "sign-in and consent",
@@ -303,30 +226,12 @@ async function run() {
 
   // 2. Tools, through Codex's own MCP client.
   await appServer(async (call) => {
-    const names = await toolNames(call);
-    check(JSON.stringify(names) === JSON.stringify(expectedTools), "tools/list", JSON.stringify(names));
+    checkToolList(await toolNames(call), expectedTools);
     const thread = await call("thread/start", {});
     const threadId = thread?.thread?.id;
-    const flocks = toolJson(
-      await call("mcpServer/tool/call", { server, threadId, tool: "list_flocks", arguments: {} }),
-      "read tool",
-    );
-    check(JSON.stringify(flocks).includes(args.flock), "read tool list_flocks", `sees flock ${args.flock}`);
-    if (expectedTools.includes("record_daily_entry")) {
-      const day = new Date(Date.now() - 86_400_000).toISOString().slice(0, 10);
-      const written = toolJson(
-        await call("mcpServer/tool/call", {
-          server,
-          threadId,
-          tool: "record_daily_entry",
-          arguments: { flock: args.flock, date: day, eggs_collected: 746, notes: "codex" },
-        }),
-        "write tool",
-      );
-      check(written?.entry?.eggs_collected === 746, "write tool record_daily_entry", `${day}: change=${written?.change}`);
-    } else {
-      ok("write tool record_daily_entry", "not granted to this role and scopes: not listed, not called");
-    }
+    const callTool = async (tool, toolArgs, step) =>
+      toolJson(await call("mcpServer/tool/call", { server, threadId, tool, arguments: toolArgs }), step);
+    await checkReadAndWrite(callTool, { flock: args.flock, expectedTools, eggs: 746, notes: "codex" });
   });
 
   // 3. Refresh, by Codex: the stored token looks expired to it.
@@ -352,45 +257,22 @@ async function run() {
 
   // 4. `codex mcp logout` forgets the credentials, locally only.
   succeeded(await cli(["mcp", "logout", server]), "codex mcp logout");
-  const stillThere = await mcpStatus(held.access_token);
+  const stillThere = await mcpStatus(serverUrl, held.access_token);
   check(stored() === undefined, "codex mcp logout", `credentials removed; Coop not told (the held access token still gets ${stillThere.status})`);
 
-  // 5. RFC 7009 revocation of the refresh token Codex held.
-  const revoked = await fetch(`${issuer}/revoke`, {
-    method: "POST",
-    headers: { "content-type": "application/x-www-form-urlencoded" },
-    body: new URLSearchParams({ token: held.refresh_token, token_type_hint: "refresh_token", client_id: held.client_id }),
+  // 5. RFC 7009 revocation of the refresh token Codex held; the tokens held
+  // then, and before the refresh, are dead.
+  await checkRevokedGrant({
+    issuer,
+    serverUrl,
+    info: { client_id: held.client_id },
+    held,
+    before,
+    what: "the refresh token Codex held, public client",
   });
-  check(revoked.status === 200, "revocation", `POST /revoke (the refresh token Codex held, public client) → ${revoked.status}`);
-
-  // 6. The tokens held then, and before the refresh, are dead.
-  for (const [label, token] of [
-    ["old access token refused", held.access_token],
-    ["pre-refresh access token refused", before.access_token],
-  ]) {
-    const { status, www } = await mcpStatus(token);
-    check(status === 401 && www.includes('error="invalid_token"'), label, `${status}, WWW-Authenticate: ${www}`);
-  }
-  for (const [label, token] of [
-    ["old refresh token refused", held.refresh_token],
-    ["pre-refresh refresh token refused", before.refresh_token],
-  ]) {
-    const { status, body } = await tokenRefresh(held.client_id, token);
-    check(status === 400 && body.error === "invalid_grant", label, `${status} ${body.error}`);
-  }
 }
 
-const started = performance.now();
-let code = 1;
-try {
-  await run();
-  console.log(`codex: ${passed} passed, 0 failed in ${((performance.now() - started) / 1000).toFixed(1)}s`);
-  code = 0;
-} catch (error) {
-  console.log(error instanceof StepFailed ? `FAIL ${error.message}` : `FAIL unexpected ${error?.stack ?? error}`);
-  for (const entry of browserRuns()) console.log(`     browser: ${JSON.stringify(entry)}`);
-  console.log(`codex: failed after ${((performance.now() - started) / 1000).toFixed(1)}s`);
-}
-if (!args.keep) rmSync(home, { recursive: true, force: true });
-else console.log(`kept ${home}`);
-process.exit(code);
+await finish("codex", run, {
+  onFailure: () => printBrowserRuns(browserLog),
+  cleanup: () => removeHome(home, args.keep),
+});

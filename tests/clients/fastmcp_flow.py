@@ -30,8 +30,6 @@ Prints one PASS/FAIL line per step and exits non-zero on the first failure.
 from __future__ import annotations
 
 import argparse
-import asyncio
-import datetime
 import json
 import os
 import sys
@@ -41,25 +39,10 @@ from pathlib import Path
 
 import httpx2
 
+import flow
+from flow import Report, StepFailed
+
 HERE = Path(__file__).resolve().parent
-
-
-class StepFailed(Exception):
-    pass
-
-
-class Report:
-    def __init__(self) -> None:
-        self.passed = 0
-
-    def ok(self, step: str, detail: str = "") -> None:
-        self.passed += 1
-        print(f"PASS {step}{': ' + detail if detail else ''}", flush=True)
-
-    def check(self, condition: bool, step: str, detail: str) -> None:
-        if not condition:
-            raise StepFailed(f"{step}: {detail}")
-        self.ok(step, detail)
 
 
 class Trace:
@@ -116,22 +99,8 @@ async def run(args: argparse.Namespace, trace: Trace, log: Path) -> Report:
     oauth = client.transport.auth
     async with client:
         # 1. The first call was refused, and the client found its way.
-        first = next((e for e in trace.exchanges if e[1] == "/mcp"), None)
-        report.check(
-            first is not None and first[2] == 401 and "resource_metadata=" in first[3],
-            "401 and discovery (challenge)",
-            f"{first[0] if first else '?'} /mcp → {first[2] if first else '?'}, WWW-Authenticate: {first[3] if first else ''}",
-        )
-        prm = next((e for e in trace.exchanges if e[1].startswith("/.well-known/oauth-protected-resource") and e[2] == 200), None)
-        asm = next(
-            (
-                e
-                for e in trace.exchanges
-                if e[1] in ("/.well-known/oauth-authorization-server", "/.well-known/openid-configuration") and e[2] == 200
-            ),
-            None,
-        )
-        report.check(prm is not None and asm is not None, "401 and discovery (metadata)", f"{prm and prm[1]} then {asm and asm[1]}")
+        flow.check_challenge(report, next((e for e in trace.exchanges if e[1] == "/mcp"), None))
+        flow.check_metadata(report, trace.exchanges, flow.SERVER_METADATA)
 
         # 2. Registration.
         registrations = trace.find("POST", "/register")
@@ -158,15 +127,7 @@ async def run(args: argparse.Namespace, trace: Trace, log: Path) -> Report:
             f"webbrowser ran $BROWSER {len(runs)} time(s); {login.get('error', 'signed in')}",
         )
         request = login["request"]
-        report.check(
-            request.get("code_challenge_method") == "S256"
-            and len(request.get("code_challenge", "")) >= 43
-            and request.get("resource") == resource
-            and request.get("response_type") == "code",
-            "authorization request",
-            f"PKCE S256, resource={request.get('resource')}, scope={request.get('scope')!r}, "
-            f"redirect_uri={request.get('redirect_uri')}",
-        )
+        flow.check_authorization_request(report, request, resource, f"redirect_uri={request.get('redirect_uri')}")
         params = login["params"]
         report.check(
             bool(params.get("code")) and params.get("state") == request.get("state") and params.get("iss") == args.issuer,
@@ -189,29 +150,13 @@ async def run(args: argparse.Namespace, trace: Trace, log: Path) -> Report:
         report.check(client.protocol_version is not None, "protocol era", f"negotiated {client.protocol_version}")
 
         # 6. tools/list shows exactly role ∩ granted scopes.
-        names = sorted(t.name for t in await client.list_tools())
-        report.check(names == expected, "tools/list", json.dumps(names))
+        flow.check_tool_list(report, sorted(t.name for t in await client.list_tools()), expected)
 
-        # 7. A read tool.
-        flocks = tool_json(await client.call_tool("list_flocks", {}))
-        report.check(args.flock in json.dumps(flocks), "read tool list_flocks", f"sees flock {args.flock}")
+        # 7. A read tool; 8. the write tool, when granted.
+        async def call(tool: str, arguments: dict) -> dict:
+            return tool_json(await client.call_tool(tool, arguments))
 
-        # 8. The write tool, when granted.
-        if "record_daily_entry" in expected:
-            day = (datetime.date.today() - datetime.timedelta(days=1)).isoformat()
-            written = tool_json(
-                await client.call_tool(
-                    "record_daily_entry",
-                    {"flock": args.flock, "date": day, "eggs_collected": 745, "notes": "fastmcp"},
-                )
-            )
-            report.check(
-                written.get("entry", {}).get("eggs_collected") == 745,
-                "write tool record_daily_entry",
-                f"{day}: change={written.get('change')}",
-            )
-        else:
-            report.ok("write tool record_daily_entry", "not granted to this role and scopes: not listed, not called")
+        await flow.check_read_and_write(report, call, args.flock, expected, 745, "fastmcp")
 
         # 9. Refresh, by the client: its access token looks expired, so the
         # next request goes through the provider's refresh path first.
@@ -220,94 +165,16 @@ async def run(args: argparse.Namespace, trace: Trace, log: Path) -> Report:
         again = tool_json(await client.call_tool("list_flocks", {}))
         refreshed = oauth.context.current_tokens
         refreshes = trace.find("POST", "/token")[1:]
-        report.check(
-            len(refreshes) == 1
-            and refreshes[0][2] == 200
-            and refreshed is not None
-            and before is not None
-            and refreshed.access_token != before.access_token
-            and refreshed.refresh_token not in (None, before.refresh_token)
-            and args.flock in json.dumps(again),
-            "refresh",
-            "POST /token grant_type=refresh_token → 200, new access token, rotated refresh token, next call OK",
-        )
+        report.check(flow.rotated(refreshes, before, refreshed) and args.flock in json.dumps(again), "refresh", flow.REFRESHED)
 
-    # 10. RFC 7009 revocation of the refresh token ends the grant.
+    # 10. RFC 7009 revocation of the refresh token ends the grant; 11. the
+    # old tokens are dead: the ones held when revoking, and the ones from
+    # before the refresh.
     assert info is not None and refreshed is not None and before is not None
-    async with httpx2.AsyncClient(timeout=30) as http:
-        revoked = await http.post(
-            f"{args.issuer}/revoke",
-            data={"token": refreshed.refresh_token or "", "token_type_hint": "refresh_token", "client_id": info.client_id},
-        )
-        report.check(revoked.status_code == 200, "revocation", f"POST /revoke (refresh token) → {revoked.status_code}")
-
-        # 11. The old tokens are dead: the ones held when revoking, and the
-        # ones from before the refresh.
-        for label, token in (
-            ("old access token refused", refreshed.access_token),
-            ("pre-refresh access token refused", before.access_token),
-        ):
-            response = await http.post(
-                resource,
-                json={"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}},
-                headers={
-                    "Authorization": f"Bearer {token}",
-                    "Accept": "application/json, text/event-stream",
-                    "MCP-Protocol-Version": "2025-11-25",
-                },
-            )
-            www = response.headers.get("www-authenticate", "")
-            report.check(
-                response.status_code == 401 and 'error="invalid_token"' in www,
-                label,
-                f"{response.status_code}, WWW-Authenticate: {www}",
-            )
-        for label, token in (
-            ("old refresh token refused", refreshed.refresh_token or ""),
-            ("pre-refresh refresh token refused", before.refresh_token or ""),
-        ):
-            response = await http.post(
-                f"{args.issuer}/token",
-                data={"grant_type": "refresh_token", "refresh_token": token, "client_id": info.client_id},
-            )
-            try:
-                body = response.json()
-            except ValueError:
-                body = {}
-            report.check(
-                response.status_code == 400 and body.get("error") == "invalid_grant",
-                label,
-                f"{response.status_code} {body.get('error')}",
-            )
+    await flow.check_revoked_grant(
+        report, args.issuer, lambda form: dict(form, client_id=info.client_id), refreshed, before, modern=False
+    )
     return report
-
-
-def leaves(error: BaseException) -> list[BaseException]:
-    """The exceptions inside an exception group (anyio task groups wrap them)."""
-    if isinstance(error, BaseExceptionGroup):
-        return [leaf for inner in error.exceptions for leaf in leaves(inner)]
-    return [error]
-
-
-def first_step_failure(error: BaseException) -> StepFailed | None:
-    for leaf in leaves(error):
-        seen: BaseException | None = leaf
-        while seen is not None:
-            if isinstance(seen, StepFailed):
-                return seen
-            seen = seen.__cause__ or seen.__context__
-    return None
-
-
-def describe(error: BaseException) -> str:
-    lines = []
-    for leaf in leaves(error):
-        lines.append(f"{type(leaf).__name__}: {leaf}")
-        cause = leaf.__cause__ or leaf.__context__
-        while cause is not None:
-            lines.append(f"     caused by {type(cause).__name__}: {cause}")
-            cause = cause.__cause__ or cause.__context__
-    return "\n".join(lines)
 
 
 def main() -> int:
@@ -335,29 +202,14 @@ def main() -> int:
         }
     )
 
-    started = time.monotonic()
-    report: Report | None = None
     trace = Trace()
     trace.install()
-    try:
-        report = asyncio.run(run(args, trace, log))
-    except BaseException as error:  # noqa: BLE001 - every failure is reported, then the exit code says it
-        if isinstance(error, KeyboardInterrupt):
-            raise
-        step = first_step_failure(error)
-        if step is not None:
-            print(f"FAIL {step}", flush=True)
-        else:
-            print(f"FAIL unexpected {describe(error)}", flush=True)
+
+    def print_browser_runs() -> None:
         for entry in browser_runs(log):
             print(f"     browser: {json.dumps(entry)}", flush=True)
-    elapsed = time.monotonic() - started
-    if report is None:
-        print(f"     HTTP exchanges: {trace.summary()}", flush=True)
-        print(f"fastmcp: failed after {elapsed:.1f}s", flush=True)
-        return 1
-    print(f"fastmcp: {report.passed} passed, 0 failed in {elapsed:.1f}s", flush=True)
-    return 0
+
+    return flow.finish("fastmcp", run(args, trace, log), trace.summary, print_browser_runs)
 
 
 if __name__ == "__main__":

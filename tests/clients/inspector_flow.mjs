@@ -30,51 +30,23 @@
 // Prints one PASS/FAIL line per step; exits non-zero on the first failure.
 
 import { execFile } from "node:child_process";
-import { mkdtempSync, readFileSync, existsSync, rmSync } from "node:fs";
+import { mkdtempSync, readFileSync, existsSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { parseArgs } from "node:util";
 
-const { values: args } = parseArgs({
-  options: {
-    "node-clients": { type: "string", default: process.env.COOP_NODE_CLIENTS },
-    issuer: { type: "string" },
-    email: { type: "string" },
-    password: { type: "string" },
-    scopes: { type: "string", default: "farm:read daily-entries:write" },
-    "expect-tools": { type: "string" },
-    flock: { type: "string" },
-    keep: { type: "boolean", default: false },
-  },
-});
-for (const required of ["node-clients", "issuer", "email", "password", "expect-tools", "flock"]) {
-  if (!args[required]) {
-    console.error(`--${required} is required`);
-    process.exit(2);
-  }
-}
+import { browserEnv, check, checkBrowserLogin, checkReadAndWrite, checkRevokedGrant, checkToolList, finish,
+  flowArgs, printBrowserRuns, removeHome, requireArgs, settings, StepFailed } from "./flow.mjs";
+
+const args = flowArgs({ keep: { type: "boolean", default: false } });
+requireArgs(args, ["node-clients", "issuer", "email", "password", "expect-tools", "flock"]);
 
 const here = dirname(fileURLToPath(import.meta.url));
-const issuer = args.issuer.replace(/\/$/, "");
-const serverUrl = `${issuer}/mcp`;
-const wantedScopes = args.scopes.split(/\s+/).filter(Boolean);
-const expectedTools = args["expect-tools"].split(",").filter(Boolean).sort();
+const { issuer, serverUrl, wantedScopes, expectedTools } = settings(args);
 const inspector = join(args["node-clients"], "node_modules/@modelcontextprotocol/inspector/clients/launcher/build/index.js");
 const home = mkdtempSync(join(tmpdir(), "coop-inspector-"));
 const storage = join(home, "storage");
 const browserLog = join(home, "browser.log");
-
-class StepFailed extends Error {}
-let passed = 0;
-function ok(step, detail = "") {
-  passed += 1;
-  console.log(`PASS ${step}${detail ? `: ${detail}` : ""}`);
-}
-function check(condition, step, detail) {
-  if (!condition) throw new StepFailed(`${step}: ${detail}`);
-  ok(step, detail);
-}
 
 // The Inspector's environment: its own home and state, secrets in a file
 // there, no desktop, and our browser.
@@ -86,11 +58,7 @@ const env = {
   MCP_CLIENT_CONFIG_PATH: join(home, "client.json"),
   MCP_INSPECTOR_SECRET_STORE: "file",
   MCP_AUTO_OPEN_ENABLED: "true",
-  BROWSER: join(here, "inspector-browser.sh"),
-  COOP_TEST_EMAIL: args.email,
-  COOP_TEST_PASSWORD: args.password,
-  COOP_TEST_SCOPES: wantedScopes.join(" "),
-  COOP_TEST_BROWSER_LOG: browserLog,
+  ...browserEnv({ here, args, wantedScopes, browserLog }),
   NO_COLOR: "1",
 };
 
@@ -112,11 +80,6 @@ function parsed(run, step) {
   } catch {
     throw new StepFailed(`${step}: the Inspector printed no JSON\n--- stdout\n${run.stdout}\n--- stderr\n${run.stderr}`);
   }
-}
-
-function browserRuns() {
-  if (!existsSync(browserLog)) return [];
-  return readFileSync(browserLog, "utf8").trim().split("\n").filter(Boolean).map((l) => JSON.parse(l));
 }
 
 /** Every JSON document in the Inspector's state directory. */
@@ -164,29 +127,6 @@ function storedTokens() {
   return { access, refresh, clientIds, state };
 }
 
-async function mcpStatus(accessToken) {
-  const response = await fetch(serverUrl, {
-    method: "POST",
-    headers: {
-      authorization: `Bearer ${accessToken}`,
-      "content-type": "application/json",
-      accept: "application/json, text/event-stream",
-      "mcp-protocol-version": "2025-11-25",
-    },
-    body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tools/list", params: {} }),
-  });
-  return { status: response.status, www: response.headers.get("www-authenticate") ?? "" };
-}
-
-async function tokenRefresh(clientId, refreshToken) {
-  const response = await fetch(`${issuer}/token`, {
-    method: "POST",
-    headers: { "content-type": "application/x-www-form-urlencoded" },
-    body: new URLSearchParams({ grant_type: "refresh_token", refresh_token: refreshToken, client_id: clientId }),
-  });
-  return { status: response.status, body: await response.json().catch(() => ({})) };
-}
-
 // A Coop tool's structured result (its text content is for people).
 function toolJson(result, step) {
   const found = find(result, "structuredContent");
@@ -217,18 +157,8 @@ async function run() {
 
   // 1. The whole OAuth flow, then tools/list.
   const listed = parsed(await cli([serverUrl, "--method", "tools/list", ...callback]), "tools/list with login");
-  const runs = browserRuns();
-  const login = runs[0];
-  check(runs.length === 1 && login?.ok, "browser opened", `xdg-open ran $BROWSER once; ${login?.error ?? "signed in"}`);
+  const login = checkBrowserLogin(browserLog, "xdg-open", serverUrl);
   const request = login.request;
-  check(
-    request.code_challenge_method === "S256" &&
-      (request.code_challenge ?? "").length >= 43 &&
-      request.resource === serverUrl &&
-      request.response_type === "code",
-    "authorization request",
-    `PKCE S256, resource=${request.resource}, scope=${JSON.stringify(request.scope)}, redirect_uri=${request.redirect_uri}`,
-  );
   check(
     login.params.code && login.params.iss === issuer && login.callbackStatus === 200,
     "sign-in and consent",
@@ -246,42 +176,21 @@ async function run() {
     `the Inspector stored an access token and a refresh token`,
   );
   const names = (find(listed, "tools") ?? []).map((t) => t.name).sort();
-  check(
-    JSON.stringify(names) === JSON.stringify(expectedTools),
-    "tools/list",
+  checkToolList(
+    names,
+    expectedTools,
     names.length > 0 ? JSON.stringify(names) : `no tools in ${JSON.stringify(listed).slice(0, 600)}`,
   );
 
-  // 2. A read tool, on the stored tokens only.
+  // 2. A read tool and 3. the write tool, when granted, on the stored
+  // tokens only.
   const stored = ["--server-url", serverUrl, "--stored-auth-only"];
-  const flocks = toolJson(
-    parsed(await cli([...stored, "--method", "tools/call", "--tool-name", "list_flocks"]), "read tool"),
-    "read tool",
-  );
-  check(JSON.stringify(flocks).includes(args.flock), "read tool list_flocks", `sees flock ${args.flock}`);
-
-  // 3. The write tool, when granted.
-  if (expectedTools.includes("record_daily_entry")) {
-    const day = new Date(Date.now() - 86_400_000).toISOString().slice(0, 10);
-    const written = toolJson(
-      parsed(
-        await cli([
-          ...stored,
-          "--method",
-          "tools/call",
-          "--tool-name",
-          "record_daily_entry",
-          "--tool-args-json",
-          JSON.stringify({ flock: args.flock, date: day, eggs_collected: 654, notes: "inspector" }),
-        ]),
-        "write tool",
-      ),
-      "write tool",
-    );
-    check(written?.entry?.eggs_collected === 654, "write tool record_daily_entry", `${day}: change=${written?.change}`);
-  } else {
-    ok("write tool record_daily_entry", "not granted to this role and scopes: not listed, not called");
-  }
+  const call = async (name, toolArgs, step) => {
+    const extra = name === "list_flocks" ? [] : ["--tool-args-json", JSON.stringify(toolArgs)];
+    const run = await cli([...stored, "--method", "tools/call", "--tool-name", name, ...extra]);
+    return toolJson(parsed(run, step), step);
+  };
+  await checkReadAndWrite(call, { flock: args.flock, expectedTools, eggs: 654, notes: "inspector" });
 
   // 4. Refresh, by the Inspector.
   const before = storedTokens();
@@ -302,42 +211,19 @@ async function run() {
   // Plain HTTP: the Inspector's own `--relogin` revocation finds no
   // authorization server metadata where an ad-hoc `--cli` login keeps it
   // (docs/interop.md) and skips the request without a word.
-  const revoked = await fetch(`${issuer}/revoke`, {
-    method: "POST",
-    headers: { "content-type": "application/x-www-form-urlencoded" },
-    body: new URLSearchParams({ token: heldRefresh, token_type_hint: "refresh_token", client_id: clientId }),
-  });
-  check(revoked.status === 200, "revocation", `POST /revoke (the stored refresh token, public client) → ${revoked.status}`);
-
   // 6. The tokens held when revoking are dead, and so are the ones from
   // before the refresh.
-  for (const [label, token] of [
-    ["old access token refused", heldAccess],
-    ["pre-refresh access token refused", before.access[0]],
-  ]) {
-    const { status, www } = await mcpStatus(token);
-    check(status === 401 && www.includes('error="invalid_token"'), label, `${status}, WWW-Authenticate: ${www}`);
-  }
-  for (const [label, token] of [
-    ["old refresh token refused", heldRefresh],
-    ["pre-refresh refresh token refused", before.refresh[0]],
-  ]) {
-    const { status, body } = await tokenRefresh(clientId, token);
-    check(status === 400 && body.error === "invalid_grant", label, `${status} ${body.error}`);
-  }
+  await checkRevokedGrant({
+    issuer,
+    serverUrl,
+    info: { client_id: clientId },
+    held: { access_token: heldAccess, refresh_token: heldRefresh },
+    before: { access_token: before.access[0], refresh_token: before.refresh[0] },
+    what: "the stored refresh token, public client",
+  });
 }
 
-const started = performance.now();
-let code = 1;
-try {
-  await run();
-  console.log(`inspector-cli: ${passed} passed, 0 failed in ${((performance.now() - started) / 1000).toFixed(1)}s`);
-  code = 0;
-} catch (error) {
-  console.log(error instanceof StepFailed ? `FAIL ${error.message}` : `FAIL unexpected ${error?.stack ?? error}`);
-  for (const entry of browserRuns()) console.log(`     browser: ${JSON.stringify(entry)}`);
-  console.log(`inspector-cli: failed after ${((performance.now() - started) / 1000).toFixed(1)}s`);
-}
-if (!args.keep) rmSync(home, { recursive: true, force: true });
-else console.log(`kept ${home}`);
-process.exit(code);
+await finish("inspector-cli", run, {
+  onFailure: () => printBrowserRuns(browserLog),
+  cleanup: () => removeHome(home, args.keep),
+});

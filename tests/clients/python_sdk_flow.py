@@ -46,11 +46,9 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import datetime
 import json
 import sys
 import time
-from html.parser import HTMLParser
 from urllib.parse import parse_qs, urlencode, urljoin, urlparse
 
 import httpx2
@@ -67,26 +65,11 @@ from mcp.client.client import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.auth import OAuthClientInformationFull, OAuthClientMetadata, OAuthToken
 
+import flow
+from flow import Report, StepFailed
+
 REDIRECT_URI = "http://127.0.0.1:53682/callback"
 AUTOMATION_MODES = ("client-secret", "private-key-jwt")
-
-
-class StepFailed(Exception):
-    pass
-
-
-class Report:
-    def __init__(self) -> None:
-        self.passed = 0
-
-    def ok(self, step: str, detail: str = "") -> None:
-        self.passed += 1
-        print(f"PASS {step}{': ' + detail if detail else ''}", flush=True)
-
-    def check(self, condition: bool, step: str, detail: str) -> None:
-        if not condition:
-            raise StepFailed(f"{step}: {detail}")
-        self.ok(step, detail)
 
 
 class MemoryStorage:
@@ -109,36 +92,6 @@ class MemoryStorage:
         self.client_info = client_info
 
 
-class Forms(HTMLParser):
-    """Collects each form's action and its inputs (name, value, type)."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.forms: list[dict] = []
-
-    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-        a = dict(attrs)
-        if tag == "form":
-            self.forms.append({"action": a.get("action"), "inputs": []})
-        elif tag in ("input", "button") and self.forms:
-            self.forms[-1]["inputs"].append(
-                {"name": a.get("name"), "value": a.get("value") or "", "type": a.get("type") or "text"}
-            )
-
-
-def forms_of(html: str) -> list[dict]:
-    parser = Forms()
-    parser.feed(html)
-    return parser.forms
-
-
-def hidden(form: dict, name: str) -> str:
-    for field in form["inputs"]:
-        if field["name"] == name:
-            return field["value"]
-    raise StepFailed(f"browser: the form {form['action']} has no {name} field")
-
-
 class Browser:
     """The person at the browser: signs in, consents, hands back the redirect."""
 
@@ -152,27 +105,18 @@ class Browser:
         self.authorization_url = authorization_url
         args = self.args
         query = {k: v[0] for k, v in parse_qs(urlparse(authorization_url).query).items()}
-        resource = f"{args.issuer}/mcp"
-        self.report.check(
-            query.get("code_challenge_method") == "S256"
-            and len(query.get("code_challenge", "")) >= 43
-            and query.get("resource") == resource
-            and query.get("response_type") == "code",
-            "authorization request",
-            f"PKCE S256, resource={query.get('resource')}, scope={query.get('scope')!r}, "
-            f"client_id={query.get('client_id')}",
-        )
+        flow.check_authorization_request(self.report, query, f"{args.issuer}/mcp", f"client_id={query.get('client_id')}")
         async with httpx2.AsyncClient(follow_redirects=False, timeout=30) as http:
             response = await http.get(authorization_url)
             if response.status_code == 303 and "/login" in response.headers.get("location", ""):
                 login_url = urljoin(authorization_url, response.headers["location"])
                 page = await http.get(login_url)
-                form = next(f for f in forms_of(page.text) if f["action"] == "/login")
+                form = next(f for f in flow.forms_of(page.text) if f["action"] == "/login")
                 signed_in = await http.post(
                     urljoin(authorization_url, "/login"),
                     data={
-                        "csrf": hidden(form, "csrf"),
-                        "return_to": hidden(form, "return_to"),
+                        "csrf": flow.form_field(form, "csrf", "browser: "),
+                        "return_to": flow.form_field(form, "return_to", "browser: "),
                         "email": args.email,
                         "password": args.password,
                     },
@@ -182,7 +126,7 @@ class Browser:
                 response = await http.get(urljoin(authorization_url, signed_in.headers["location"]))
             if response.status_code != 200:
                 raise StepFailed(f"consent: expected the consent page, got {response.status_code}")
-            consent = next((f for f in forms_of(response.text) if f["action"] == "/authorize/consent"), None)
+            consent = next((f for f in flow.forms_of(response.text) if f["action"] == "/authorize/consent"), None)
             if consent is None:
                 raise StepFailed("consent: the page has no consent form")
             offered = [f["value"] for f in consent["inputs"] if f["name"] == "scope"]
@@ -191,8 +135,8 @@ class Browser:
             if missing:
                 raise StepFailed(f"consent: {missing} not offered (offered {offered})")
             form = [
-                ("csrf", hidden(consent, "csrf")),
-                ("request", hidden(consent, "request")),
+                ("csrf", flow.form_field(consent, "csrf", "browser: ")),
+                ("request", flow.form_field(consent, "request", "browser: ")),
                 ("decision", "approve"),
             ] + [("scope", s) for s in wanted]
             # Repeated `scope` fields: sent as an encoded body (a list of
@@ -236,6 +180,10 @@ class Trace:
     def summary(self) -> str:
         return " → ".join(f"{m} {p} {s}" for m, p, s, _ in self.entries)
 
+    def exchanges(self) -> list[tuple[str, str, int, str]]:
+        """(method, path, status, WWW-Authenticate) of each exchange, as the shared checks read them."""
+        return [(m, p, s, r.headers.get("www-authenticate", "")) for m, p, s, r in self.entries]
+
 
 def tool_json(result) -> object:
     """A Coop tool's structured result (its text content is for people)."""
@@ -247,28 +195,6 @@ def tool_json(result) -> object:
     if structured is None:
         raise StepFailed(f"no structured content in {result}")
     return structured
-
-
-async def mcp_status(issuer: str, access_token: str) -> tuple[int, str]:
-    """A raw tools/list with `access_token`: (status, WWW-Authenticate)."""
-    body = {
-        "jsonrpc": "2.0",
-        "id": 1,
-        "method": "tools/list",
-        "params": {"_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28"}},
-    }
-    async with httpx2.AsyncClient(timeout=30) as http:
-        response = await http.post(
-            f"{issuer}/mcp",
-            json=body,
-            headers={
-                "Authorization": f"Bearer {access_token}",
-                "Accept": "application/json, text/event-stream",
-                "MCP-Protocol-Version": "2026-07-28",
-                "Mcp-Method": "tools/list",
-            },
-        )
-    return response.status_code, response.headers.get("www-authenticate", "")
 
 
 async def run(args: argparse.Namespace, trace: Trace) -> Report:
@@ -298,24 +224,9 @@ async def run(args: argparse.Namespace, trace: Trace) -> Report:
 
     async with http, Client(transport, mode=mode, cache=None) as client:
         # 1. The first call was refused, and the SDK found its way from there.
-        first = trace.entries[0] if trace.entries else None
-        www = first[3].headers.get("www-authenticate", "") if first else ""
-        report.check(
-            first is not None and first[1] == "/mcp" and first[2] == 401 and "resource_metadata=" in www,
-            "401 and discovery (challenge)",
-            f"{first[0] if first else '-'} /mcp → {first[2] if first else '-'}, WWW-Authenticate: {www}",
-        )
-        prm = [e for e in trace.entries if e[1].startswith("/.well-known/oauth-protected-resource") and e[2] == 200]
-        asm = [
-            e
-            for e in trace.entries
-            if e[1] in ("/.well-known/oauth-authorization-server", "/.well-known/openid-configuration") and e[2] == 200
-        ]
-        report.check(
-            bool(prm) and bool(asm),
-            "401 and discovery (metadata)",
-            f"{prm[0][1] if prm else 'no resource metadata'} then {asm[0][1] if asm else 'no AS metadata'}",
-        )
+        exchanges = trace.exchanges()
+        flow.check_challenge(report, exchanges[0] if exchanges else None)
+        flow.check_metadata(report, exchanges, flow.SERVER_METADATA)
 
         # 2. Registration, or a Client ID Metadata Document.
         registrations = trace.find("POST", "/register")
@@ -365,33 +276,9 @@ async def run(args: argparse.Namespace, trace: Trace) -> Report:
         else:
             report.check(era == "2026-07-28", "protocol era", f"server/discover, version {era} (no handshake)")
 
-        # 6. tools/list shows exactly role ∩ granted scopes.
-        listed = await client.list_tools()
-        names = sorted(t.name for t in listed.tools)
-        expected = sorted(t for t in args.expect_tools.split(",") if t)
-        report.check(names == expected, "tools/list", f"{names}")
-
-        # 7. A read tool.
-        flocks = tool_json(await client.call_tool("list_flocks", {}))
-        flock_names = json.dumps(flocks)
-        report.check(args.flock in flock_names, "read tool list_flocks", f"sees flock {args.flock}")
-
-        # 8. The write tool, when granted.
-        if "record_daily_entry" in expected:
-            day = (datetime.date.today() - datetime.timedelta(days=1)).isoformat()
-            written = tool_json(
-                await client.call_tool(
-                    "record_daily_entry",
-                    {"flock": args.flock, "date": day, "eggs_collected": 812, "notes": f"python {args.mode}"},
-                )
-            )
-            report.check(
-                isinstance(written, dict) and written.get("entry", {}).get("eggs_collected") == 812,
-                "write tool record_daily_entry",
-                f"{day}: change={written.get('change') if isinstance(written, dict) else written}",
-            )
-        else:
-            report.ok("write tool record_daily_entry", "not granted to this role and scopes: not listed, not called")
+        # 6. tools/list shows exactly role ∩ granted scopes; 7. a read tool;
+        # 8. the write tool, when granted.
+        await check_tools(report, client, args, 812)
 
         # 9. Refresh, by the SDK itself: its access token is made to look
         # expired (the provider keeps the expiry in its context), so its next
@@ -401,40 +288,26 @@ async def run(args: argparse.Namespace, trace: Trace) -> Report:
         await client.call_tool("list_flocks", {})
         refreshed = storage.tokens
         refreshes = trace.find("POST", "/token")[1:]
-        report.check(
-            len(refreshes) == 1
-            and refreshes[0][2] == 200
-            and refreshed is not None
-            and before is not None
-            and refreshed.access_token != before.access_token
-            and refreshed.refresh_token not in (None, before.refresh_token),
-            "refresh",
-            "POST /token grant_type=refresh_token → 200, new access token, rotated refresh token, next call OK",
-        )
-    # 10. RFC 7009 revocation of the refresh token ends the grant.
-    assert refreshed is not None and info is not None
-    revoke_form = {"token": refreshed.refresh_token or "", "token_type_hint": "refresh_token"}
-    status = await revoke(args.issuer, info, revoke_form)
-    report.check(status == 200, "revocation", f"POST /revoke (refresh token) → {status}")
-
-    # 11. The old tokens are dead: the ones held when revoking, and the
-    # ones from before the refresh.
-    assert before is not None
-    for label, token in (("old access token refused", refreshed.access_token), ("pre-refresh access token refused", before.access_token)):
-        status, www = await mcp_status(args.issuer, token)
-        report.check(
-            status == 401 and 'error="invalid_token"' in www,
-            label,
-            f"{status}, WWW-Authenticate: {www}",
-        )
-    for label, token in (("old refresh token refused", refreshed.refresh_token or ""), ("pre-refresh refresh token refused", before.refresh_token or "")):
-        status, body = await token_refresh(args.issuer, info, token)
-        report.check(
-            status == 400 and body.get("error") == "invalid_grant",
-            label,
-            f"{status} {body.get('error')}",
-        )
+        report.check(flow.rotated(refreshes, before, refreshed), "refresh", flow.REFRESHED)
+    # 10. RFC 7009 revocation of the refresh token ends the grant; 11. the
+    # old tokens are dead: the ones held when revoking, and the ones from
+    # before the refresh.
+    assert refreshed is not None and info is not None and before is not None
+    await flow.check_revoked_grant(report, args.issuer, lambda form: client_auth(info, form), refreshed, before, modern=True)
     return report
+
+
+async def check_tools(report: Report, client: Client, args: argparse.Namespace, eggs: int, refused: str = "granted") -> None:
+    """tools/list shows exactly the expected tools; the read tool, and the write tool when expected."""
+    listed = await client.list_tools()
+    names = sorted(t.name for t in listed.tools)
+    expected = sorted(t for t in args.expect_tools.split(",") if t)
+    flow.check_tool_list(report, names, expected, f"{names}")
+
+    async def call(tool: str, arguments: dict) -> object:
+        return tool_json(await client.call_tool(tool, arguments))
+
+    await flow.check_read_and_write(report, call, args.flock, expected, eggs, f"python {args.mode}", refused)
 
 
 def jwt_claims(token: str) -> dict:
@@ -513,7 +386,7 @@ class AutomationRun:
         try:
             await self.session()
         except Exception as error:  # noqa: BLE001 - once disabled, the refusal is what is wanted
-            if self.disabled_at is None or first_step_failure(error) is not None:
+            if self.disabled_at is None or flow.first_step_failure(error) is not None:
                 raise
             refused = error
         await self.check_refused(refused)
@@ -525,27 +398,17 @@ class AutomationRun:
         provider = self.provider()
         http = httpx2.AsyncClient(auth=provider, timeout=30, event_hooks={"response": [trace.on_response]})
         transport = streamable_http_client(server_url, http_client=http)
-        expected = sorted(t for t in args.expect_tools.split(",") if t)
 
         async with http, Client(transport, mode="auto", cache=None) as client:
             # 1. The first call was refused, and the SDK found its way from there.
-            first = trace.entries[0] if trace.entries else None
-            www = first[3].headers.get("www-authenticate", "") if first else ""
-            report.check(
-                first is not None and first[1] == "/mcp" and first[2] == 401 and "resource_metadata=" in www,
-                "401 and discovery (challenge)",
-                f"{first[0] if first else '-'} /mcp → {first[2] if first else '-'}, WWW-Authenticate: {www}",
-            )
-            prm = [e for e in trace.entries if e[1].startswith("/.well-known/oauth-protected-resource") and e[2] == 200]
-            asm = [e for e in trace.entries if e[1] == "/.well-known/oauth-authorization-server" and e[2] == 200]
-            report.check(
-                bool(prm)
-                and bool(asm)
-                and not trace.find("POST", "/register")
-                and not trace.find("GET", "/authorize"),
-                "401 and discovery (metadata)",
-                f"{prm[0][1] if prm else 'no resource metadata'} then {asm[0][1] if asm else 'no AS metadata'}; "
-                "no registration, no authorization request",
+            exchanges = trace.exchanges()
+            flow.check_challenge(report, exchanges[0] if exchanges else None)
+            flow.check_metadata(
+                report,
+                exchanges,
+                ("/.well-known/oauth-authorization-server",),
+                more=not trace.find("POST", "/register") and not trace.find("GET", "/authorize"),
+                said="; no registration, no authorization request",
             )
 
             # 2. The token, by the SDK's provider: grant_type=client_credentials,
@@ -610,31 +473,9 @@ class AutomationRun:
             era = client.protocol_version
             report.check(era == "2026-07-28", "protocol era", f"server/discover, version {era} (no handshake)")
 
-            # 3. tools/list shows exactly role ∩ allowed scopes.
-            listed = await client.list_tools()
-            names = sorted(t.name for t in listed.tools)
-            report.check(names == expected, "tools/list", f"{names}")
-
-            # 4. A read tool.
-            flocks = tool_json(await client.call_tool("list_flocks", {}))
-            report.check(args.flock in json.dumps(flocks), "read tool list_flocks", f"sees flock {args.flock}")
-
-            # 5. The write tool, when its scopes and role allow it.
-            if "record_daily_entry" in expected:
-                day = (datetime.date.today() - datetime.timedelta(days=1)).isoformat()
-                written = tool_json(
-                    await client.call_tool(
-                        "record_daily_entry",
-                        {"flock": args.flock, "date": day, "eggs_collected": 777, "notes": f"python {args.mode}"},
-                    )
-                )
-                report.check(
-                    isinstance(written, dict) and written.get("entry", {}).get("eggs_collected") == 777,
-                    "write tool record_daily_entry",
-                    f"{day}: change={written.get('change') if isinstance(written, dict) else written}",
-                )
-            else:
-                report.ok("write tool record_daily_entry", "not allowed to this role and scopes: not listed, not called")
+            # 3. tools/list shows exactly role ∩ allowed scopes; 4. a read
+            # tool; 5. the write tool, when its scopes and role allow it.
+            await check_tools(report, client, args, 777, refused="allowed")
 
             # 6. The operator disables the automation meanwhile; the SDK's next
             # call, with the (unexpired) token it holds, must be refused. The
@@ -652,7 +493,7 @@ class AutomationRun:
         call_www = call[3].headers.get("www-authenticate", "") if call else ""
         again = [e for e in after if e[0] == "POST" and e[1] == "/token"]
         again_errors = sorted({e[3].json().get("error") for e in again})
-        raised = sorted({type(leaf).__name__ for leaf in leaves(refused)}) if refused else []
+        raised = sorted({type(leaf).__name__ for leaf in flow.leaves(refused)}) if refused else []
         self.report.check(
             refused is not None
             and call is not None
@@ -665,7 +506,7 @@ class AutomationRun:
             f"/mcp → {call[2] if call else '-'} ({call_www}), then POST /token → "
             f"{[e[2] for e in again]} {again_errors}; the SDK raised {raised or 'nothing'}",
         )
-        status, www = await mcp_status(self.args.issuer, self.held.access_token)
+        status, www = await flow.mcp_status(self.args.issuer, self.held.access_token, modern=True)
         self.report.check(
             status == 401 and 'error="invalid_token"' in www,
             "held token refused",
@@ -673,60 +514,12 @@ class AutomationRun:
         )
 
 
-def client_auth(info: OAuthClientInformationFull, form: dict[str, str]) -> tuple[dict[str, str], dict[str, str]]:
-    """Authenticates a token-endpoint request the way the client registered."""
-    headers: dict[str, str] = {}
+def client_auth(info: OAuthClientInformationFull, form: dict[str, str]) -> dict[str, str]:
+    """A token-endpoint form authenticated the way the client registered."""
     form = dict(form, client_id=info.client_id)
     if info.token_endpoint_auth_method == "client_secret_post" and info.client_secret:
         form["client_secret"] = info.client_secret
-    return form, headers
-
-
-async def token_refresh(issuer: str, info: OAuthClientInformationFull | None, refresh_token: str) -> tuple[int, dict]:
-    assert info is not None
-    form, headers = client_auth(info, {"grant_type": "refresh_token", "refresh_token": refresh_token})
-    async with httpx2.AsyncClient(timeout=30) as http:
-        response = await http.post(f"{issuer}/token", data=form, headers=headers)
-    try:
-        body = response.json()
-    except ValueError:
-        body = {}
-    return response.status_code, body
-
-
-async def revoke(issuer: str, info: OAuthClientInformationFull, form: dict[str, str]) -> int:
-    form, headers = client_auth(info, form)
-    async with httpx2.AsyncClient(timeout=30) as http:
-        response = await http.post(f"{issuer}/revoke", data=form, headers=headers)
-    return response.status_code
-
-
-def leaves(error: BaseException) -> list[BaseException]:
-    """The exceptions inside an exception group (anyio task groups wrap them)."""
-    if isinstance(error, BaseExceptionGroup):
-        return [leaf for inner in error.exceptions for leaf in leaves(inner)]
-    return [error]
-
-
-def first_step_failure(error: BaseException) -> StepFailed | None:
-    for leaf in leaves(error):
-        seen = leaf
-        while seen is not None:
-            if isinstance(seen, StepFailed):
-                return seen
-            seen = seen.__cause__ or seen.__context__
-    return None
-
-
-def describe(error: BaseException) -> str:
-    lines = []
-    for leaf in leaves(error):
-        lines.append(f"{type(leaf).__name__}: {leaf}")
-        cause = leaf.__cause__ or leaf.__context__
-        while cause is not None:
-            lines.append(f"     caused by {type(cause).__name__}: {cause}")
-            cause = cause.__cause__ or cause.__context__
-    return "\n".join(lines)
+    return form
 
 
 def main() -> int:
@@ -751,26 +544,9 @@ def main() -> int:
         parser.error(f"--mode {args.mode} needs --email and --password")
     args.issuer = args.issuer.rstrip("/")
 
-    started = time.monotonic()
-    report: Report | None = None
     trace = Trace()
-    try:
-        report = asyncio.run(AutomationRun(args, trace).run() if automation else run(args, trace))
-    except BaseException as error:  # noqa: BLE001 - every failure is reported, then the exit code says it
-        if isinstance(error, KeyboardInterrupt):
-            raise
-        step = first_step_failure(error)
-        if step is not None:
-            print(f"FAIL {step}", flush=True)
-        else:
-            print(f"FAIL unexpected {describe(error)}", flush=True)
-    elapsed = time.monotonic() - started
-    if report is None:
-        print(f"     HTTP exchanges: {trace.summary()}", flush=True)
-        print(f"python-sdk {args.mode}: failed after {elapsed:.1f}s", flush=True)
-        return 1
-    print(f"python-sdk {args.mode}: {report.passed} passed, 0 failed in {elapsed:.1f}s", flush=True)
-    return 0
+    steps = AutomationRun(args, trace).run() if automation else run(args, trace)
+    return flow.finish(f"python-sdk {args.mode}", steps, trace.summary)
 
 
 if __name__ == "__main__":

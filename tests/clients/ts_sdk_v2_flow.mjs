@@ -45,39 +45,23 @@
 //
 // Prints one PASS/FAIL line per step; exits non-zero on the first failure.
 
-import { parseArgs } from "node:util";
 import { join } from "node:path";
 import { generateKeyPairSync } from "node:crypto";
 import { createInterface } from "node:readline";
 import { pathToFileURL } from "node:url";
 
-import { signInAndConsent } from "./browser.mjs";
+import { authorizeInBrowser, check, checkChallenge, checkDiscovery, checkGrantedScopes, checkReadAndWrite,
+  checkRevokedGrant, checkToolList, finish, flowArgs, jwtClaims, jwtHeader, mcpStatus, memoryProvider,
+  metadataFetched, requireArgs, settings, StepFailed, toolJson, tracing } from "./flow.mjs";
 
-const { values: args } = parseArgs({
-  options: {
-    "node-clients": { type: "string", default: process.env.COOP_NODE_CLIENTS },
-    issuer: { type: "string" },
-    email: { type: "string" },
-    password: { type: "string" },
-    scopes: { type: "string", default: "farm:read daily-entries:write" },
-    mode: { type: "string", default: "none" },
-    "expect-tools": { type: "string" },
-    flock: { type: "string" },
-  },
-});
+const args = flowArgs({ mode: { type: "string", default: "none" } });
 const automationModes = ["client-secret", "private-key-jwt"];
 const automation = automationModes.includes(args.mode);
 if (![...["none", "dpop", "dpop-nonce"], ...automationModes].includes(args.mode)) {
   console.error(`--mode is none, dpop, dpop-nonce, client-secret or private-key-jwt, not ${args.mode}`);
   process.exit(2);
 }
-const needed = ["node-clients", "issuer", "expect-tools", "flock", ...(automation ? [] : ["email", "password"])];
-for (const required of needed) {
-  if (!args[required]) {
-    console.error(`--${required} is required`);
-    process.exit(2);
-  }
-}
+requireArgs(args, ["node-clients", "issuer", "expect-tools", "flock", ...(automation ? [] : ["email", "password"])]);
 
 const sdk = await import(
   pathToFileURL(join(args["node-clients"], "node_modules/@modelcontextprotocol/client/dist/index.mjs")).href
@@ -93,145 +77,49 @@ const {
 const dpopSession = args.mode.startsWith("dpop") ? await DpopSession.create() : undefined;
 const nonces = args.mode === "dpop-nonce";
 
-const issuer = args.issuer.replace(/\/$/, "");
-const serverUrl = new URL(`${issuer}/mcp`);
+const { issuer, wantedScopes, expectedTools, ...rest } = settings(args);
+const serverUrl = new URL(rest.serverUrl);
 const redirectUrl = "http://127.0.0.1:53682/callback";
-const wantedScopes = args.scopes.split(/\s+/).filter(Boolean);
-const expectedTools = args["expect-tools"].split(",").filter(Boolean).sort();
 const clientInfo = { name: "coop-interop-ts-v2", version: "1.0.0" };
 const clientOptions = { versionNegotiation: { mode: "auto" } };
 
-class StepFailed extends Error {}
-let passed = 0;
-function ok(step, detail = "") {
-  passed += 1;
-  console.log(`PASS ${step}${detail ? `: ${detail}` : ""}`);
-}
-function check(condition, step, detail) {
-  if (!condition) throw new StepFailed(`${step}: ${detail}`);
-  ok(step, detail);
-}
-
 // Every HTTP exchange the SDK makes, OAuth included (the transport hands
 // its fetch to `auth()`).
-const trace = [];
-async function tracingFetch(input, init) {
-  const response = await fetch(input, init);
-  const url = new URL(typeof input === "string" || input instanceof URL ? input : input.url);
-  const method = init?.method ?? (input instanceof Request ? input.method : "GET");
-  let rpc;
-  try {
-    rpc = typeof init?.body === "string" ? JSON.parse(init.body).method : undefined;
-  } catch {
-    rpc = undefined;
-  }
-  const headers = new Headers(init?.headers);
-  const dpop = headers.has("dpop");
-  const nonce = response.headers.get("dpop-nonce") ?? undefined;
-  // For the token requests: the form sent, the Authorization scheme (never
-  // its value) and the OAuth error of a refusal.
-  const form = init?.body instanceof URLSearchParams ? new URLSearchParams(init.body) : undefined;
-  const scheme = headers.get("authorization")?.split(" ")[0];
-  const error = url.pathname === "/token" && !response.ok ? (await response.clone().json().catch(() => ({}))).error : undefined;
-  trace.push({ method, path: url.pathname, rpc, status: response.status, www: response.headers.get("www-authenticate"), dpop, nonce, form, scheme, error });
-  return response;
-}
-const find = (method, path) => trace.filter((e) => e.method === method && e.path === path);
+const { trace, tracingFetch, find } = tracing();
 
 // The provider: in memory, with the browser step at redirectToAuthorization.
 let callback;
 let sentState;
-const store = { client: undefined, tokens: undefined, verifier: undefined, discovery: undefined };
-const provider = {
-  get redirectUrl() {
-    return redirectUrl;
+const { store, provider } = memoryProvider({
+  redirectUrl,
+  clientMetadata: {
+    client_name: "Coop interop: TypeScript SDK v2",
+    redirect_uris: [redirectUrl],
+    grant_types: ["authorization_code", "refresh_token"],
+    response_types: ["code"],
+    token_endpoint_auth_method: "none",
   },
-  get clientMetadata() {
-    return {
-      client_name: "Coop interop: TypeScript SDK v2",
-      redirect_uris: [redirectUrl],
-      grant_types: ["authorization_code", "refresh_token"],
-      response_types: ["code"],
-      token_endpoint_auth_method: "none",
-    };
-  },
-  state: () => crypto.randomUUID(),
-  clientInformation: () => store.client,
-  saveClientInformation: (info) => {
-    store.client = info;
-  },
-  tokens: () => store.tokens,
-  saveTokens: (tokens) => {
-    store.tokens = tokens;
-  },
-  saveCodeVerifier: (verifier) => {
-    store.verifier = verifier;
-  },
-  codeVerifier: () => store.verifier,
-  saveDiscoveryState: (state) => {
-    store.discovery = state;
-  },
-  discoveryState: () => store.discovery,
   ...(dpopSession ? { dpop: () => dpopSession } : {}),
   async redirectToAuthorization(authorizationUrl) {
-    const request = Object.fromEntries(authorizationUrl.searchParams);
-    check(
-      request.code_challenge_method === "S256" &&
-        (request.code_challenge ?? "").length >= 43 &&
-        request.resource === serverUrl.href &&
-        request.response_type === "code",
-      "authorization request",
-      `PKCE S256, resource=${request.resource}, scope=${JSON.stringify(request.scope)}, client_id=${request.client_id}`,
-    );
-    sentState = request.state;
-    const done = await signInAndConsent({
-      authorizationUrl: authorizationUrl.href,
+    const { request, done } = await authorizeInBrowser(authorizationUrl, {
+      resource: serverUrl.href,
+      issuer,
       email: args.email,
       password: args.password,
       scopes: wantedScopes,
     });
-    check(
-      done.params.code && done.params.state === request.state && done.params.iss === issuer,
-      "sign-in and consent",
-      `signed in as ${args.email}, ticked ${JSON.stringify(wantedScopes)}, redirect carries code, state and iss`,
-    );
+    sentState = request.state;
     callback = done.redirect.searchParams;
   },
-};
+});
 
-// A Coop tool's structured result (its text content is for people).
-function toolJson(result) {
-  if (result.isError) throw new StepFailed(`tool error: ${JSON.stringify(result)}`);
-  if (!result.structuredContent) throw new StepFailed(`no structured content in ${JSON.stringify(result)}`);
-  return result.structuredContent;
-}
-
-async function tokenRefresh(clientId, refreshToken) {
-  const response = await fetch(`${issuer}/token`, {
-    method: "POST",
-    headers: { "content-type": "application/x-www-form-urlencoded" },
-    body: new URLSearchParams({ grant_type: "refresh_token", refresh_token: refreshToken, client_id: clientId }),
-  });
-  return { status: response.status, body: await response.json().catch(() => ({})) };
-}
-
-/** The claims of a JWT, unverified (what Coop put in the token). */
-function jwtClaims(jwt) {
-  return JSON.parse(Buffer.from(jwt.split(".")[1], "base64url").toString("utf8"));
-}
-
-async function mcpStatus(accessToken) {
-  const response = await fetch(serverUrl, {
-    method: "POST",
-    headers: {
-      authorization: `Bearer ${accessToken}`,
-      "content-type": "application/json",
-      accept: "application/json, text/event-stream",
-      "mcp-protocol-version": "2025-11-25",
-    },
-    body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tools/list", params: {} }),
-  });
-  return { status: response.status, www: response.headers.get("www-authenticate") ?? "" };
+// The tools a client sees, read and written (`refused` says why the write
+// tool may be missing), through the SDK.
+async function checkTools(client, eggs, notes, refused) {
+  const listed = await client.listTools();
+  checkToolList(listed.tools.map((t) => t.name).sort(), expectedTools);
+  const call = async (name, toolArgs) => toolJson(await client.callTool({ name, arguments: toolArgs }));
+  await checkReadAndWrite(call, { flock: args.flock, expectedTools, eggs, notes, refused });
 }
 
 async function run() {
@@ -246,19 +134,7 @@ async function run() {
   }
 
   // 1. The first call was refused, and the SDK found its way from there.
-  const first = trace[0];
-  check(
-    first && first.path === "/mcp" && first.status === 401 && (first.www ?? "").includes("resource_metadata="),
-    "401 and discovery (challenge)",
-    `${first?.method} /mcp → ${first?.status}, WWW-Authenticate: ${first?.www}`,
-  );
-  const prm = trace.find((e) => e.path.startsWith("/.well-known/oauth-protected-resource") && e.status === 200);
-  const asm = trace.find(
-    (e) =>
-      (e.path === "/.well-known/oauth-authorization-server" || e.path === "/.well-known/openid-configuration") &&
-      e.status === 200,
-  );
-  check(prm && asm, "401 and discovery (metadata)", `${prm?.path} then ${asm?.path}`);
+  checkDiscovery(trace);
 
   // 2. Registration.
   const registrations = find("POST", "/register");
@@ -311,12 +187,7 @@ async function run() {
   // (one key on every endpoint and replica); forgetting it makes the first
   // /mcp call meet use_dpop_nonce, as a client keeping one per endpoint would.
   if (nonces) dpopSession.nonces.clear();
-  const granted = (firstTokens.scope ?? "").split(/\s+/).filter(Boolean).sort();
-  check(
-    JSON.stringify(granted) === JSON.stringify([...wantedScopes].sort()),
-    "granted scopes",
-    JSON.stringify(granted),
-  );
+  checkGrantedScopes(firstTokens.scope, wantedScopes);
 
   client = new Client(clientInfo, clientOptions);
   transport = new StreamableHTTPClientTransport(serverUrl, transportOptions);
@@ -328,28 +199,9 @@ async function run() {
     `server/discover, no initialize: version ${client.getNegotiatedProtocolVersion()} (${client.getProtocolEra?.()} era)`,
   );
 
-  // 6. tools/list shows exactly role ∩ granted scopes.
-  const listed = await client.listTools();
-  const names = listed.tools.map((t) => t.name).sort();
-  check(JSON.stringify(names) === JSON.stringify(expectedTools), "tools/list", JSON.stringify(names));
-
-  // 7. A read tool.
-  const flocks = toolJson(await client.callTool({ name: "list_flocks", arguments: {} }));
-  check(JSON.stringify(flocks).includes(args.flock), "read tool list_flocks", `sees flock ${args.flock}`);
-
-  // 8. The write tool, when granted.
-  if (expectedTools.includes("record_daily_entry")) {
-    const day = new Date(Date.now() - 86_400_000).toISOString().slice(0, 10);
-    const written = toolJson(
-      await client.callTool({
-        name: "record_daily_entry",
-        arguments: { flock: args.flock, date: day, eggs_collected: 744, notes: "typescript v2" },
-      }),
-    );
-    check(written?.entry?.eggs_collected === 744, "write tool record_daily_entry", `${day}: change=${written?.change}`);
-  } else {
-    ok("write tool record_daily_entry", "not granted to this role and scopes: not listed, not called");
-  }
+  // 6. tools/list shows exactly role ∩ granted scopes; 7. a read tool; 8.
+  // the write tool, when granted.
+  await checkTools(client, 744, "typescript v2", "granted");
 
   // 8b. DPoP: the calls carried proofs, and the token alone, as a bearer
   // token, is refused (a copy without the key is worth nothing).
@@ -370,7 +222,7 @@ async function run() {
         `${asked.length} × 401 use_dpop_nonce with DPoP-Nonce, retried; every answer carries the current nonce`,
       );
     }
-    const { status, www } = await mcpStatus(store.tokens.access_token);
+    const { status, www } = await mcpStatus(serverUrl, store.tokens.access_token);
     check(
       status === 401 && www.includes('error="invalid_token"'),
       "bound token as bearer refused",
@@ -407,30 +259,10 @@ async function run() {
   }
   await client.close();
 
-  // 10. RFC 7009 revocation of the refresh token ends the grant.
-  const revoked = await fetch(`${issuer}/revoke`, {
-    method: "POST",
-    headers: { "content-type": "application/x-www-form-urlencoded" },
-    body: new URLSearchParams({ token: refreshed.refresh_token, token_type_hint: "refresh_token", client_id: info.client_id }),
-  });
-  check(revoked.status === 200, "revocation", `POST /revoke (refresh token) → ${revoked.status}`);
-
-  // 11. The old tokens are dead: the ones held when revoking, and the ones
-  // from before the refresh.
-  for (const [label, token] of [
-    ["old access token refused", refreshed.access_token],
-    ["pre-refresh access token refused", before.access_token],
-  ]) {
-    const { status, www } = await mcpStatus(token);
-    check(status === 401 && www.includes('error="invalid_token"'), label, `${status}, WWW-Authenticate: ${www}`);
-  }
-  for (const [label, token] of [
-    ["old refresh token refused", refreshed.refresh_token],
-    ["pre-refresh refresh token refused", before.refresh_token],
-  ]) {
-    const { status, body } = await tokenRefresh(info.client_id, token);
-    check(status === 400 && body.error === "invalid_grant", label, `${status} ${body.error}`);
-  }
+  // 10. RFC 7009 revocation of the refresh token ends the grant; 11. the
+  // old tokens are dead: the ones held when revoking, and the ones from
+  // before the refresh.
+  await checkRevokedGrant({ issuer, serverUrl, info, held: refreshed, before });
 }
 
 // The test's answers, one line each, on stdin (automation modes only).
@@ -457,10 +289,6 @@ async function automationCredentials() {
   return { ...JSON.parse(await readLine()), privateKey };
 }
 
-function jwtHeader(jwt) {
-  return JSON.parse(Buffer.from(jwt.split(".")[0], "base64url").toString("utf8"));
-}
-
 async function runAutomation() {
   const sent = await automationCredentials();
   const clientId = sent.client_id;
@@ -474,14 +302,8 @@ async function runAutomation() {
   await client.connect(transport);
 
   // 1. The first call was refused, and the SDK found its way from there.
-  const first = trace[0];
-  check(
-    first && first.path === "/mcp" && first.status === 401 && (first.www ?? "").includes("resource_metadata="),
-    "401 and discovery (challenge)",
-    `${first?.method} /mcp → ${first?.status}, WWW-Authenticate: ${first?.www}`,
-  );
-  const prm = trace.find((e) => e.path.startsWith("/.well-known/oauth-protected-resource") && e.status === 200);
-  const asm = trace.find((e) => e.path === "/.well-known/oauth-authorization-server" && e.status === 200);
+  checkChallenge(trace);
+  const { prm, asm } = metadataFetched(trace, ["/.well-known/oauth-authorization-server"]);
   check(
     prm && asm && !find("POST", "/register").length && !trace.some((e) => e.path === "/authorize"),
     "401 and discovery (metadata)",
@@ -539,28 +361,9 @@ async function runAutomation() {
     `server/discover, no initialize: version ${client.getNegotiatedProtocolVersion()}`,
   );
 
-  // 3. tools/list shows exactly role ∩ allowed scopes.
-  const listed = await client.listTools();
-  const names = listed.tools.map((t) => t.name).sort();
-  check(JSON.stringify(names) === JSON.stringify(expectedTools), "tools/list", JSON.stringify(names));
-
-  // 4. A read tool.
-  const flocks = toolJson(await client.callTool({ name: "list_flocks", arguments: {} }));
-  check(JSON.stringify(flocks).includes(args.flock), "read tool list_flocks", `sees flock ${args.flock}`);
-
-  // 5. The write tool, when its scopes and role allow it.
-  if (expectedTools.includes("record_daily_entry")) {
-    const day = new Date(Date.now() - 86_400_000).toISOString().slice(0, 10);
-    const written = toolJson(
-      await client.callTool({
-        name: "record_daily_entry",
-        arguments: { flock: args.flock, date: day, eggs_collected: 655, notes: `typescript v2 ${args.mode}` },
-      }),
-    );
-    check(written?.entry?.eggs_collected === 655, "write tool record_daily_entry", `${day}: change=${written?.change}`);
-  } else {
-    ok("write tool record_daily_entry", "not allowed to this role and scopes: not listed, not called");
-  }
+  // 3. tools/list shows exactly role ∩ allowed scopes; 4. a read tool; 5.
+  // the write tool, when its scopes and role allow it.
+  await checkTools(client, 655, `typescript v2 ${args.mode}`, "allowed");
 
   // 6. The operator disables the automation; the SDK's next call, with the
   // token it holds (unexpired), is refused at /mcp, and asking for a new
@@ -588,7 +391,7 @@ async function runAutomation() {
       `the SDK threw ${refused?.constructor?.name ?? "nothing"}`,
   );
   await client.close().catch(() => {});
-  const { status, www } = await mcpStatus(held.access_token);
+  const { status, www } = await mcpStatus(serverUrl, held.access_token);
   check(
     status === 401 && www.includes('error="invalid_token"'),
     "held token refused",
@@ -596,14 +399,8 @@ async function runAutomation() {
   );
 }
 
-const started = performance.now();
-try {
-  await (automation ? runAutomation() : run());
-  console.log(`typescript-sdk-v2: ${passed} passed, 0 failed in ${((performance.now() - started) / 1000).toFixed(1)}s`);
-  process.exit(0);
-} catch (error) {
-  console.log(error instanceof StepFailed ? `FAIL ${error.message}` : `FAIL unexpected ${error?.stack ?? error}`);
-  for (const e of trace) console.log(`     ${e.method} ${e.path} → ${e.status}`);
-  console.log(`typescript-sdk-v2: failed after ${((performance.now() - started) / 1000).toFixed(1)}s`);
-  process.exit(1);
-}
+await finish("typescript-sdk-v2", automation ? runAutomation : run, {
+  onFailure: () => {
+    for (const e of trace) console.log(`     ${e.method} ${e.path} → ${e.status}`);
+  },
+});

@@ -15,6 +15,27 @@ use tokio::sync::oneshot;
 use super::browser::Browser;
 use super::databases::{Engine, TestDatabase};
 
+/// `$body` with `$pool` a pool on the app's database, of whichever engine
+/// (the two pool types differ, the statements do not), closed afterwards.
+macro_rules! with_pool {
+    ($app:expr, |$pool:ident| $body:expr) => {
+        match &$app.db.url {
+            DatabaseUrl::Sqlite(url) => {
+                let $pool = sqlx::SqlitePool::connect(url).await.unwrap();
+                let value = $body;
+                $pool.close().await;
+                value
+            }
+            DatabaseUrl::Postgres(url) => {
+                let $pool = sqlx::PgPool::connect(url).await.unwrap();
+                let value = $body;
+                $pool.close().await;
+                value
+            }
+        }
+    };
+}
+
 /// The password every fixture member has.
 pub const PASSWORD: &str = "correct horse battery staple";
 
@@ -42,6 +63,17 @@ pub struct TestUser {
     pub farm: String,
     pub email: String,
     pub password: String,
+}
+
+impl TestUser {
+    /// The sign-in form's fields for this member with `csrf`.
+    pub fn login_form<'a>(&'a self, csrf: &'a str) -> [(&'a str, &'a str); 3] {
+        [
+            ("csrf", csrf),
+            ("email", &self.email),
+            ("password", &self.password),
+        ]
+    }
 }
 
 /// A farm with an owner and a worker (see [`TestApp::farm`]).
@@ -91,6 +123,28 @@ pub fn init_logs() {
 impl TestApp {
     pub async fn spawn(engine: Engine) -> Self {
         Self::spawn_with(engine, |_| {}).await
+    }
+
+    /// A fresh app with [`Self::farm_with_member`]'s farm and member.
+    pub async fn with_member(engine: Engine, role: &str) -> (Self, TestUser) {
+        let app = Self::spawn(engine).await;
+        let user = app.farm_with_member(role).await;
+        (app, user)
+    }
+
+    /// A fresh app with [`Self::farm_with_flocks`]'s farm, flocks and
+    /// member.
+    pub async fn with_flocks(engine: Engine, role: &str) -> (Self, TestUser) {
+        let app = Self::spawn(engine).await;
+        let user = app.farm_with_flocks(role).await;
+        (app, user)
+    }
+
+    /// A fresh app with [`Self::farm`]'s farm `name`, its owner and worker.
+    pub async fn with_farm(engine: Engine, name: &str) -> (Self, Farm) {
+        let app = Self::spawn(engine).await;
+        let farm = app.farm(name).await;
+        (app, farm)
     }
 
     /// Spawns with a configuration adjusted by `tweak`.
@@ -144,6 +198,17 @@ impl TestApp {
     /// GETs `path` with the app's own browser.
     pub async fn get(&self, path: &str) -> reqwest::Response {
         self.browser.open(path).await
+    }
+
+    /// GETs `path` from a plain client (no cookies) with one more header
+    /// (`name: value`).
+    pub async fn get_with(&self, path: &str, (name, value): (&str, &str)) -> reqwest::Response {
+        reqwest::Client::new()
+            .get(self.url(path))
+            .header(name, value)
+            .send()
+            .await
+            .unwrap()
     }
 
     /// Signs in with the app's own browser (see [`Browser::sign_in`]);
@@ -300,6 +365,13 @@ impl TestApp {
         user
     }
 
+    /// `coop keys rotate`, asserting success; the new key's id.
+    pub async fn rotate_keys(&self) -> String {
+        let (code, out, err) = self.cli(&["keys", "rotate"]).await;
+        assert_eq!(code, 0, "{err}");
+        out.trim().to_owned()
+    }
+
     /// The grant id of the only active grant of `email`.
     pub async fn grant_of(&self, email: &str) -> String {
         let (code, out, err) = self.cli(&["admin", "apps", "list", "--user", email]).await;
@@ -319,20 +391,10 @@ impl TestApp {
             + Send
             + Unpin,
     {
-        match &self.db.url {
-            DatabaseUrl::Sqlite(url) => {
-                let pool = sqlx::SqlitePool::connect(url).await.unwrap();
-                let value = sqlx::query_scalar(sql).fetch_one(&pool).await.unwrap();
-                pool.close().await;
-                value
-            }
-            DatabaseUrl::Postgres(url) => {
-                let pool = sqlx::PgPool::connect(url).await.unwrap();
-                let value = sqlx::query_scalar(sql).fetch_one(&pool).await.unwrap();
-                pool.close().await;
-                value
-            }
-        }
+        with_pool!(self, |pool| sqlx::query_scalar(sql)
+            .fetch_one(&pool)
+            .await
+            .unwrap())
     }
 
     /// The rows `sql` selects from the app's database, as tuples.
@@ -343,20 +405,10 @@ impl TestApp {
             + Send
             + Unpin,
     {
-        match &self.db.url {
-            DatabaseUrl::Sqlite(url) => {
-                let pool = sqlx::SqlitePool::connect(url).await.unwrap();
-                let rows = sqlx::query_as(sql).fetch_all(&pool).await.unwrap();
-                pool.close().await;
-                rows
-            }
-            DatabaseUrl::Postgres(url) => {
-                let pool = sqlx::PgPool::connect(url).await.unwrap();
-                let rows = sqlx::query_as(sql).fetch_all(&pool).await.unwrap();
-                pool.close().await;
-                rows
-            }
-        }
+        with_pool!(self, |pool| sqlx::query_as(sql)
+            .fetch_all(&pool)
+            .await
+            .unwrap())
     }
 
     /// Runs a query returning one integer against the app's database
@@ -372,18 +424,9 @@ impl TestApp {
 
     /// Runs a statement against the app's database (to break or mend it).
     pub async fn db_execute(&self, sql: &str) {
-        match &self.db.url {
-            DatabaseUrl::Sqlite(url) => {
-                let pool = sqlx::SqlitePool::connect(url).await.unwrap();
-                sqlx::query(sql).execute(&pool).await.unwrap();
-                pool.close().await;
-            }
-            DatabaseUrl::Postgres(url) => {
-                let pool = sqlx::PgPool::connect(url).await.unwrap();
-                sqlx::query(sql).execute(&pool).await.unwrap();
-                pool.close().await;
-            }
-        }
+        with_pool!(self, |pool| {
+            sqlx::query(sql).execute(&pool).await.unwrap();
+        })
     }
 
     /// How many audit entries of `kind` exist.

@@ -22,6 +22,15 @@ pub fn cookie_jar() -> reqwest::Client {
     cookie_jar_builder().build().unwrap()
 }
 
+/// A client that keeps no cookies and follows no redirects (a request
+/// carries exactly the cookie a test gives it).
+pub fn no_cookies() -> reqwest::Client {
+    reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap()
+}
+
 /// The builder of [`cookie_jar`], for a browser that needs more (a local
 /// address of its own, say).
 pub fn cookie_jar_builder() -> reqwest::ClientBuilder {
@@ -70,6 +79,11 @@ impl Browser {
     /// GETs `path`.
     pub async fn open(&self, path: &str) -> reqwest::Response {
         self.client.get(self.url(path)).send().await.unwrap()
+    }
+
+    /// GETs `path`; its body, whatever the status.
+    pub async fn text(&self, path: &str) -> String {
+        self.open(path).await.text().await.unwrap()
     }
 
     /// GETs `path`; (status, body).
@@ -147,6 +161,19 @@ impl Browser {
         self.sign_in_returning(email, password, Some("/")).await
     }
 
+    /// Signs out with the start page's sign-out form (and its CSRF
+    /// token); returns the POST's answer.
+    pub async fn sign_out(&self) -> reqwest::Response {
+        let page = self.text("/").await;
+        let csrf = form_value(&page, "csrf").unwrap();
+        self.client
+            .post(self.url("/logout"))
+            .form(&[("csrf", csrf.as_str())])
+            .send()
+            .await
+            .unwrap()
+    }
+
     /// GETs an authorization path and returns the consent page's HTML
     /// (asserting it is one).
     pub async fn open_consent(&self, path: &str) -> String {
@@ -189,6 +216,12 @@ impl Browser {
             .send()
             .await
             .unwrap()
+    }
+
+    /// Approves a consent page ticking `scopes` (see
+    /// [`Self::answer_consent`]).
+    pub async fn accept(&self, consent_html: &str, scopes: &[&str]) -> reqwest::Response {
+        self.answer_consent(consent_html, "approve", scopes).await
     }
 
     /// Opens `path` and approves the consent page ticking exactly `scopes`

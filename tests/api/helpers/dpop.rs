@@ -104,15 +104,17 @@ impl TestApp {
         self.token(&with_proof(request, proof)).await
     }
 
-    /// A public client's refresh with `proof` (none: no header).
+    /// A public client's refresh with a fresh proof by `key` for
+    /// `/token` (none: no header).
     pub async fn refresh_with(
         &self,
         client_id: &str,
         refresh_token: &str,
-        proof: Option<&str>,
+        key: Option<&ProofKey>,
     ) -> reqwest::Response {
+        let proof = key.map(|key| key.proof("POST", &self.token_url(), None));
         let request = TokenRequest::refresh(client_id, refresh_token);
-        self.token(&with_proof(request, proof)).await
+        self.token(&with_proof(request, proof.as_deref())).await
     }
 
     /// The whole flow of a public client with `key`: a DPoP-bound token.

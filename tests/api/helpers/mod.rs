@@ -4,7 +4,7 @@
 //!
 //! | step | where |
 //! |---|---|
-//! | spawn, the `coop` command, fixtures (farms, members, houses, flocks), database queries | [`app`]: `TestApp::spawn`, `cli`, `admin`, `farm_with_member`, `farm`, `farm_with_flocks`, `add_member`, `db_count`, … |
+//! | spawn, the `coop` command, fixtures (farms, members, houses, flocks), database queries | [`app`]: `TestApp::spawn`, `with_member`/`with_flocks`/`with_farm` (spawn and a fixture), `cli`, `admin`, `farm_with_member`, `farm`, `farm_with_flocks`, `add_member`, `db_count`, … |
 //! | sign in, pages and their forms, authorize and consent | [`browser`]: `Browser::sign_in`, `page`, `csrf`, `post`, `open_consent`, `answer_consent`, `approve`; `TestApp::signed_in` |
 //! | register a client, exchange a code, refresh, revoke, the whole flow | [`oauth`]: `TestApp::register_public_client`, `authorize_path`, `exchange_code`, `refresh`, `revoke`, `connect`; [`oauth::TokenRequest`] builds any `/token` request (the tables of refusals) |
 //! | call a tool, list tools, any JSON-RPC on any wire; the 401 challenge; forged tokens | [`mcp`]: `TestApp::call_tool`, `tool_ok`, `rpc`, `mcp_post_with`, `assert_invalid_token`, `assert_cut_off`, `forge` |
@@ -28,5 +28,5 @@ pub use crate::testing::databases::{self, Engine, TestDatabase, postgres_availab
 pub use app::{Farm, PASSWORD, Printed, TestApp, TestUser, flock_add, init_logs, run_cli};
 pub use browser::{
     Browser, assert_no_store, assert_page, cookie_jar, cookie_jar_builder, form_value, location,
-    retry_after,
+    no_cookies, retry_after,
 };

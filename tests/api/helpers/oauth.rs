@@ -44,6 +44,13 @@ pub struct Tokens {
     pub expires_in: i64,
 }
 
+impl Tokens {
+    /// Their refresh as a public client, to send as is or changed.
+    pub fn refresh_request(&self) -> TokenRequest {
+        TokenRequest::refresh(&self.client_id, &self.refresh_token)
+    }
+}
+
 /// A PKCE verifier and its S256 challenge.
 #[derive(Clone, Debug)]
 pub struct Pkce {
@@ -173,6 +180,12 @@ impl TokenRequest {
 
     /// Sends it to `path` (`/revoke`, say) of `app`.
     pub async fn send_to(&self, app: &TestApp, path: &str) -> reqwest::Response {
+        self.request(app, path).send().await.unwrap()
+    }
+
+    /// The POST to `path` of `app` from a client of its own, not yet sent
+    /// (a test may add a header, or see the send fail).
+    pub fn request(&self, app: &TestApp, path: &str) -> reqwest::RequestBuilder {
         let mut request = reqwest::Client::new().post(app.url(path)).form(&self.form);
         if let Some((id, secret)) = &self.basic {
             request = request.basic_auth(id, Some(secret));
@@ -180,7 +193,7 @@ impl TokenRequest {
         for proof in &self.proofs {
             request = request.header("dpop", proof);
         }
-        request.send().await.unwrap()
+        request
     }
 }
 
@@ -429,6 +442,11 @@ pub fn claims(jwt: &str) -> Value {
 pub fn jwt_header(jwt: &str) -> Value {
     let header = jwt.split('.').next().unwrap();
     serde_json::from_slice(&URL_SAFE_NO_PAD.decode(header).unwrap()).unwrap()
+}
+
+/// The key id (`kid`) in a JWT's header.
+pub fn kid(jwt: &str) -> String {
+    jwt_header(jwt)["kid"].as_str().unwrap().to_owned()
 }
 
 /// Asserts a JSON OAuth error: status, `error` code, `Cache-Control:
