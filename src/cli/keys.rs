@@ -19,6 +19,8 @@ pub(super) enum KeysCommand {
     /// /jwks.json and every replica refuses its tokens on their next call.
     /// The active key cannot be withdrawn: rotate first.
     Retire {
+        /// A key id is base64url and may start with `-`.
+        #[arg(allow_hyphen_values = true)]
         kid: String,
         /// Required: a key retires by itself at rotation; this withdraws it now.
         #[arg(long, required = true)]

@@ -175,6 +175,12 @@ async fn a_withdrawn_key_is_unpublished_and_its_tokens_refused(engine: Engine) {
             vec!["keys", "retire", "no-such-key", "--now"],
             "no signing key has the id",
         ),
+        // A key id is base64url, so one in 64 starts with `-`: it is
+        // still an id, not an option.
+        (
+            vec!["keys", "retire", "-L0-no-such-key", "--now"],
+            "no signing key has the id \"-L0-no-such-key\"",
+        ),
         (vec!["keys", "retire", &old_kid], "--now"),
     ] {
         let (code, out, err) = app.cli(&args).await;
