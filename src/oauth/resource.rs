@@ -56,8 +56,8 @@ pub fn resolve(issuer: &Issuer, requested: &[&str]) -> Result<Resource, UnknownR
 fn canonical(raw: &str) -> Option<String> {
     let url = Url::parse(raw).ok()?;
     if url.query().is_some()
+        // The parser reads any `#` as the start of a fragment.
         || url.fragment().is_some()
-        || raw.contains('#')
         || !url.username().is_empty()
         || url.password().is_some()
     {
@@ -108,6 +108,10 @@ mod tests {
             "http://127.0.0.1:8080/mcp/x",
             "http://127.0.0.1:8080/mcp?x=1",
             "http://127.0.0.1:8080/mcp#f",
+            "http://127.0.0.1:8080/mcp#",
+            "http://u@127.0.0.1:8080/mcp",
+            "http://u:p@127.0.0.1:8080/mcp",
+            "http://:p@127.0.0.1:8080/mcp",
             "http://127.0.0.1:8081/mcp",
             "https://127.0.0.1:8080/mcp",
             "http://localhost:8080/mcp",
