@@ -40,6 +40,7 @@ parts=("$@")
 [[ ${#parts[@]} -gt 0 ]] || parts=(src/oauth src/mcp/bearer.rs src/http/mcp/guard.rs src/storage/call_context.rs src/identity)
 work="${MUTANTS_WORK:-/tmp/coop-mutants}"
 out="${MUTANTS_OUT:-$(mktemp -d)}"
+mkdir -p "$out"
 export CARGO_TARGET_DIR="${MUTANTS_TARGET:-$HOME/.cache/coop-mutants-target}"
 export COOP_TEST_POSTGRES_URL="postgres://postgres@127.0.0.1:1/postgres"
 unset COOP_TEST_REQUIRE_POSTGRES

@@ -262,23 +262,7 @@ mod tests {
         Duration::seconds(n)
     }
 
-    #[test]
-    fn ipv4_is_counted_per_address_ipv6_per_64_and_mapped_as_ipv4() {
-        assert_eq!(address_group(ip("192.0.2.7")), ip("192.0.2.7"));
-        assert_eq!(
-            address_group(ip("2001:db8:1:2:aaaa:bbbb:cccc:dddd")),
-            ip("2001:db8:1:2::")
-        );
-        assert_eq!(
-            address_group(ip("2001:db8:1:2::1")),
-            address_group(ip("2001:db8:1:2:ffff:ffff:ffff:ffff"))
-        );
-        assert_ne!(
-            address_group(ip("2001:db8:1:2::1")),
-            address_group(ip("2001:db8:1:3::1"))
-        );
-        assert_eq!(address_group(ip("::ffff:192.0.2.7")), ip("192.0.2.7"));
-    }
+    // How addresses are grouped is `domain::network`'s, tested there.
 
     #[test]
     fn an_address_may_start_its_budget_at_once_then_waits_for_it_to_refill() {
