@@ -437,6 +437,15 @@ mod tests {
 
     const NOW: OffsetDateTime = datetime!(2026-03-10 12:00 UTC);
 
+    #[test]
+    fn last_use_is_written_again_only_once_its_resolution_has_passed() {
+        let boundary = (NOW - LAST_USED_RESOLUTION).unix_timestamp();
+        assert!(touch_due(None, NOW));
+        assert!(touch_due(Some(boundary - 1), NOW));
+        assert!(!touch_due(Some(boundary), NOW));
+        assert!(!touch_due(Some(NOW.unix_timestamp()), NOW));
+    }
+
     fn claims(user: Uuid) -> AccessClaims {
         AccessClaims {
             iss: "https://coop.example".into(),
