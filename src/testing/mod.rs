@@ -5,13 +5,15 @@
 //! `on_both_engines!`, sign client assertions and DPoP proofs with the same
 //! code. Those files name nothing of the crate but `super::DatabaseUrl`,
 //! which each side provides. `store.rs` is the unit tests' own: a migrated
-//! [`TestStore`] on such a database.
+//! [`TestStore`] on such a database; so is `jose.rs`, random JOSE parts
+//! for the property tests.
 
 pub(crate) use crate::config::DatabaseUrl;
 
 pub mod client_keys;
 pub mod databases;
 pub mod dpop_keys;
+pub mod jose;
 pub mod store;
 
 pub use store::TestStore;

@@ -17,6 +17,7 @@ use time::macros::datetime;
 
 use super::proof::{Expected, MAX_AGE, MAX_AHEAD, MAX_LEN, ProofError, verify};
 use super::testing::{ProofKey, ath};
+use crate::testing::jose::object_part;
 
 const NOW: OffsetDateTime = datetime!(2026-12-01 12:00 UTC);
 const MCP: &str = "https://coop.example/mcp";
@@ -169,13 +170,19 @@ fn drawn() -> impl Strategy<Value = Drawn> {
         )
 }
 
-fn alg_name(d: &Drawn) -> Option<&'static str> {
+fn alg_name(d: &Drawn) -> &'static str {
     let own = KEYS[d.key].alg;
     match d.alg {
-        Alg::Own => Some(own),
+        Alg::Own => own,
         // ES256 and EdDSA keys never fit RSA, and RSA keys never fit ES256.
-        Alg::OtherAccepted => Some(if own == "ES256" { "RS256" } else { "ES256" }),
-        Alg::Refused(name) => Some(name),
+        Alg::OtherAccepted => {
+            if own == "ES256" {
+                "RS256"
+            } else {
+                "ES256"
+            }
+        }
+        Alg::Refused(name) => name,
     }
 }
 
@@ -189,9 +196,7 @@ fn build(d: &Drawn) -> String {
         Typ::Jwt => header["typ"] = json!("JWT"),
         Typ::Missing => {}
     }
-    if let Some(alg) = alg_name(d) {
-        header["alg"] = json!(alg);
-    }
+    header["alg"] = json!(alg_name(d));
     match d.jwk {
         Jwk::Public => header["jwk"] = key.public_jwk(),
         Jwk::WithPrivate(member) => {
@@ -353,16 +358,6 @@ proptest! {
 /// A base64url JSON object of the kind a header or claims part holds, with
 /// the members a proof's checks read, drawn with any values.
 fn jose_part() -> impl Strategy<Value = String> {
-    let member = prop_oneof![
-        Just("typ"),
-        Just("alg"),
-        Just("jwk"),
-        Just("crit"),
-        Just("jti"),
-        Just("htm"),
-        Just("htu"),
-        Just("iat")
-    ];
     let value = prop_oneof![
         Just(json!("dpop+jwt")),
         Just(json!("ES256")),
@@ -375,11 +370,9 @@ fn jose_part() -> impl Strategy<Value = String> {
         ".{0,20}".prop_map(Value::from),
         Just(Value::Null),
     ];
-    prop::collection::btree_map(member, value, 0..6).prop_map(|members| {
-        let object: serde_json::Map<String, Value> = members
-            .into_iter()
-            .map(|(k, v)| (k.to_owned(), v))
-            .collect();
-        URL_SAFE_NO_PAD.encode(Value::Object(object).to_string())
-    })
+    object_part(
+        vec!["typ", "alg", "jwk", "crit", "jti", "htm", "htu", "iat"],
+        value,
+        6,
+    )
 }
