@@ -13,6 +13,7 @@ use super::{AdminResult, refused};
 use crate::domain::{Email, GrantId, UserId};
 use crate::storage::audit::{self, AuditEvent, AuditKind};
 use crate::storage::connected_apps::{self, AppFilter, ConnectedApp};
+use crate::storage::users::Account;
 use crate::storage::{Store, StoreResult, grants};
 
 /// Who disconnects.
@@ -24,7 +25,15 @@ pub enum Actor<'a> {
     Operator,
 }
 
-impl Actor<'_> {
+impl<'a> Actor<'a> {
+    /// A signed-in member acting on their own or their farm's behalf.
+    pub fn member(account: &'a Account) -> Self {
+        Self::Member {
+            id: account.user_id(),
+            email: &account.email,
+        }
+    }
+
     /// The member who acted, if a member did.
     pub fn user(&self) -> Option<UserId> {
         match self {
@@ -106,14 +115,7 @@ pub async fn disconnect_by_id(
 /// farm, client name, client id, scopes (comma-separated), last used
 /// (RFC 3339, or `never`).
 pub fn list_line(app: &ConnectedApp) -> String {
-    let last_used = app
-        .last_used_at
-        .and_then(|t| time::OffsetDateTime::from_unix_timestamp(t).ok())
-        .and_then(|t| {
-            t.format(&time::format_description::well_known::Rfc3339)
-                .ok()
-        })
-        .unwrap_or_else(|| "never".to_owned());
+    let last_used = super::rfc3339_or_never(app.last_used_at);
     let scopes = app.scope.join(",");
     format!(
         "{}\t{}\t{}\t{}\t{}\t{}\t{}",

@@ -194,10 +194,7 @@ pub async fn set_disabled(
     } else {
         "automation_enabled"
     };
-    let detail = serde_json::json!({ "name": row.name });
-    record(&mut tx, farm, id, action, detail, by, now).await?;
-    tx.commit().await?;
-    Ok(row)
+    audit_and_commit(tx, row, action, by, now).await
 }
 
 /// Deletes `id` on `farm`: its tokens are refused from their next call.
@@ -213,8 +210,29 @@ pub async fn delete(
     if !automations::delete(&mut tx, farm, id).await? {
         return Err(no_such(id));
     }
+    audit_and_commit(tx, row, "automation_deleted", by, now).await
+}
+
+/// Audits `action` on `row`, named, in the transaction that made it, and
+/// commits the two.
+async fn audit_and_commit(
+    mut tx: Tx,
+    row: AutomationRow,
+    action: &str,
+    by: Actor<'_>,
+    now: OffsetDateTime,
+) -> AdminResult<AutomationRow> {
     let detail = serde_json::json!({ "name": row.name });
-    record(&mut tx, farm, id, "automation_deleted", detail, by, now).await?;
+    record(
+        &mut tx,
+        row.farm(),
+        row.automation(),
+        action,
+        detail,
+        by,
+        now,
+    )
+    .await?;
     tx.commit().await?;
     Ok(row)
 }
@@ -270,14 +288,7 @@ async fn record(
 /// name, role, flocks (`all` or `some`), scopes (comma-separated),
 /// credential, state, last used (RFC 3339, or `never`).
 pub fn list_line(row: &AutomationRow) -> String {
-    let last_used = row
-        .last_used_at
-        .and_then(|t| OffsetDateTime::from_unix_timestamp(t).ok())
-        .and_then(|t| {
-            t.format(&time::format_description::well_known::Rfc3339)
-                .ok()
-        })
-        .unwrap_or_else(|| "never".to_owned());
+    let last_used = super::rfc3339_or_never(row.last_used_at);
     format!(
         "{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}",
         row.client_id(),

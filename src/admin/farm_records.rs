@@ -7,15 +7,29 @@
 use time::OffsetDateTime;
 
 use super::{AdminResult, check_name, parse_date, parse_head_count, refused};
-use crate::domain::{FarmId, FlockId, HouseId};
+use crate::domain::{FarmId, FlockId, HouseId, Name};
 use crate::storage::farms::{self, NewFlock};
-use crate::storage::{StoreError, Tx, farm_admin};
+use crate::storage::{StoreError, StoreResult, Tx, farm_admin};
 
-fn duplicate(err: StoreError, message: String) -> super::AdminError {
-    match err {
-        StoreError::Conflict(_) => refused(message),
-        other => other.into(),
+/// The name written, or a refusal saying `taken` when another has it.
+fn named<T>(
+    written: StoreResult<T>,
+    name: Name,
+    taken: fn(&Name) -> String,
+) -> AdminResult<String> {
+    match written {
+        Ok(_) => Ok(name.into_string()),
+        Err(StoreError::Conflict(_)) => Err(refused(taken(&name))),
+        Err(other) => Err(other.into()),
     }
+}
+
+fn house_taken(name: &Name) -> String {
+    format!("the farm already has a house named {name:?}")
+}
+
+fn flock_taken(name: &Name) -> String {
+    format!("that house already has a flock named {name:?}")
 }
 
 pub async fn add_house(
@@ -25,10 +39,8 @@ pub async fn add_house(
     now: OffsetDateTime,
 ) -> AdminResult<String> {
     let name = check_name("house", name)?;
-    farms::add_house(tx, farm, &name, now)
-        .await
-        .map_err(|e| duplicate(e, format!("the farm already has a house named {name:?}")))?;
-    Ok(name.into_string())
+    let written = farms::add_house(tx, farm, &name, now).await;
+    named(written, name, house_taken)
 }
 
 pub async fn rename_house(
@@ -38,13 +50,12 @@ pub async fn rename_house(
     name: &str,
 ) -> AdminResult<String> {
     let name = check_name("house", name)?;
-    farm_admin::rename_house(tx, farm, house, &name)
-        .await
-        .map_err(|e| duplicate(e, format!("the farm already has a house named {name:?}")))?;
-    Ok(name.into_string())
+    let written = farm_admin::rename_house(tx, farm, house, &name).await;
+    named(written, name, house_taken)
 }
 
 /// A new flock from the admin form's text fields.
+#[derive(Clone, Copy, Debug)]
 pub struct FlockForm<'a> {
     pub house: HouseId,
     pub name: &'a str,
@@ -73,10 +84,8 @@ pub async fn add_flock(
         placed_on,
         head_count,
     };
-    farms::add_flock(tx, farm, &flock, now)
-        .await
-        .map_err(|e| duplicate(e, format!("that house already has a flock named {name:?}")))?;
-    Ok(name.into_string())
+    let written = farms::add_flock(tx, farm, &flock, now).await;
+    named(written, name, flock_taken)
 }
 
 pub async fn rename_flock(
@@ -86,10 +95,8 @@ pub async fn rename_flock(
     name: &str,
 ) -> AdminResult<String> {
     let name = check_name("flock", name)?;
-    farm_admin::rename_flock(tx, farm, flock, &name)
-        .await
-        .map_err(|e| duplicate(e, format!("that house already has a flock named {name:?}")))?;
-    Ok(name.into_string())
+    let written = farm_admin::rename_flock(tx, farm, flock, &name).await;
+    named(written, name, flock_taken)
 }
 
 pub async fn deplete_flock(tx: &mut Tx, farm: FarmId, flock: FlockId) -> AdminResult<()> {

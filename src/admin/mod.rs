@@ -1,4 +1,5 @@
-//! The operator's actions, as the `coop admin …` commands run them.
+//! The operator's actions, as the `coop admin …` commands run them, and
+//! what the owner's and a person's pages load and decide ([`pages`]).
 //!
 //! Each function checks its input, changes the store, and returns what the
 //! command prints. A refusal is an [`AdminError::Refused`] with a one-line
@@ -9,6 +10,7 @@ pub mod apps;
 pub mod automations;
 pub mod demo;
 pub mod farm_records;
+pub mod pages;
 
 use time::{Date, OffsetDateTime};
 
@@ -60,6 +62,16 @@ pub fn slug_from_name(name: &str) -> String {
         .collect::<String>()
         .trim_end_matches('-')
         .to_owned()
+}
+
+/// An instant as the command line prints it (RFC 3339), or `never`.
+pub(crate) fn rfc3339_or_never(unix: Option<i64>) -> String {
+    unix.and_then(|t| OffsetDateTime::from_unix_timestamp(t).ok())
+        .and_then(|t| {
+            t.format(&time::format_description::well_known::Rfc3339)
+                .ok()
+        })
+        .unwrap_or_else(|| "never".to_owned())
 }
 
 /// A name of a `what` (farm, house, flock, breed, automation).

@@ -12,3 +12,15 @@ pub fn single<'a>(params: &'a Params, name: &'static str) -> Result<&'a str, Pag
         .map(Option::unwrap_or_default)
         .map_err(|_| PageError::BadRequest(format!("The form field {name} is repeated.")))
 }
+
+/// The one values of several fields, in the order named (see [`single`]).
+pub fn singles<'a, const N: usize>(
+    params: &'a Params,
+    names: [&'static str; N],
+) -> Result<[&'a str; N], PageError> {
+    let mut values = [""; N];
+    for (value, name) in values.iter_mut().zip(names) {
+        *value = single(params, name)?;
+    }
+    Ok(values)
+}

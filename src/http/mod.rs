@@ -29,6 +29,7 @@
 //! readiness answer.
 
 pub mod admin;
+pub mod documents;
 pub mod dpop;
 pub mod error;
 pub mod form;
@@ -37,6 +38,7 @@ pub mod mcp;
 pub mod metrics;
 pub mod oauth;
 pub mod pages;
+pub mod rate_limit;
 pub mod security_headers;
 pub mod serve;
 pub mod session;

@@ -7,98 +7,27 @@
 //! connected-apps page's Disconnect for an automation is its Disable. The
 //! rules (never an owner, a worker's flocks, at least one scope, a usable
 //! credential) are [`crate::admin::automations`]'s, shared with the
-//! command line.
-
-use std::collections::{HashMap, HashSet};
+//! command line; what the page shows is [`crate::admin::pages::automations`].
 
 use askama::Template;
 use axum::extract::{Path, Query, State};
 use axum::response::{IntoResponse, Redirect, Response};
 
-use super::members::flock_names;
-use super::{OwnerPost, RequireOwner, page_error};
+use super::{OwnerPost, RequireOwner};
 use crate::admin::apps::Actor;
 use crate::admin::automations::{
     self as automation_admin, AutomationInput, CredentialInput, ROLES,
 };
-use crate::domain::{AutomationAuth, AutomationId, FarmId, FlockId, Role, Scope, ScopeSet};
+use crate::admin::pages::automations::{self, AutomationView, Done, FlockOption, ScopeOption};
+use crate::admin::pages::{PageRefusal, flocks};
+use crate::domain::{Role, ScopeSet};
 use crate::http::error::{PageError, render};
 use crate::http::form;
 use crate::http::pages::apps::NoticeQuery;
-use crate::http::pages::view::{Nav, last_used, scope_words, scopes_in_words};
+use crate::http::pages::view::Nav;
 use crate::http::session::SignedIn;
 use crate::secrets::ClientSecret;
 use crate::state::AppState;
-use crate::storage::automations::{self, AutomationRow};
-use crate::storage::farm_admin::{self, FlockAdminRow};
-
-/// One automation as its card shows it.
-pub struct AutomationView {
-    pub id: String,
-    pub client_id: String,
-    pub name: String,
-    pub role: String,
-    /// `None`: every flock.
-    pub flocks: Option<String>,
-    pub scopes: Vec<&'static str>,
-    /// "client secret" or "private key JWT".
-    pub credential: &'static str,
-    pub disabled: bool,
-    pub last_used: String,
-}
-
-impl AutomationView {
-    pub fn new(row: &AutomationRow, flocks: Option<String>) -> Self {
-        Self {
-            id: row.id.to_string(),
-            client_id: row.client_id(),
-            name: row.name.to_string(),
-            role: row.role.to_string(),
-            flocks,
-            scopes: scopes_in_words(&row.scope),
-            credential: if row.auth_method == AutomationAuth::PrivateKeyJwt {
-                "private key JWT"
-            } else {
-                "client secret"
-            },
-            disabled: row.disabled,
-            last_used: last_used(row.last_used_at),
-        }
-    }
-}
-
-/// The farm's automations as cards, each with the names of its flocks.
-pub async fn views(state: &AppState, farm: FarmId) -> Result<Vec<AutomationView>, PageError> {
-    let rows = automations::list(&mut state.store.read().await?, farm).await?;
-    let farm_flocks = farm_admin::flocks(&mut state.store.read().await?, farm).await?;
-    let mut limited: HashMap<uuid::Uuid, HashSet<uuid::Uuid>> = HashMap::new();
-    for (automation, flock) in
-        automations::restricted_flocks(&mut state.store.read().await?, farm).await?
-    {
-        limited.entry(automation).or_default().insert(flock);
-    }
-    Ok(rows
-        .iter()
-        .map(|row| {
-            let flocks = row.flock_restricted.then(|| {
-                let none = HashSet::new();
-                flock_names(&farm_flocks, limited.get(&row.id).unwrap_or(&none))
-            });
-            AutomationView::new(row, flocks)
-        })
-        .collect())
-}
-
-struct FlockChoice {
-    id: String,
-    name: String,
-    house: String,
-}
-
-struct ScopeChoice {
-    value: &'static str,
-    words: &'static str,
-}
 
 /// What the add form showed to its sender once: the new automation's id
 /// and secret.
@@ -115,8 +44,8 @@ struct AutomationsPage {
     tab: &'static str,
     automations: Vec<AutomationView>,
     roles: [Role; 3],
-    flocks: Vec<FlockChoice>,
-    scopes: Vec<ScopeChoice>,
+    flocks: Vec<FlockOption>,
+    scopes: Vec<ScopeOption>,
     created: Option<CreatedView>,
     notice: Option<&'static str>,
     token_endpoint: String,
@@ -134,33 +63,18 @@ fn notice(done: Option<&str>) -> Option<&'static str> {
 async fn page(
     state: &AppState,
     owner: &SignedIn,
+    nav: Nav,
     created: Option<CreatedView>,
     notice: Option<&'static str>,
 ) -> Result<Response, PageError> {
-    let farm = owner.account.farm();
-    let flocks = farm_admin::flocks(&mut state.store.read().await?, farm)
-        .await?
-        .into_iter()
-        .filter(|f| !f.status.is_depleted())
-        .map(|f: FlockAdminRow| FlockChoice {
-            id: f.id.to_string(),
-            name: f.name.into_string(),
-            house: f.house.into_string(),
-        })
-        .collect();
+    let view = automations::show(&state.store, &owner.account).await?;
     Ok(render(&AutomationsPage {
-        nav: Nav::new(owner, "admin").await?,
+        nav,
         tab: "automations",
-        automations: views(state, farm).await?,
+        automations: view.automations,
         roles: ROLES,
-        flocks,
-        scopes: Scope::ALL
-            .iter()
-            .map(|s| ScopeChoice {
-                value: s.as_str(),
-                words: scope_words(*s),
-            })
-            .collect(),
+        flocks: view.flocks,
+        scopes: view.scopes,
         created,
         notice,
         token_endpoint: state.issuer.url("/token"),
@@ -169,10 +83,10 @@ async fn page(
 
 pub async fn show(
     State(state): State<AppState>,
-    RequireOwner(owner): RequireOwner,
+    RequireOwner { owner, nav }: RequireOwner,
     Query(query): Query<NoticeQuery>,
 ) -> Result<Response, PageError> {
-    page(&state, &owner, None, notice(query.done.as_deref())).await
+    page(&state, &owner, nav, None, notice(query.done.as_deref())).await
 }
 
 pub async fn add(
@@ -182,17 +96,7 @@ pub async fn add(
     let params = form.params();
     let one = |name| form::single(params, name);
     let flocks = match one("flocks")? {
-        "some" => Some(
-            params
-                .all("flock")
-                .iter()
-                .map(|raw| {
-                    FlockId::parse(raw).ok_or_else(|| {
-                        PageError::BadRequest("That flock is not on this farm.".to_owned())
-                    })
-                })
-                .collect::<Result<Vec<_>, _>>()?,
-        ),
+        "some" => Some(flocks::chosen(&params.all("flock"))?),
         _ => None,
     };
     let scopes = ScopeSet::from_stored(&params.all("scope").join(" ")).to_wire();
@@ -213,10 +117,7 @@ pub async fn add(
         scopes: &scopes,
         credential,
     };
-    let actor = Actor::Member {
-        id: owner.account.user_id(),
-        email: &owner.account.email,
-    };
+    let actor = Actor::member(&owner.account);
     let created = automation_admin::add(
         &state.store,
         owner.account.farm(),
@@ -225,13 +126,14 @@ pub async fn add(
         state.clock.now(),
     )
     .await
-    .map_err(page_error)?;
+    .map_err(PageRefusal::from)?;
     let shown = CreatedView {
         name: input.name.trim().to_owned(),
         client_id: created.client_id,
         secret: created.secret,
     };
-    let mut response = page(&state, &owner, Some(shown), None).await?;
+    let nav = Nav::new(&owner, "admin").await?;
+    let mut response = page(&state, &owner, nav, Some(shown), None).await?;
     // The secret is on this page only: no cache may keep it.
     response.headers_mut().insert(
         axum::http::header::CACHE_CONTROL,
@@ -245,44 +147,17 @@ pub async fn change(
     Path(raw_id): Path<String>,
     OwnerPost { owner, form }: OwnerPost,
 ) -> Result<Response, PageError> {
-    let id = AutomationId::parse(&raw_id).ok_or(PageError::NotFound)?;
-    let farm = owner.account.farm();
-    // Another farm's automation is not found, never touched.
-    automations::find(&mut state.store.read().await?, farm, id)
-        .await?
-        .ok_or(PageError::NotFound)?;
-    let actor = Actor::Member {
-        id: owner.account.user_id(),
-        email: &owner.account.email,
-    };
-    let now = state.clock.now();
     let action = form::single(form.params(), "action")?;
-    let (done, back) = match action {
-        "disable" | "disconnect" => {
-            automation_admin::set_disabled(&state.store, farm, id, true, actor, now)
-                .await
-                .map_err(page_error)?;
-            ("disabled", form::single(form.params(), "back")?)
-        }
-        "enable" => {
-            automation_admin::set_disabled(&state.store, farm, id, false, actor, now)
-                .await
-                .map_err(page_error)?;
-            ("enabled", "")
-        }
-        "delete" => {
-            automation_admin::delete(&state.store, farm, id, actor, now)
-                .await
-                .map_err(page_error)?;
-            ("deleted", "")
-        }
-        _ => return Err(PageError::BadRequest("Choose an action.".to_owned())),
-    };
-    // Disconnect on the connected-apps page goes back there.
-    let target = if back == "apps" {
-        "/admin?done=disconnected".to_owned()
-    } else {
-        format!("/admin/automations?done={done}")
-    };
-    Ok(Redirect::to(&target).into_response())
+    let now = state.clock.now();
+    let target =
+        match automations::change(&state.store, &owner.account, &raw_id, action, now).await? {
+            // Disconnect on the connected-apps page goes back there.
+            Done::Disabled if form::single(form.params(), "back")? == "apps" => {
+                "/admin?done=disconnected"
+            }
+            Done::Disabled => "/admin/automations?done=disabled",
+            Done::Enabled => "/admin/automations?done=enabled",
+            Done::Deleted => "/admin/automations?done=deleted",
+        };
+    Ok(Redirect::to(target).into_response())
 }

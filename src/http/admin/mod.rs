@@ -15,6 +15,9 @@
 //! audited with who did it. While the farm is suspended every action is a
 //! 403 page saying why: the owner may look, and change nothing. An id
 //! naming something of another farm, or nothing, is a 404 page.
+//!
+//! What each page loads and decides is [`crate::admin::pages`]'s: a
+//! handler here reads the request, calls one function there, and renders.
 
 pub mod apps;
 pub mod audit;
@@ -30,17 +33,14 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use serde::de::DeserializeOwned;
 
-use crate::admin::AdminError;
-use crate::domain::{Role, UserId};
+use crate::domain::Role;
 use crate::http::error::PageError;
 use crate::http::form;
-use crate::http::pages::view::suspension_notice;
+use crate::http::pages::view::{Nav, suspension_notice};
 use crate::http::session::{self, RequireUser, RequireUserRejection, SignedIn};
 use crate::oauth::params::Params;
 use crate::secrets::CsrfToken;
 use crate::state::AppState;
-use crate::storage::audit::{self as audit_log, AuditEvent, AuditKind};
-use crate::storage::{StoreError, Tx};
 
 pub fn router() -> Router<AppState> {
     Router::new()
@@ -65,9 +65,13 @@ pub fn router() -> Router<AppState> {
         .route("/admin/audit", get(audit::show))
 }
 
-/// A signed-in owner of their farm. Signed out: the sign-in redirect of
-/// [`RequireUser`]; signed in with another role: 403.
-pub struct RequireOwner(pub SignedIn);
+/// A signed-in owner of their farm, with the navigation bar of their
+/// pages. Signed out: the sign-in redirect of [`RequireUser`]; signed in
+/// with another role: 403.
+pub struct RequireOwner {
+    pub owner: SignedIn,
+    pub nav: Nav,
+}
 
 impl FromRequestParts<AppState> for RequireOwner {
     type Rejection = RequireUserRejection;
@@ -77,13 +81,22 @@ impl FromRequestParts<AppState> for RequireOwner {
         state: &AppState,
     ) -> Result<Self, Self::Rejection> {
         let RequireUser(user) = RequireUser::from_request_parts(parts, state).await?;
-        if user.account.role != Role::Owner {
-            return Err(RequireUserRejection::Page(PageError::Forbidden(
-                "Only the farm's owner can use farm administration.".to_owned(),
-            )));
-        }
-        Ok(Self(user))
+        let owner = owner_only(user).map_err(RequireUserRejection::Page)?;
+        let nav = Nav::new(&owner, "admin")
+            .await
+            .map_err(RequireUserRejection::Page)?;
+        Ok(Self { owner, nav })
     }
+}
+
+/// Lets owners through; anyone else signed in is refused.
+fn owner_only(user: SignedIn) -> Result<SignedIn, PageError> {
+    if user.account.role != Role::Owner {
+        return Err(PageError::Forbidden(
+            "Only the farm's owner can use farm administration.".to_owned(),
+        ));
+    }
+    Ok(user)
 }
 
 /// An admin action: a signed-in owner, and a form body whose CSRF token
@@ -119,9 +132,10 @@ impl FromRequest<AppState> for OwnerPost {
 
     async fn from_request(request: Request, state: &AppState) -> Result<Self, Self::Rejection> {
         let (mut parts, body) = request.into_parts();
-        let RequireOwner(owner) = RequireOwner::from_request_parts(&mut parts, state)
+        let RequireUser(user) = RequireUser::from_request_parts(&mut parts, state)
             .await
             .map_err(IntoResponse::into_response)?;
+        let owner = owner_only(user).map_err(IntoResponse::into_response)?;
         // A suspended farm is frozen: its owner sees the pages and why
         // (the notice under the navigation), and changes nothing.
         if let Some(why) = suspension_notice(&owner.account) {
@@ -140,38 +154,4 @@ impl FromRequest<AppState> for OwnerPost {
             form: CheckedForm { params, body },
         })
     }
-}
-
-/// An admin-layer refusal as a page: a refused input is 400 with its
-/// reason, an id of nothing on this farm is 404.
-fn page_error(err: AdminError) -> PageError {
-    match err {
-        AdminError::Refused(reason) => PageError::BadRequest(reason),
-        AdminError::Store(StoreError::NotFound) => PageError::NotFound,
-        AdminError::Store(err) => err.into(),
-        other => PageError::Internal(other.to_string()),
-    }
-}
-
-/// Audits an owner's action in the transaction that made it, so the two
-/// commit together. `about` is the member the action concerns (the owner
-/// themself when it concerns no member).
-async fn audit_action(
-    tx: &mut Tx,
-    state: &AppState,
-    owner: &SignedIn,
-    about: Option<UserId>,
-    action: &str,
-    mut detail: serde_json::Value,
-) -> Result<(), PageError> {
-    if let Some(object) = detail.as_object_mut() {
-        object.insert("action".into(), action.into());
-        object.insert("by".into(), owner.account.email.clone().into());
-    }
-    let mut event = AuditEvent::new(AuditKind::AdminAction);
-    event.farm = Some(owner.account.farm());
-    event.user = Some(about.unwrap_or(owner.account.user_id()));
-    event.detail = detail;
-    audit_log::record(tx, &event, state.clock.now()).await?;
-    Ok(())
 }

@@ -8,48 +8,17 @@
 //! the signature (so a flood with a valid token costs no database work once
 //! spent), and kept in memory per replica like the other limits.
 
-use std::num::NonZeroU32;
-use std::sync::Arc;
-use std::time::Duration;
-
-use governor::clock::{Clock as _, DefaultClock};
-use governor::{DefaultKeyedRateLimiter, Quota, RateLimiter};
 use uuid::Uuid;
 
-/// Above this many tracked grants, idle ones are forgotten.
-const PRUNE_ABOVE: usize = 10_000;
+use crate::http::rate_limit::KeyedLimit;
 
 /// One budget, keyed by a grant or a subject id.
-#[derive(Clone)]
-pub struct Budget(Option<Arc<DefaultKeyedRateLimiter<Uuid>>>);
-
-impl Budget {
-    pub fn per_minute(count: u32) -> Self {
-        let Some(burst) = NonZeroU32::new(count) else {
-            return Self(None);
-        };
-        let per_cell = Duration::from_secs(60) / burst.get();
-        let quota = Quota::with_period(per_cell)
-            .unwrap_or_else(|| Quota::per_second(burst))
-            .allow_burst(burst);
-        Self(Some(Arc::new(RateLimiter::keyed(quota))))
-    }
-
-    /// Spends one request of `key`; `Err(wait)` when none is left.
-    pub fn check(&self, key: Uuid) -> Result<(), Duration> {
-        let Some(limiter) = &self.0 else {
-            return Ok(());
-        };
-        let outcome = limiter.check_key(&key);
-        if limiter.len() > PRUNE_ABOVE {
-            limiter.retain_recent();
-        }
-        outcome.map_err(|not_until| not_until.wait_time_from(DefaultClock::default().now()))
-    }
-}
+pub type Budget = KeyedLimit<Uuid>;
 
 #[cfg(test)]
 mod tests {
+    use std::time::Duration;
+
     use super::*;
 
     #[test]

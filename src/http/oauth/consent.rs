@@ -235,11 +235,11 @@ struct ConsentForm<'a> {
 }
 
 fn consent_form(params: &Params) -> Result<ConsentForm<'_>, PageError> {
-    let one = |name| form::single(params, name);
+    let [csrf, request, decision] = form::singles(params, ["csrf", "request", "decision"])?;
     Ok(ConsentForm {
-        csrf: one("csrf")?,
-        request: one("request")?,
-        decision: one("decision")?,
+        csrf,
+        request,
+        decision,
         scopes: params.all("scope"),
     })
 }
@@ -273,13 +273,11 @@ pub async fn answer(
     render_next(&user, next).await
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, Default)]
+#[serde(default)]
 pub struct PasswordForm {
-    #[serde(default)]
     csrf: CsrfToken,
-    #[serde(default)]
     request: String,
-    #[serde(default)]
     password: Password,
 }
 

@@ -7,11 +7,10 @@
 
 use std::time::Duration;
 
-use axum::Json;
 use axum::extract::State;
-use axum::http::{HeaderValue, header};
-use axum::response::{IntoResponse, Response};
+use axum::response::Response;
 
+use crate::http::documents::cacheable_json;
 use crate::state::AppState;
 
 pub async fn show(State(state): State<AppState>) -> Response {
@@ -24,10 +23,5 @@ pub async fn show(State(state): State<AppState>) -> Response {
         // signed; serve them rather than fail.
         tracing::warn!(error = %err, "could not reload signing keys");
     }
-    let mut response = Json(state.keys.jwks().await).into_response();
-    response.headers_mut().insert(
-        header::CACHE_CONTROL,
-        HeaderValue::from_static("public, max-age=300"),
-    );
-    response
+    cacheable_json(state.keys.jwks().await)
 }

@@ -37,7 +37,7 @@ use std::time::Duration;
 
 use axum::Router;
 use axum::extract::DefaultBodyLimit;
-use axum::routing::{get, post};
+use axum::routing::{MethodRouter, get, post};
 
 use crate::config::Config;
 use crate::state::AppState;
@@ -63,21 +63,11 @@ pub fn api_router(config: &Config) -> Router<AppState> {
         .route("/jwks.json", get(jwks::show))
         .route(
             "/register",
-            post(register::register)
-                .layer(DefaultBodyLimit::max(REGISTRATION_LIMIT))
-                .layer(axum::middleware::from_fn_with_state(
-                    register_limit,
-                    rate_limit::limit,
-                )),
+            limited(post(register::register), REGISTRATION_LIMIT, register_limit),
         )
         .route(
             "/token",
-            post(token::token)
-                .layer(DefaultBodyLimit::max(FORM_LIMIT))
-                .layer(axum::middleware::from_fn_with_state(
-                    token_limit,
-                    rate_limit::limit,
-                )),
+            limited(post(token::token), FORM_LIMIT, token_limit),
         )
         .route(
             "/revoke",
@@ -85,14 +75,27 @@ pub fn api_router(config: &Config) -> Router<AppState> {
         )
         .route(
             "/introspect",
-            post(introspect::introspect)
-                .layer(DefaultBodyLimit::max(FORM_LIMIT))
-                .layer(axum::middleware::from_fn_with_state(
-                    introspection_limit,
-                    rate_limit::limit,
-                )),
+            limited(
+                post(introspect::introspect),
+                FORM_LIMIT,
+                introspection_limit,
+            ),
         )
         .layer(axum::middleware::from_fn(cors::allow_any_origin))
+}
+
+/// `route` with its body cap, behind its per-address rate limit.
+fn limited(
+    route: MethodRouter<AppState>,
+    body_limit: usize,
+    limit: AddressLimit,
+) -> MethodRouter<AppState> {
+    route
+        .layer(DefaultBodyLimit::max(body_limit))
+        .layer(axum::middleware::from_fn_with_state(
+            limit,
+            rate_limit::limit,
+        ))
 }
 
 /// The browser pages of the authorization flow (`no-store`, like every

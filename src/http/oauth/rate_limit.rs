@@ -6,50 +6,16 @@
 //! so the limits are settings (0 turns one off) to be sized for that.
 
 use std::net::{IpAddr, SocketAddr};
-use std::num::NonZeroU32;
-use std::sync::Arc;
-use std::time::Duration;
 
 use axum::extract::{ConnectInfo, Request, State};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
-use governor::clock::{Clock as _, DefaultClock};
-use governor::{DefaultKeyedRateLimiter, Quota, RateLimiter};
 
+use crate::http::rate_limit::KeyedLimit;
 use crate::oauth::error::OAuthError;
 
-/// Above this many tracked addresses, idle ones are forgotten.
-const PRUNE_ABOVE: usize = 10_000;
-
-/// One limit, keyed by client address; `None` inside means "off".
-#[derive(Clone)]
-pub struct AddressLimit(Option<Arc<DefaultKeyedRateLimiter<IpAddr>>>);
-
-impl AddressLimit {
-    /// `count` requests per `period`, all of which may come at once.
-    pub fn new(count: u32, period: Duration) -> Self {
-        let Some(burst) = NonZeroU32::new(count) else {
-            return Self(None);
-        };
-        let per_cell = period / burst.get();
-        let quota = Quota::with_period(per_cell)
-            .unwrap_or_else(|| Quota::per_second(burst))
-            .allow_burst(burst);
-        Self(Some(Arc::new(RateLimiter::keyed(quota))))
-    }
-
-    /// Spends one request for `address`; `Err(wait)` when none is left.
-    pub fn check(&self, address: IpAddr) -> Result<(), Duration> {
-        let Some(limiter) = &self.0 else {
-            return Ok(());
-        };
-        let outcome = limiter.check_key(&address);
-        if limiter.len() > PRUNE_ABOVE {
-            limiter.retain_recent();
-        }
-        outcome.map_err(|not_until| not_until.wait_time_from(DefaultClock::default().now()))
-    }
-}
+/// One limit, keyed by client address.
+pub type AddressLimit = KeyedLimit<IpAddr>;
 
 /// Middleware: refuses with 429 (`Retry-After`) once the address's budget
 /// is spent. Requests without a peer address (none in practice: the server
@@ -70,6 +36,8 @@ pub async fn limit(State(limit): State<AddressLimit>, request: Request, next: Ne
 
 #[cfg(test)]
 mod tests {
+    use std::time::Duration;
+
     use super::*;
 
     #[test]

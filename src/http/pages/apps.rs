@@ -3,7 +3,8 @@
 //!
 //! A grant id that is not one of this person's active grants (another
 //! member's, another farm's, revoked, or unknown) is a 404 page: the
-//! answer does not tell a grant of someone else from no grant.
+//! answer does not tell a grant of someone else from no grant
+//! ([`crate::admin::pages::apps`]).
 
 use askama::Template;
 use axum::Form;
@@ -11,15 +12,13 @@ use axum::extract::{Path, Query, State};
 use axum::response::{IntoResponse, Redirect, Response};
 use serde::Deserialize;
 
-use super::view::{AppView, Nav};
-use crate::admin::apps::{self, Actor};
-use crate::domain::GrantId;
+use super::view::Nav;
+use crate::admin::pages::apps::{self, ConfirmView, Reach};
+use crate::admin::pages::words::AppView;
 use crate::http::error::{PageError, render};
-use crate::http::session::{self, RequireUser, SignedIn};
+use crate::http::session::{self, RequireUser};
 use crate::secrets::CsrfToken;
 use crate::state::AppState;
-use crate::storage::connected_apps::{self, AppFilter, ConnectedApp};
-use crate::storage::farms;
 
 #[derive(Template)]
 #[template(path = "apps.html")]
@@ -33,13 +32,25 @@ struct AppsPage {
 /// The confirmation step before a disconnect; shared with farm admin.
 #[derive(Template)]
 #[template(path = "disconnect.html")]
-pub struct DisconnectPage<'a> {
-    pub nav: Nav,
-    pub app: AppView,
-    pub action: String,
-    pub cancel: &'a str,
+struct DisconnectPage<'a> {
+    nav: Nav,
+    app: AppView,
+    action: String,
+    cancel: &'a str,
     /// Who would approve it again: "you" or the member's email.
-    pub who: String,
+    who: String,
+}
+
+/// The confirmation page: its form posts to `{base}/{grant}/disconnect`,
+/// its Cancel goes back to `cancel`.
+pub fn confirm_page(nav: Nav, view: ConfirmView, base: &str, cancel: &str) -> Response {
+    render(&DisconnectPage {
+        nav,
+        action: format!("{base}/{}/disconnect", view.app.grant_id),
+        app: view.app,
+        cancel,
+        who: view.who,
+    })
 }
 
 #[derive(Deserialize)]
@@ -66,33 +77,13 @@ pub async fn list(
     RequireUser(user): RequireUser,
     Query(query): Query<NoticeQuery>,
 ) -> Result<Response, PageError> {
-    let filter = AppFilter {
-        user: Some(user.account.user_id()),
-        ..AppFilter::default()
-    };
-    let apps = connected_apps::list(&mut state.store.read().await?, &filter).await?;
-    let farm_apps_enabled = farms::find(&mut state.store.read().await?, user.account.farm())
-        .await?
-        .is_none_or(|f| f.connected_apps_enabled);
+    let view = apps::own(&state.store, &user.account).await?;
     Ok(render(&AppsPage {
         nav: Nav::new(&user, "apps").await?,
-        apps: apps.iter().map(AppView::from_app).collect(),
+        apps: view.apps,
         notice: notice(query.done.as_deref()),
-        farm_apps_enabled,
+        farm_apps_enabled: view.farm_apps_enabled,
     }))
-}
-
-/// The person's own active grant `raw_id`, or 404.
-async fn own_app(
-    state: &AppState,
-    user: &SignedIn,
-    raw_id: &str,
-) -> Result<ConnectedApp, PageError> {
-    let id = GrantId::parse(raw_id).ok_or(PageError::NotFound)?;
-    connected_apps::find_active(&mut state.store.read().await?, id)
-        .await?
-        .filter(|app| app.user() == user.account.user_id())
-        .ok_or(PageError::NotFound)
 }
 
 pub async fn confirm(
@@ -100,14 +91,9 @@ pub async fn confirm(
     RequireUser(user): RequireUser,
     Path(raw_id): Path<String>,
 ) -> Result<Response, PageError> {
-    let app = own_app(&state, &user, &raw_id).await?;
-    Ok(render(&DisconnectPage {
-        nav: Nav::new(&user, "apps").await?,
-        action: format!("/account/apps/{}/disconnect", app.grant_id),
-        app: AppView::from_app(&app),
-        cancel: "/account/apps",
-        who: "you".to_owned(),
-    }))
+    let view = apps::confirm(&state.store, &user.account, Reach::Own, &raw_id).await?;
+    let nav = Nav::new(&user, "apps").await?;
+    Ok(confirm_page(nav, view, "/account/apps", "/account/apps"))
 }
 
 #[derive(Deserialize)]
@@ -123,11 +109,7 @@ pub async fn disconnect(
     Form(form): Form<CsrfForm>,
 ) -> Result<Response, PageError> {
     session::verify_csrf(&user.session, &form.csrf).await?;
-    let app = own_app(&state, &user, &raw_id).await?;
-    let actor = Actor::Member {
-        id: user.account.user_id(),
-        email: &user.account.email,
-    };
-    apps::disconnect(&state.store, &app, actor, state.clock.now()).await?;
+    let now = state.clock.now();
+    apps::disconnect(&state.store, &user.account, Reach::Own, &raw_id, now).await?;
     Ok(Redirect::to("/account/apps?done=disconnected").into_response())
 }

@@ -6,10 +6,10 @@ use axum::extract::State;
 use axum::response::Response;
 
 use super::view::Nav;
+use crate::admin::pages::home;
 use crate::http::error::{PageError, render};
 use crate::http::session::RequireUser;
 use crate::state::AppState;
-use crate::storage::connected_apps;
 
 #[derive(Template)]
 #[template(path = "home.html")]
@@ -25,9 +25,7 @@ pub async fn show(
     State(state): State<AppState>,
     RequireUser(user): RequireUser,
 ) -> Result<Response, PageError> {
-    let apps_count =
-        connected_apps::count_for_user(&mut state.store.read().await?, user.account.user_id())
-            .await?;
+    let apps_count = home::apps_count(&state.store, &user.account).await?;
     Ok(render(&HomePage {
         nav: Nav::new(&user, "home").await?,
         email: &user.account.email,

@@ -20,6 +20,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 
 use super::error::PageError;
+use crate::admin::pages::PageRefusal;
 use crate::state::AppState;
 
 pub fn router() -> Router<AppState> {
@@ -55,4 +56,18 @@ pub async fn same_origin_posts(
         return PageError::Csrf.into_response();
     }
     next.run(request).await
+}
+
+/// A refusal of [`crate::admin::pages`] as a page.
+impl From<PageRefusal> for PageError {
+    fn from(err: PageRefusal) -> Self {
+        match err {
+            PageRefusal::Invalid(reason) => Self::BadRequest(reason),
+            PageRefusal::NotFound => Self::NotFound,
+            PageRefusal::Conflict(reason) => Self::Conflict(reason),
+            PageRefusal::Store(err) => err.into(),
+            PageRefusal::SignIn(err) => err.into(),
+            PageRefusal::Internal(detail) => Self::Internal(detail),
+        }
+    }
 }
