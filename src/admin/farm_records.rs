@@ -43,15 +43,25 @@ pub async fn add_house(
     named(written, name, house_taken)
 }
 
-pub async fn rename_house(
-    tx: &mut Tx,
-    farm: FarmId,
-    house: HouseId,
-    name: &str,
-) -> AdminResult<String> {
-    let name = check_name("house", name)?;
-    let written = farm_admin::rename_house(tx, farm, house, &name).await;
-    named(written, name, house_taken)
+/// What a page renames: a house or a flock of the farm.
+#[derive(Clone, Copy, Debug)]
+pub enum Renamed {
+    House(HouseId),
+    Flock(FlockId),
+}
+
+/// Renames a house or a flock, checked as a new one's name is.
+pub async fn rename(tx: &mut Tx, farm: FarmId, what: Renamed, name: &str) -> AdminResult<String> {
+    let (what_name, taken): (_, fn(&Name) -> String) = match what {
+        Renamed::House(_) => ("house", house_taken),
+        Renamed::Flock(_) => ("flock", flock_taken),
+    };
+    let name = check_name(what_name, name)?;
+    let written = match what {
+        Renamed::House(house) => farm_admin::rename_house(tx, farm, house, &name).await,
+        Renamed::Flock(flock) => farm_admin::rename_flock(tx, farm, flock, &name).await,
+    };
+    named(written, name, taken)
 }
 
 /// A new flock from the admin form's text fields.
@@ -85,17 +95,6 @@ pub async fn add_flock(
         head_count,
     };
     let written = farms::add_flock(tx, farm, &flock, now).await;
-    named(written, name, flock_taken)
-}
-
-pub async fn rename_flock(
-    tx: &mut Tx,
-    farm: FarmId,
-    flock: FlockId,
-    name: &str,
-) -> AdminResult<String> {
-    let name = check_name("flock", name)?;
-    let written = farm_admin::rename_flock(tx, farm, flock, &name).await;
     named(written, name, flock_taken)
 }
 

@@ -120,21 +120,27 @@ pub enum Done {
     Deleted,
 }
 
+/// The automation `raw_id` of the owner's farm. Another farm's automation
+/// is not found, never touched.
+pub async fn of_farm(store: &Store, owner: &Account, raw_id: &str) -> PageResult<AutomationId> {
+    let id = AutomationId::parse(raw_id).ok_or(PageRefusal::NotFound)?;
+    automations::find(&mut store.read().await?, owner.farm(), id)
+        .await?
+        .ok_or(PageRefusal::NotFound)?;
+    Ok(id)
+}
+
 /// Applies `action` (`disable`, or `disconnect` from the connected-apps
-/// page; `enable`; `delete`) to the automation `raw_id` of the owner's
-/// farm. Another farm's automation is not found, never touched.
+/// page; `enable`; `delete`) to the owner's farm's automation `id` (found
+/// by [`of_farm`]).
 pub async fn change(
     store: &Store,
     owner: &Account,
-    raw_id: &str,
+    id: AutomationId,
     action: &str,
     now: OffsetDateTime,
 ) -> PageResult<Done> {
-    let id = AutomationId::parse(raw_id).ok_or(PageRefusal::NotFound)?;
     let farm = owner.farm();
-    automations::find(&mut store.read().await?, farm, id)
-        .await?
-        .ok_or(PageRefusal::NotFound)?;
     let by = Actor::member(owner);
     match action {
         "disable" | "disconnect" => {

@@ -6,7 +6,7 @@
 use time::OffsetDateTime;
 
 use super::{OwnerAction, PageRefusal, PageResult, audit_action, invalid};
-use crate::admin::farm_records::{self, FlockForm};
+use crate::admin::farm_records::{self, FlockForm, Renamed};
 use crate::domain::{FlockId, HouseId};
 use crate::storage::Store;
 use crate::storage::farm_admin::{self, FlockAdminRow, HouseRow};
@@ -126,7 +126,7 @@ pub async fn change(
             )
         }
         Checked::RenameHouse(house, name) => {
-            let name = farm_records::rename_house(&mut tx, farm, house, name).await?;
+            let name = farm_records::rename(&mut tx, farm, Renamed::House(house), name).await?;
             let detail = serde_json::json!({ "house": house.to_string(), "name": name });
             (Saved::House, "house_renamed", detail)
         }
@@ -136,7 +136,7 @@ pub async fn change(
             (Saved::Flock, "flock_added", detail)
         }
         Checked::RenameFlock(flock, name) => {
-            let name = farm_records::rename_flock(&mut tx, farm, flock, name).await?;
+            let name = farm_records::rename(&mut tx, farm, Renamed::Flock(flock), name).await?;
             let detail = serde_json::json!({ "flock": flock.to_string(), "name": name });
             (Saved::Flock, "flock_renamed", detail)
         }

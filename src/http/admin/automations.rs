@@ -147,17 +147,17 @@ pub async fn change(
     Path(raw_id): Path<String>,
     OwnerPost { owner, form }: OwnerPost,
 ) -> Result<Response, PageError> {
+    let id = automations::of_farm(&state.store, &owner.account, &raw_id).await?;
     let action = form::single(form.params(), "action")?;
     let now = state.clock.now();
-    let target =
-        match automations::change(&state.store, &owner.account, &raw_id, action, now).await? {
-            // Disconnect on the connected-apps page goes back there.
-            Done::Disabled if form::single(form.params(), "back")? == "apps" => {
-                "/admin?done=disconnected"
-            }
-            Done::Disabled => "/admin/automations?done=disabled",
-            Done::Enabled => "/admin/automations?done=enabled",
-            Done::Deleted => "/admin/automations?done=deleted",
-        };
+    let target = match automations::change(&state.store, &owner.account, id, action, now).await? {
+        // Disconnect on the connected-apps page goes back there.
+        Done::Disabled if form::single(form.params(), "back")? == "apps" => {
+            "/admin?done=disconnected"
+        }
+        Done::Disabled => "/admin/automations?done=disabled",
+        Done::Enabled => "/admin/automations?done=enabled",
+        Done::Deleted => "/admin/automations?done=deleted",
+    };
     Ok(Redirect::to(target).into_response())
 }
