@@ -5,6 +5,9 @@
 //! a state-changing request whose `Origin` is present and not the issuer's is
 //! refused before any handler runs, and every form also carries the
 //! session's CSRF token.
+//!
+//! What the account pages load and decide is [`crate::admin::pages`]'s;
+//! sign-in is [`crate::identity::SignIn`]'s.
 
 mod account;
 pub mod apps;
