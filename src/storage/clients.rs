@@ -4,16 +4,17 @@
 use time::OffsetDateTime;
 
 use super::{Exec, Sql, StoreResult, Tx};
+use crate::domain::{AuthMethod, ClientKind};
 
 crate::record! {
     #[derive(Clone, Debug)]
     pub struct ClientRow {
         pub client_id: String,
-        pub kind: String,
+        pub kind: ClientKind,
         pub client_name: String,
         /// JSON array of strings.
         pub redirect_uris: String,
-        pub token_endpoint_auth_method: String,
+        pub token_endpoint_auth_method: AuthMethod,
         pub secret_hash: Option<String>,
         /// The registered metadata (RFC 7591 fields Coop keeps), JSON.
         pub metadata: String,
@@ -25,11 +26,11 @@ crate::record! {
 
 pub struct NewClient<'a> {
     pub client_id: &'a str,
-    /// `registered` or `dynamic`.
-    pub kind: &'a str,
+    /// `Registered` or `Dynamic`.
+    pub kind: ClientKind,
     pub client_name: &'a str,
     pub redirect_uris: &'a [String],
-    pub auth_method: &'a str,
+    pub auth_method: AuthMethod,
     pub secret_hash: Option<&'a str>,
     pub metadata: &'a serde_json::Value,
 }
@@ -47,10 +48,10 @@ pub async fn insert(tx: &mut Tx, client: &NewClient<'_>, now: OffsetDateTime) ->
          values ($1, $2, $3, $4, $5, $6, $7, $8)",
     )
     .bind(client.client_id)
-    .bind(client.kind)
+    .bind(client.kind.as_str())
     .bind(client.client_name)
     .bind(uris)
-    .bind(client.auth_method)
+    .bind(client.auth_method.as_str())
     .bind(client.secret_hash)
     .bind(client.metadata.to_string())
     .bind(now)
@@ -107,7 +108,7 @@ pub struct DocumentClient<'a> {
     pub client_name: &'a str,
     pub redirect_uris: &'a [String],
     /// The method negotiated with the document.
-    pub auth_method: &'a str,
+    pub auth_method: AuthMethod,
     pub document_host: &'a str,
     pub fresh_until: OffsetDateTime,
 }
@@ -137,7 +138,7 @@ pub async fn upsert_metadata_document(
     .bind(metadata)
     .bind(now)
     .bind(doc.fresh_until)
-    .bind(doc.auth_method)
+    .bind(doc.auth_method.as_str())
     .execute(tx)
     .await?;
     Ok(())

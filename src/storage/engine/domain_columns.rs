@@ -13,7 +13,8 @@ use sqlx::postgres::PgRow;
 use super::error::StoreError;
 use super::sql::{Column, ColumnAt};
 use crate::domain::{
-    AutomationAuth, ClientKind, FarmSlug, FlockStatus, HeadCount, LotStatus, Name, Role, ScopeSet,
+    AuthMethod, AutomationAuth, ClientKind, FarmSlug, FlockStatus, HeadCount, LotStatus, Name,
+    Role, ScopeSet,
 };
 
 /// Implements [`Column`] (and its nullable form) for each `$ty`, read as
@@ -53,6 +54,9 @@ column_via! {
     LotStatus: String => |text: String| LotStatus::parse(&text),
     AutomationAuth: String => |text: String| AutomationAuth::parse(&text),
     ClientKind: String => |text: String| ClientKind::parse(&text),
+    AuthMethod: String => |text: String| {
+        AuthMethod::parse(&text).ok_or_else(|| format!("{text:?} is not an AuthMethod"))
+    },
 }
 
 #[cfg(test)]
@@ -82,5 +86,11 @@ mod tests {
         );
         assert!(HeadCount::from_sqlite(ValueRef::Integer(-1)).is_err());
         assert!(HeadCount::from_sqlite(text("600")).is_err());
+        assert_eq!(
+            AuthMethod::from_sqlite(text("private_key_jwt")),
+            Ok(AuthMethod::PrivateKeyJwt)
+        );
+        assert!(AuthMethod::from_sqlite(text("client_secret_jwt")).is_err());
+        assert!(ClientKind::from_sqlite(text("other")).is_err());
     }
 }
