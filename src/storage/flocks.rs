@@ -78,7 +78,7 @@ pub async fn named(
 /// Optional filters of the flock list.
 #[derive(Clone, Debug, Default)]
 pub struct FlockFilter {
-    pub status: Option<String>,
+    pub status: Option<FlockStatus>,
     pub house: Option<String>,
 }
 
@@ -93,7 +93,7 @@ pub async fn list_page(
 ) -> StoreResult<Page<FlockRow>> {
     let mut q = FarmQuery::new(farm, SELECT);
     q.flock_scope("f.id", scope)
-        .equals("f.status", filter.status.clone())
+        .equals("f.status", filter.status.map(FlockStatus::as_str))
         .equals("h.name", filter.house.clone());
     if let Some((house, name, id)) = after {
         let (a, b, c) = (q.bind(house.clone()), q.bind(name.clone()), q.bind(*id));

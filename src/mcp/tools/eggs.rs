@@ -8,29 +8,11 @@ use serde_json::{Value, json};
 use super::args;
 use super::flocks::resolve;
 use super::{ToolCall, ToolError, ToolReply, internal};
-use crate::domain::EntryDate;
+use crate::domain::{EntryDate, LotStatus};
 use crate::storage::egg_lots::{self, EggLotFilter, EggLotKey, EggLotRow};
 
 const LIST: &str = "egg_lots";
 const DEFAULT_DAYS: i64 = 30;
-
-#[derive(Clone, Copy, Debug, Deserialize, JsonSchema)]
-#[serde(rename_all = "snake_case")]
-pub enum LotStatus {
-    InStore,
-    Shipped,
-    Discarded,
-}
-
-impl LotStatus {
-    fn as_str(self) -> &'static str {
-        match self {
-            Self::InStore => "in_store",
-            Self::Shipped => "shipped",
-            Self::Discarded => "discarded",
-        }
-    }
-}
 
 /// Arguments of `list_egg_lots`.
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -87,7 +69,7 @@ pub async fn list_egg_lots(t: ToolCall<'_>, a: ListEggLotsArgs) -> Result<ToolRe
     };
     let filter = EggLotFilter {
         period,
-        status: a.status.map(|s| s.as_str().to_owned()),
+        status: a.status,
         flock: flock.as_ref().map(|f| f.flock_id()),
     };
     let page = egg_lots::list_page(db, ctx.farm, &ctx.flocks, &filter, after.as_ref(), size)

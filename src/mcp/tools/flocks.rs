@@ -13,29 +13,13 @@ use serde_json::{Value, json};
 use super::args::{self, invalid};
 use super::entries::entry_json;
 use super::{ToolCall, ToolError, ToolReply, internal};
-use crate::domain::{EntryDate, PageSize, Period};
+use crate::domain::{EntryDate, FlockStatus, PageSize, Period};
 use crate::mcp::CallContext;
 use crate::storage::Reader;
 use crate::storage::daily_entries;
 use crate::storage::flocks::{self, FlockFilter, FlockKey, FlockRow, MAX_NAME_MATCHES};
 
 const LIST: &str = "flocks";
-
-#[derive(Clone, Copy, Debug, Deserialize, JsonSchema)]
-#[serde(rename_all = "lowercase")]
-pub enum FlockStatus {
-    Active,
-    Depleted,
-}
-
-impl FlockStatus {
-    fn as_str(self) -> &'static str {
-        match self {
-            Self::Active => "active",
-            Self::Depleted => "depleted",
-        }
-    }
-}
 
 /// Arguments of `list_flocks`.
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -136,7 +120,7 @@ pub async fn list_flocks(t: ToolCall<'_>, a: ListFlocksArgs) -> Result<ToolReply
     let ToolCall { db, ctx, now, .. } = t;
     let (size, after) = args::page::<FlockKey>(LIST, a.limit, a.cursor.as_deref())?;
     let filter = FlockFilter {
-        status: a.status.map(|s| s.as_str().to_owned()),
+        status: a.status,
         house: args::optional_name("house", a.house.as_deref())?,
     };
     let page = flocks::list_page(db, ctx.farm, &ctx.flocks, &filter, after.as_ref(), size)

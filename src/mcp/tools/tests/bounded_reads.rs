@@ -20,7 +20,7 @@ use tracing_subscriber::{Layer, Registry};
 
 use super::*;
 use crate::domain::paging::MAX_PAGE_SIZE;
-use crate::domain::{Currency, EntryDate};
+use crate::domain::{Currency, EntryDate, LotStatus};
 use crate::storage::Sql;
 use crate::storage::egg_lots::{self, NewEggLot};
 use crate::storage::stock::{self, NewStockItem};
@@ -208,7 +208,7 @@ async fn list_egg_lots_reads_one_page(engine: Engine) {
             laid_on: date!(2026 - 03 - 01),
             grade: "A",
             quantity: 30,
-            status: "in_store",
+            status: LotStatus::InStore,
         };
         in_tx(store, async |tx| {
             egg_lots::add(tx, w.farm.id, &lot, NOW).await

@@ -4,7 +4,7 @@ use serde_json::json;
 use time::macros::date;
 
 use super::*;
-use crate::domain::Currency;
+use crate::domain::{Currency, LotStatus};
 use crate::storage::egg_lots::{self, NewEggLot};
 use crate::storage::stock::{self, NewStockItem};
 
@@ -138,11 +138,16 @@ async fn egg_lots_page_by_day_and_respect_scope(engine: Engine) {
     let w = World::new(engine).await;
     let store = w.store();
     let lots = [
-        (w.alpha, "A-0301", date!(2026 - 03 - 01), "in_store"),
-        (w.alpha, "A-0302", date!(2026 - 03 - 02), "shipped"),
-        (w.bravo, "B-0302", date!(2026 - 03 - 02), "in_store"),
-        (w.charlie, "C-0303", date!(2026 - 03 - 03), "in_store"),
-        (w.alpha, "A-0101", date!(2026 - 01 - 01), "in_store"),
+        (w.alpha, "A-0301", date!(2026 - 03 - 01), LotStatus::InStore),
+        (w.alpha, "A-0302", date!(2026 - 03 - 02), LotStatus::Shipped),
+        (w.bravo, "B-0302", date!(2026 - 03 - 02), LotStatus::InStore),
+        (
+            w.charlie,
+            "C-0303",
+            date!(2026 - 03 - 03),
+            LotStatus::InStore,
+        ),
+        (w.alpha, "A-0101", date!(2026 - 01 - 01), LotStatus::InStore),
     ];
     for (flock, code, laid_on, status) in lots {
         let lot = NewEggLot {
