@@ -48,10 +48,10 @@ pub async fn insert(tx: &mut Tx, client: &NewClient<'_>, now: OffsetDateTime) ->
          values ($1, $2, $3, $4, $5, $6, $7, $8)",
     )
     .bind(client.client_id)
-    .bind(client.kind.as_str())
+    .bind(client.kind)
     .bind(client.client_name)
     .bind(uris)
-    .bind(client.auth_method.as_str())
+    .bind(client.auth_method)
     .bind(client.secret_hash)
     .bind(client.metadata.to_string())
     .bind(now)
@@ -138,7 +138,7 @@ pub async fn upsert_metadata_document(
     .bind(metadata)
     .bind(now)
     .bind(doc.fresh_until)
-    .bind(doc.auth_method.as_str())
+    .bind(doc.auth_method)
     .execute(tx)
     .await?;
     Ok(())

@@ -58,7 +58,7 @@ pub async fn list_page(
     );
     q.flock_scope("l.flock_id", scope)
         .within("l.laid_on", filter.period)
-        .equals("l.status", filter.status.map(LotStatus::as_str))
+        .equals("l.status", filter.status)
         .equals("l.flock_id", filter.flock.map(|f| f.0));
     if let Some((laid_on, code)) = after {
         let (a, b) = (q.bind(*laid_on), q.bind(code.clone()));
@@ -100,7 +100,7 @@ pub async fn add(
     .bind(lot.laid_on)
     .bind(lot.grade)
     .bind(lot.quantity)
-    .bind(lot.status.as_str())
+    .bind(lot.status)
     .bind(now)
     .bind(lot.flock.0)
     .execute(tx)
