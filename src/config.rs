@@ -7,6 +7,7 @@
 //! tests bind port 0.
 
 use std::net::SocketAddr;
+use std::ops::RangeInclusive;
 use std::path::PathBuf;
 use std::str::FromStr;
 use std::time::Duration;
@@ -342,41 +343,47 @@ fn allowed_host(entry: &str) -> Option<String> {
 pub fn parse_concurrency(
     setting: &'static str,
     raw: &str,
-    range: std::ops::RangeInclusive<usize>,
+    range: RangeInclusive<usize>,
 ) -> Result<usize, ConfigError> {
-    let count: usize = raw
-        .trim()
-        .parse()
-        .map_err(|_| ConfigError::new(setting, format!("{raw:?} is not a whole number")))?;
-    if !range.contains(&count) {
-        return Err(ConfigError::new(
-            setting,
-            format!("must be between {} and {}", range.start(), range.end()),
-        ));
-    }
-    Ok(count)
+    whole_number_in(setting, raw, range, None)
 }
 
 /// Parses a duration in whole seconds within `range`, naming the setting.
 pub fn parse_seconds(
     setting: &'static str,
     raw: &str,
-    range: std::ops::RangeInclusive<u64>,
+    range: RangeInclusive<u64>,
 ) -> Result<Duration, ConfigError> {
-    let secs: u64 = raw.trim().parse().map_err(|_| {
-        ConfigError::new(setting, format!("{raw:?} is not a whole number of seconds"))
+    whole_number_in(setting, raw, range, Some("seconds")).map(Duration::from_secs)
+}
+
+/// A whole number within `range`; the refusals name `unit` (plural) when
+/// the number counts one.
+fn whole_number_in<T>(
+    setting: &'static str,
+    raw: &str,
+    range: RangeInclusive<T>,
+    unit: Option<&str>,
+) -> Result<T, ConfigError>
+where
+    T: FromStr + PartialOrd + std::fmt::Display,
+{
+    let of_unit = unit.map(|unit| format!(" of {unit}")).unwrap_or_default();
+    let number: T = raw.trim().parse().map_err(|_| {
+        ConfigError::new(setting, format!("{raw:?} is not a whole number{of_unit}"))
     })?;
-    if !range.contains(&secs) {
+    if !range.contains(&number) {
+        let unit = unit.map(|unit| format!(" {unit}")).unwrap_or_default();
         return Err(ConfigError::new(
             setting,
             format!(
-                "must be between {} and {} seconds",
+                "must be between {} and {}{unit}",
                 range.start(),
                 range.end()
             ),
         ));
     }
-    Ok(Duration::from_secs(secs))
+    Ok(number)
 }
 
 #[cfg(test)]

@@ -55,6 +55,7 @@ macro_rules! text_newtype {
 }
 
 pub mod access;
+pub mod auth_method;
 pub mod dates;
 pub mod email;
 pub mod flock_scope;
@@ -71,6 +72,7 @@ pub mod slug;
 pub mod status;
 
 pub use access::{Access, AccessError};
+pub use auth_method::AuthMethod;
 pub use dates::{EntryDate, Period};
 pub use email::Email;
 pub use flock_scope::FlockScope;

@@ -1,7 +1,10 @@
 //! The states a stored record moves through, each a closed set (the
-//! tables' check constraints hold the same words).
+//! tables' check constraints hold the same words). Each is read from JSON
+//! by the same words (an MCP tool's argument), and describes itself as
+//! that list of words in a JSON Schema.
 
-use serde::Serialize;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
 
 /// Declares a status enum with its one stored and shown word per state.
 macro_rules! status {
@@ -10,7 +13,10 @@ macro_rules! status {
         $name:ident { $($(#[$state_doc:meta])* $state:ident => $word:literal),+ $(,)? }
     ) => {
         $(#[$doc])*
-        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+        #[derive(
+            Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize,
+            JsonSchema,
+        )]
         pub enum $name {
             $($(#[$state_doc])* #[serde(rename = $word)] $state),+
         }

@@ -240,6 +240,21 @@ pub fn check_new_password(password: &Password) -> Result<(), String> {
 mod tests {
     use super::*;
 
+    /// A hasher with `permits` permits and its hash of `password`.
+    async fn hashed(permits: usize, password: &str) -> (Passwords, String) {
+        let passwords = Passwords::new(permits).unwrap();
+        let hash = passwords.hash(&Password::new(password)).await.unwrap();
+        (passwords, hash)
+    }
+
+    async fn verify(
+        passwords: &Passwords,
+        password: &str,
+        stored: Option<&str>,
+    ) -> Result<bool, PasswordError> {
+        passwords.verify(&Password::new(password), stored).await
+    }
+
     #[test]
     fn a_pooled_hash_is_the_argon2_crates_own_phc_string() {
         use argon2::password_hash::PasswordHasher;
@@ -254,21 +269,15 @@ mod tests {
 
     #[tokio::test]
     async fn a_hash_verifies_its_password_only() {
-        let passwords = Passwords::new(2).unwrap();
-        let hash = passwords
-            .hash(&Password::new("correct horse battery"))
-            .await
-            .unwrap();
+        let (passwords, hash) = hashed(2, "correct horse battery").await;
         assert!(hash.starts_with("$argon2id$"));
         assert!(
-            passwords
-                .verify(&Password::new("correct horse battery"), Some(&hash))
+            verify(&passwords, "correct horse battery", Some(&hash))
                 .await
                 .unwrap()
         );
         assert!(
-            !passwords
-                .verify(&Password::new("wrong horse battery"), Some(&hash))
+            !verify(&passwords, "wrong horse battery", Some(&hash))
                 .await
                 .unwrap()
         );
@@ -277,11 +286,7 @@ mod tests {
     #[tokio::test]
     async fn older_parameters_verify_in_the_reused_memory() {
         use argon2::password_hash::PasswordHasher;
-        let passwords = Passwords::new(1).unwrap();
-        let current = passwords
-            .hash(&Password::new("the current parameters"))
-            .await
-            .unwrap();
+        let (passwords, current) = hashed(1, "the current parameters").await;
         let older = Argon2::new(
             Algorithm::Argon2id,
             Version::V0x13,
@@ -298,10 +303,7 @@ mod tests {
             ("the current parameter", &current, false),
         ] {
             assert_eq!(
-                passwords
-                    .verify(&Password::new(password), Some(hash))
-                    .await
-                    .unwrap(),
+                verify(&passwords, password, Some(hash)).await.unwrap(),
                 expected,
                 "{password}"
             );
@@ -311,11 +313,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_damaged_stored_hash_is_an_error_not_a_match() {
-        let passwords = Passwords::new(1).unwrap();
-        let hash = passwords
-            .hash(&Password::new("correct horse battery"))
-            .await
-            .unwrap();
+        let (passwords, hash) = hashed(1, "correct horse battery").await;
         let (head, _) = hash.rsplit_once('$').unwrap();
         for damaged in [
             "not a hash",
@@ -323,8 +321,7 @@ mod tests {
             "$argon2id$v=19$m=19456,t=2,p=1$c2FsdHNhbHQ$",
         ] {
             assert!(
-                passwords
-                    .verify(&Password::new("correct horse battery"), Some(damaged))
+                verify(&passwords, "correct horse battery", Some(damaged))
                     .await
                     .is_err(),
                 "{damaged}"
@@ -335,12 +332,7 @@ mod tests {
     #[tokio::test]
     async fn an_unknown_account_never_verifies() {
         let passwords = Passwords::new(1).unwrap();
-        assert!(
-            !passwords
-                .verify(&Password::new("anything at all"), None)
-                .await
-                .unwrap()
-        );
+        assert!(!verify(&passwords, "anything at all", None).await.unwrap());
     }
 
     #[test]

@@ -299,12 +299,7 @@ pub fn decide_automation(
     if claims.automation() != Some(AutomationId(s.automation_id)) {
         return invalid(InvalidToken::NotTheGrantsToken);
     }
-    if s.token_revoked {
-        return invalid(InvalidToken::TokenRevoked);
-    }
-    if s.key_withdrawn {
-        return invalid(InvalidToken::KeyWithdrawn);
-    }
+    token_standing(s.token_revoked, s.key_withdrawn)?;
     if s.disabled {
         return invalid(InvalidToken::AutomationDisabled);
     }
@@ -334,6 +329,18 @@ pub fn decide_automation(
         },
         touch_last_used,
     })
+}
+
+/// The token itself still stands: not revoked, and signed with a key not
+/// withdrawn.
+fn token_standing(token_revoked: bool, key_withdrawn: bool) -> Result<(), Refusal> {
+    if token_revoked {
+        return Err(Refusal::InvalidToken(InvalidToken::TokenRevoked));
+    }
+    if key_withdrawn {
+        return Err(Refusal::InvalidToken(InvalidToken::KeyWithdrawn));
+    }
+    Ok(())
 }
 
 /// The farm still lets apps and automations in.
@@ -376,12 +383,7 @@ pub fn decide(
     if s.grant_revoked {
         return invalid(InvalidToken::GrantRevoked);
     }
-    if s.token_revoked {
-        return invalid(InvalidToken::TokenRevoked);
-    }
-    if s.key_withdrawn {
-        return invalid(InvalidToken::KeyWithdrawn);
-    }
+    token_standing(s.token_revoked, s.key_withdrawn)?;
     if claims.user_id().map(|u| u.0) != Some(s.user_id) || claims.client_id != s.client_id {
         return invalid(InvalidToken::NotTheGrantsToken);
     }

@@ -8,6 +8,7 @@ use std::sync::Arc;
 use jsonwebtoken::Algorithm;
 use jsonwebtoken::jwk::JwkSet;
 
+pub use crate::domain::AuthMethod;
 use crate::oauth::redirect_uri;
 
 /// How Coop learned about a stored client. Shown on the consent page: a
@@ -66,50 +67,6 @@ pub enum ClientKind {
         document_host: String,
         auth: DocumentAuth,
     },
-}
-
-/// `token_endpoint_auth_method`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum AuthMethod {
-    /// A public client: PKCE is its only proof.
-    None,
-    ClientSecretBasic,
-    ClientSecretPost,
-    /// A JWT signed with the client's private key (RFC 7523 §2.2),
-    /// verified with its public keys ([`AssertionKeys`]).
-    PrivateKeyJwt,
-}
-
-impl AuthMethod {
-    /// Every method, in the order Coop lists them.
-    pub const ALL: [Self; 4] = [
-        Self::None,
-        Self::ClientSecretBasic,
-        Self::ClientSecretPost,
-        Self::PrivateKeyJwt,
-    ];
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::None => "none",
-            Self::ClientSecretBasic => "client_secret_basic",
-            Self::ClientSecretPost => "client_secret_post",
-            Self::PrivateKeyJwt => "private_key_jwt",
-        }
-    }
-
-    pub fn parse(raw: &str) -> Option<Self> {
-        Self::ALL.into_iter().find(|method| method.as_str() == raw)
-    }
-
-    pub fn is_confidential(self) -> bool {
-        !matches!(self, Self::None)
-    }
-
-    /// Whether the client authenticates with a secret Coop issues.
-    pub fn uses_secret(self) -> bool {
-        matches!(self, Self::ClientSecretBasic | Self::ClientSecretPost)
-    }
 }
 
 /// Where a `private_key_jwt` client's public keys are.
@@ -393,15 +350,6 @@ mod tests {
         let refused = negotiate(Some("client_secret_jwt"), None, &both, PUBLIC).unwrap_err();
         assert_eq!(refused.supported, "nothing");
         assert_eq!(refused.offered, "\"none\", \"private_key_jwt\"");
-    }
-
-    #[test]
-    fn method_names_round_trip() {
-        for method in AuthMethod::ALL {
-            assert_eq!(AuthMethod::parse(method.as_str()), Some(method));
-        }
-        assert_eq!(AuthMethod::parse("client_secret_jwt"), Option::None);
-        assert!(AuthMethod::PrivateKeyJwt.is_confidential());
     }
 
     #[test]

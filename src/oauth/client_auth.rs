@@ -333,22 +333,14 @@ mod tests {
         let code = |basic, body: &str| presented(basic, &form(body)).unwrap_err().code();
         let basic = Some(Ok(("id".to_owned(), "s".into())));
         assert_eq!(code(basic, &body), "invalid_request");
-        assert_eq!(
-            code(None, &format!("{body}&client_secret=s")),
-            "invalid_request"
-        );
-        assert_eq!(
-            code(None, &format!("client_assertion={jwt}")),
-            "invalid_request"
-        );
-        assert_eq!(
-            code(None, &format!("client_assertion_type={kind}")),
-            "invalid_request"
-        );
-        assert_eq!(
-            code(None, &format!("{body}&client_assertion=x")),
-            "invalid_request"
-        );
+        for refused in [
+            format!("{body}&client_secret=s"),
+            format!("client_assertion={jwt}"),
+            format!("client_assertion_type={kind}"),
+            format!("{body}&client_assertion=x"),
+        ] {
+            assert_eq!(code(None, &refused), "invalid_request", "{refused}");
+        }
         let saml = "urn%3Aietf%3Aparams%3Aoauth%3Aclient-assertion-type%3Asaml2-bearer";
         assert_eq!(
             code(

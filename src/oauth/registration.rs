@@ -30,6 +30,7 @@
 use serde_json::{Map, Value};
 use time::OffsetDateTime;
 
+use crate::domain::ClientKind as StoredKind;
 use crate::oauth::cimd::{fetch_url, key_set};
 use crate::oauth::client::{AuthMethod, disguises_text, negotiate};
 use crate::oauth::client_assertion;
@@ -436,7 +437,7 @@ pub async fn register(
     }
     store_client(
         store,
-        "dynamic",
+        StoredKind::Dynamic,
         registration.client_name.as_deref().unwrap_or(UNNAMED),
         &registration.redirect_uris,
         registration.auth_method,
@@ -521,7 +522,7 @@ pub async fn register_preregistered(
     }
     store_client(
         store,
-        "registered",
+        StoredKind::Registered,
         &name,
         &redirect_uris,
         method,
@@ -533,7 +534,7 @@ pub async fn register_preregistered(
 
 async fn store_client(
     store: &Store,
-    kind: &str,
+    kind: StoredKind,
     name: &str,
     redirect_uris: &[String],
     method: AuthMethod,
@@ -554,7 +555,7 @@ async fn store_client(
             kind,
             client_name: name,
             redirect_uris,
-            auth_method: method.as_str(),
+            auth_method: method,
             secret_hash: secret_hash.as_deref(),
             metadata: &stored,
         },
@@ -563,7 +564,7 @@ async fn store_client(
     .await?;
     // Only the operator's registration can make an introspecting client:
     // `/register` keeps no field it does not know.
-    if kind == "registered" && metadata.get("introspection") == Some(&Value::Bool(true)) {
+    if kind == StoredKind::Registered && metadata.get("introspection") == Some(&Value::Bool(true)) {
         clients::allow_introspection(&mut tx, &client_id).await?;
     }
     tx.commit().await?;

@@ -42,15 +42,20 @@ pub async fn revoke(
     presented: &TokenParams,
     now: OffsetDateTime,
 ) -> Result<Revoked, OAuthError> {
-    let token = presented.token.expose();
+    let attempt = Attempt {
+        ctx,
+        client,
+        token: presented.token.expose(),
+        now,
+    };
     let order = match presented.hint {
         Some(TokenHint::AccessToken) => [TokenHint::AccessToken, TokenHint::RefreshToken],
         _ => [TokenHint::RefreshToken, TokenHint::AccessToken],
     };
     for kind in order {
         let done = match kind {
-            TokenHint::AccessToken => revoke_access_token(ctx, client, token, now).await?,
-            TokenHint::RefreshToken => revoke_refresh_token(ctx, client, token, now).await?,
+            TokenHint::AccessToken => attempt.access_token().await?,
+            TokenHint::RefreshToken => attempt.refresh_token().await?,
         };
         if let Some(done) = done {
             return Ok(done);
@@ -63,73 +68,81 @@ fn foreign() -> OAuthError {
     OAuthError::invalid_request("the token was not issued to this client")
 }
 
-async fn revoke_refresh_token(
-    ctx: &TokenContext<'_>,
-    client: &Client,
-    token: &str,
+/// One presented token, tried as each kind in turn: `Ok(None)` when it is
+/// not one of that kind Coop issued.
+struct Attempt<'a> {
+    ctx: &'a TokenContext<'a>,
+    client: &'a Client,
+    token: &'a str,
     now: OffsetDateTime,
-) -> Result<Option<Revoked>, OAuthError> {
-    let token_hash = secrets::hash_secret(token);
-    let found = refresh_tokens::find(&mut ctx.store.read().await?, &token_hash).await?;
-    let Some(row) = found else {
-        return Ok(None);
-    };
-    if row.grant.grant_client_id != client.client_id {
-        return Err(foreign());
-    }
-    let mut tx = ctx.store.write().await?;
-    if grants::revoke(
-        &mut tx,
-        row.grant.id(),
-        "refresh token revoked by the client",
-        now,
-    )
-    .await?
-    {
-        let mut event = AuditEvent::new(AuditKind::GrantRevoked);
-        event.farm = Some(row.grant.farm());
-        event.user = Some(row.grant.user());
-        event.client_id = Some(&client.client_id);
-        event.grant = Some(row.grant.id());
-        event.detail = serde_json::json!({ "via": "revocation_endpoint" });
-        audit::record(&mut tx, &event, now).await?;
-    }
-    tx.commit().await?;
-    Ok(Some(Revoked::Grant))
 }
 
-async fn revoke_access_token(
-    ctx: &TokenContext<'_>,
-    client: &Client,
-    token: &str,
-    now: OffsetDateTime,
-) -> Result<Option<Revoked>, OAuthError> {
-    let audience = ctx.issuer.mcp_resource();
-    let claims =
-        match access_token::verify(ctx.keys, token, ctx.issuer.as_str(), &audience, now).await {
+impl Attempt<'_> {
+    async fn refresh_token(&self) -> Result<Option<Revoked>, OAuthError> {
+        let token_hash = secrets::hash_secret(self.token);
+        let found = refresh_tokens::find(&mut self.ctx.store.read().await?, &token_hash).await?;
+        let Some(row) = found else {
+            return Ok(None);
+        };
+        if row.grant.grant_client_id != self.client.client_id {
+            return Err(foreign());
+        }
+        let mut tx = self.ctx.store.write().await?;
+        if grants::revoke(
+            &mut tx,
+            row.grant.id(),
+            "refresh token revoked by the client",
+            self.now,
+        )
+        .await?
+        {
+            let mut event = AuditEvent::new(AuditKind::GrantRevoked);
+            event.farm = Some(row.grant.farm());
+            event.user = Some(row.grant.user());
+            event.client_id = Some(&self.client.client_id);
+            event.grant = Some(row.grant.id());
+            event.detail = serde_json::json!({ "via": "revocation_endpoint" });
+            audit::record(&mut tx, &event, self.now).await?;
+        }
+        tx.commit().await?;
+        Ok(Some(Revoked::Grant))
+    }
+
+    async fn access_token(&self) -> Result<Option<Revoked>, OAuthError> {
+        let audience = self.ctx.issuer.mcp_resource();
+        let claims = match access_token::verify(
+            self.ctx.keys,
+            self.token,
+            self.ctx.issuer.as_str(),
+            &audience,
+            self.now,
+        )
+        .await
+        {
             Ok(claims) => claims,
             Err(VerifyError::Rejected(_)) => return Ok(None),
             // Not knowing whether the token is Coop's is no "nothing to
             // revoke": answering 200 would let the client believe it done.
             Err(VerifyError::Keys(err)) => return Err(err.into()),
         };
-    if claims.client_id != client.client_id {
-        return Err(foreign());
+        if claims.client_id != self.client.client_id {
+            return Err(foreign());
+        }
+        let Some(grant) = claims.grant_id() else {
+            return Ok(None);
+        };
+        let mut tx = self.ctx.store.write().await?;
+        revocations::revoke_access_token(&mut tx, &claims.jti, grant, claims.exp).await?;
+        let mut event = AuditEvent::new(AuditKind::AccessTokenRevoked);
+        event.user = claims.user_id();
+        if let Some(status) = grants::status(&mut tx, grant).await? {
+            event.farm = Some(status.farm());
+        }
+        event.client_id = Some(&self.client.client_id);
+        event.grant = Some(grant);
+        event.detail = serde_json::json!({ "jti": claims.jti, "via": "revocation_endpoint" });
+        audit::record(&mut tx, &event, self.now).await?;
+        tx.commit().await?;
+        Ok(Some(Revoked::AccessToken))
     }
-    let Some(grant) = claims.grant_id() else {
-        return Ok(None);
-    };
-    let mut tx = ctx.store.write().await?;
-    revocations::revoke_access_token(&mut tx, &claims.jti, grant, claims.exp).await?;
-    let mut event = AuditEvent::new(AuditKind::AccessTokenRevoked);
-    event.user = claims.user_id();
-    if let Some(status) = grants::status(&mut tx, grant).await? {
-        event.farm = Some(status.farm());
-    }
-    event.client_id = Some(&client.client_id);
-    event.grant = Some(grant);
-    event.detail = serde_json::json!({ "jti": claims.jti, "via": "revocation_endpoint" });
-    audit::record(&mut tx, &event, now).await?;
-    tx.commit().await?;
-    Ok(Some(Revoked::AccessToken))
 }

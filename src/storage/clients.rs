@@ -4,16 +4,17 @@
 use time::OffsetDateTime;
 
 use super::{Exec, Sql, StoreResult, Tx};
+use crate::domain::{AuthMethod, ClientKind};
 
 crate::record! {
     #[derive(Clone, Debug)]
     pub struct ClientRow {
         pub client_id: String,
-        pub kind: String,
+        pub kind: ClientKind,
         pub client_name: String,
         /// JSON array of strings.
         pub redirect_uris: String,
-        pub token_endpoint_auth_method: String,
+        pub token_endpoint_auth_method: AuthMethod,
         pub secret_hash: Option<String>,
         /// The registered metadata (RFC 7591 fields Coop keeps), JSON.
         pub metadata: String,
@@ -25,11 +26,11 @@ crate::record! {
 
 pub struct NewClient<'a> {
     pub client_id: &'a str,
-    /// `registered` or `dynamic`.
-    pub kind: &'a str,
+    /// `Registered` or `Dynamic`.
+    pub kind: ClientKind,
     pub client_name: &'a str,
     pub redirect_uris: &'a [String],
-    pub auth_method: &'a str,
+    pub auth_method: AuthMethod,
     pub secret_hash: Option<&'a str>,
     pub metadata: &'a serde_json::Value,
 }
@@ -107,7 +108,7 @@ pub struct DocumentClient<'a> {
     pub client_name: &'a str,
     pub redirect_uris: &'a [String],
     /// The method negotiated with the document.
-    pub auth_method: &'a str,
+    pub auth_method: AuthMethod,
     pub document_host: &'a str,
     pub fresh_until: OffsetDateTime,
 }

@@ -35,7 +35,7 @@ impl EggLotRow {
 #[derive(Clone, Debug)]
 pub struct EggLotFilter {
     pub period: Period,
-    pub status: Option<String>,
+    pub status: Option<LotStatus>,
     pub flock: Option<FlockId>,
 }
 
@@ -58,7 +58,7 @@ pub async fn list_page(
     );
     q.flock_scope("l.flock_id", scope)
         .within("l.laid_on", filter.period)
-        .equals("l.status", filter.status.clone())
+        .equals("l.status", filter.status)
         .equals("l.flock_id", filter.flock.map(|f| f.0));
     if let Some((laid_on, code)) = after {
         let (a, b) = (q.bind(*laid_on), q.bind(code.clone()));
@@ -79,7 +79,7 @@ pub struct NewEggLot<'a> {
     pub laid_on: Date,
     pub grade: &'a str,
     pub quantity: i64,
-    pub status: &'a str,
+    pub status: LotStatus,
 }
 
 pub async fn add(

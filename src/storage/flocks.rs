@@ -78,7 +78,7 @@ pub async fn named(
 /// Optional filters of the flock list.
 #[derive(Clone, Debug, Default)]
 pub struct FlockFilter {
-    pub status: Option<String>,
+    pub status: Option<FlockStatus>,
     pub house: Option<String>,
 }
 
@@ -93,7 +93,7 @@ pub async fn list_page(
 ) -> StoreResult<Page<FlockRow>> {
     let mut q = FarmQuery::new(farm, SELECT);
     q.flock_scope("f.id", scope)
-        .equals("f.status", filter.status.clone())
+        .equals("f.status", filter.status)
         .equals("h.name", filter.house.clone());
     if let Some((house, name, id)) = after {
         let (a, b, c) = (q.bind(house.clone()), q.bind(name.clone()), q.bind(*id));
@@ -129,5 +129,5 @@ pub async fn set_status(
         FlockStatus::Active
     };
     let update = Sql::new("update flocks set status = $3 where farm_id = $1 and id = $2");
-    update_one_of_farm(tx, update.bind(farm.0).bind(flock.0).bind(status.as_str())).await
+    update_one_of_farm(tx, update.bind(farm.0).bind(flock.0).bind(status)).await
 }

@@ -170,7 +170,7 @@ pub async fn change(
         )
         .bind(user.0)
         .bind(farm.0)
-        .bind(access.role().as_str())
+        .bind(access.role())
         .bind(access.limited_to().is_some())
         .execute(tx)
         .await?;

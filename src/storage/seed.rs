@@ -184,7 +184,7 @@ async fn insert(store: &Store, seed: &FarmSeed, now: OffsetDateTime) -> StoreRes
         )
         .bind(member.id.0)
         .bind(seed.farm.0)
-        .bind(member.role.as_str())
+        .bind(member.role)
         .bind(member.flocks.is_some())
         .bind(at)
         .execute(&mut tx)

@@ -96,7 +96,7 @@ pub async fn create_member(
     )
     .bind(id.0)
     .bind(member.farm.0)
-    .bind(member.role.as_str())
+    .bind(member.role)
     .bind(member.flocks.is_some())
     .bind(now)
     .execute(tx)

@@ -1,6 +1,7 @@
-//! Random JOSE parts for the property tests of the token checks: a
-//! base64url JSON object whose members are drawn from the names a check
-//! reads, with any of the given values.
+//! JOSE parts for the tests of the token checks: random ones for the
+//! property tests (a base64url JSON object whose members are drawn from
+//! the names a check reads, with any of the given values), and a signed
+//! token whose claims were altered after signing.
 
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
@@ -21,4 +22,16 @@ pub fn object_part(
             .collect();
         URL_SAFE_NO_PAD.encode(Value::Object(object).to_string())
     })
+}
+
+/// The compact JWS `token` carrying `claims` instead of its own, under its
+/// own header and signature (which no longer covers them).
+pub fn with_claims(token: &str, claims: &Value) -> String {
+    let parts: Vec<&str> = token.split('.').collect();
+    format!(
+        "{}.{}.{}",
+        parts[0],
+        URL_SAFE_NO_PAD.encode(claims.to_string()),
+        parts[2]
+    )
 }

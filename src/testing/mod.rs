@@ -5,8 +5,8 @@
 //! `on_both_engines!`, sign client assertions and DPoP proofs with the same
 //! code. Those files name nothing of the crate but `super::DatabaseUrl`,
 //! which each side provides. `store.rs` is the unit tests' own: a migrated
-//! [`TestStore`] on such a database; so is `jose.rs`, random JOSE parts
-//! for the property tests.
+//! [`TestStore`] on such a database; so is `jose.rs`, JOSE parts for the
+//! token checks' tests.
 
 pub(crate) use crate::config::DatabaseUrl;
 

@@ -119,3 +119,104 @@ pub fn page<K: DeserializeOwned>(
         .map_err(|e| invalid(format!("cursor: {e}")))?;
     Ok((size, after))
 }
+
+/// Declares a tool's argument struct, `deny_unknown_fields` (a misspelt
+/// argument is refused, not ignored), from its own fields and the groups
+/// several tools take in the same words. A group is declared once with
+/// what reads it, so a default and the schema that states it cannot part:
+///
+/// - `..flock`: the flock by name, then `..house`;
+/// - `..house`: the house that tells same-named flocks apart;
+/// - `..period("day", 30)`: `from` and `to`, the period `30` days long
+///   by default, read by `period(now)`;
+/// - `..page("Entries")`: `limit` and `cursor`, read by `page::<Key>(list)`.
+macro_rules! tool_args {
+    ($(#[$meta:meta])* pub struct $name:ident { $($body:tt)* }) => {
+        $crate::mcp::tools::args::tool_args!(@fields [$(#[$meta])*] $name [] [] $($body)*);
+    };
+    (@fields $meta:tt $name:ident [$($fields:tt)*] [$($impls:tt)*] ..flock, $($rest:tt)*) => {
+        $crate::mcp::tools::args::tool_args!(@fields $meta $name [$($fields)*
+            /// The flock's name, as `list_flocks` shows it.
+            pub flock: String,
+        ] [$($impls)*] ..house, $($rest)*);
+    };
+    (@fields $meta:tt $name:ident [$($fields:tt)*] [$($impls:tt)*] ..house, $($rest:tt)*) => {
+        $crate::mcp::tools::args::tool_args!(@fields $meta $name [$($fields)*
+            /// The flock's house; needed only when flocks in several houses share the name.
+            pub house: Option<String>,
+        ] [$($impls)*] $($rest)*);
+    };
+    (
+        @fields $meta:tt $name:ident [$($fields:tt)*] [$($impls:tt)*]
+        ..period($what:literal, $days:literal), $($rest:tt)*
+    ) => {
+        $crate::mcp::tools::args::tool_args!(@fields $meta $name [$($fields)*
+            #[doc = concat!(
+                "First ", $what, ", YYYY-MM-DD (default: ", stringify!($days),
+                " days ending at `to`)."
+            )]
+            #[schemars(extend("format" = "date"))]
+            pub from: Option<String>,
+            #[doc = concat!(
+                "Last ", $what, ", YYYY-MM-DD (default: today, UTC). At most 366 days after `from`."
+            )]
+            #[schemars(extend("format" = "date"))]
+            pub to: Option<String>,
+        ] [$($impls)*
+            /// The period asked for (by default the days ending today, UTC).
+            pub fn period(
+                &self,
+                now: time::OffsetDateTime,
+            ) -> Result<$crate::domain::Period, $crate::mcp::tools::ToolError> {
+                $crate::mcp::tools::args::period(
+                    self.from.as_deref(),
+                    self.to.as_deref(),
+                    $crate::domain::EntryDate::today(now),
+                    $days,
+                )
+            }
+        ] $($rest)*);
+    };
+    (
+        @fields $meta:tt $name:ident [$($fields:tt)*] [$($impls:tt)*]
+        ..page($what:literal), $($rest:tt)*
+    ) => {
+        $crate::mcp::tools::args::tool_args!(@fields $meta $name [$($fields)*
+            #[doc = concat!($what, " per page, 1 to 200 (default 50).")]
+            #[schemars(range(min = 1, max = $crate::domain::paging::MAX_PAGE_SIZE))]
+            pub limit: Option<i64>,
+            /// The `next_cursor` of the previous page, unchanged.
+            pub cursor: Option<String>,
+        ] [$($impls)*
+            /// The page size and the decoded cursor of the list named `list`.
+            pub fn page<K: serde::de::DeserializeOwned>(
+                &self,
+                list: &str,
+            ) -> Result<($crate::domain::PageSize, Option<K>), $crate::mcp::tools::ToolError> {
+                $crate::mcp::tools::args::page(list, self.limit, self.cursor.as_deref())
+            }
+        ] $($rest)*);
+    };
+    (
+        @fields $meta:tt $name:ident [$($fields:tt)*] [$($impls:tt)*]
+        $(#[$field_meta:meta])* pub $field:ident: $ty:ty, $($rest:tt)*
+    ) => {
+        $crate::mcp::tools::args::tool_args!(@fields $meta $name [$($fields)*
+            $(#[$field_meta])* pub $field: $ty,
+        ] [$($impls)*] $($rest)*);
+    };
+    (@fields [$($meta:tt)*] $name:ident [$($fields:tt)*] [$($impls:tt)*]) => {
+        $($meta)*
+        #[derive(Debug, serde::Deserialize, schemars::JsonSchema)]
+        #[serde(deny_unknown_fields)]
+        pub struct $name {
+            $($fields)*
+        }
+
+        impl $name {
+            $($impls)*
+        }
+    };
+}
+
+pub(crate) use tool_args;

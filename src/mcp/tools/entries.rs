@@ -6,12 +6,10 @@
 //! caller's scope); its atomicity, replay detection and audit row live in
 //! `storage::daily_entries::record`, in one transaction.
 
-use schemars::JsonSchema;
-use serde::Deserialize;
 use serde_json::{Value, json};
 use time::OffsetDateTime;
 
-use super::args::{self, invalid};
+use super::args::{self, invalid, tool_args};
 use super::flocks::resolve;
 use super::{ToolCall, ToolError, ToolReply, internal};
 use crate::domain::EntryDate;
@@ -21,43 +19,25 @@ use crate::storage::daily_entries::{self, EntryRow, EntryWrite, WriteOutcome};
 use crate::storage::flocks::FlockRow;
 
 const LIST: &str = "daily_entries";
-/// Default length of a listed period, in days.
-const DEFAULT_DAYS: i64 = 30;
 pub const MAX_EGGS: i64 = 10_000_000;
 pub const MAX_BIRDS: i64 = crate::domain::HeadCount::MAX;
 pub const MAX_FEED_G: i64 = 100_000_000;
 pub const MAX_WATER_ML: i64 = 1_000_000_000;
 pub const MAX_NOTES_CHARS: usize = 1000;
 
-/// Arguments of `list_daily_entries`.
-#[derive(Debug, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct ListDailyEntriesArgs {
-    /// The flock's name, as `list_flocks` shows it.
-    pub flock: String,
-    /// The flock's house; needed only when flocks in several houses share the name.
-    pub house: Option<String>,
-    /// First day, YYYY-MM-DD (default: 30 days ending at `to`).
-    #[schemars(extend("format" = "date"))]
-    pub from: Option<String>,
-    /// Last day, YYYY-MM-DD (default: today, UTC). At most 366 days after `from`.
-    #[schemars(extend("format" = "date"))]
-    pub to: Option<String>,
-    /// Entries per page, 1 to 200 (default 50).
-    #[schemars(range(min = 1, max = crate::domain::paging::MAX_PAGE_SIZE))]
-    pub limit: Option<i64>,
-    /// The `next_cursor` of the previous page, unchanged.
-    pub cursor: Option<String>,
+tool_args! {
+    /// Arguments of `list_daily_entries`.
+    pub struct ListDailyEntriesArgs {
+        ..flock,
+        ..period("day", 30),
+        ..page("Entries"),
+    }
 }
 
+tool_args! {
 /// Arguments of `record_daily_entry`.
-#[derive(Debug, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
 pub struct RecordDailyEntryArgs {
-    /// The flock's name, as `list_flocks` shows it.
-    pub flock: String,
-    /// The flock's house; needed only when flocks in several houses share the name.
-    pub house: Option<String>,
+    ..flock,
     /// The day, YYYY-MM-DD: not in the future and not before the flock was placed.
     #[schemars(extend("format" = "date"))]
     pub date: String,
@@ -83,6 +63,7 @@ pub struct RecordDailyEntryArgs {
     /// still at it (0: only if there is no entry for that day yet).
     #[schemars(range(min = 0))]
     pub expected_version: Option<i64>,
+}
 }
 
 pub fn entry_json(entry: &EntryRow) -> Value {
@@ -117,13 +98,8 @@ pub async fn list_daily_entries(
     a: ListDailyEntriesArgs,
 ) -> Result<ToolReply, ToolError> {
     let ToolCall { db, ctx, now, .. } = t;
-    let period = args::period(
-        a.from.as_deref(),
-        a.to.as_deref(),
-        EntryDate::today(now),
-        DEFAULT_DAYS,
-    )?;
-    let (size, after) = args::page::<String>(LIST, a.limit, a.cursor.as_deref())?;
+    let period = a.period(now)?;
+    let (size, after) = a.page::<String>(LIST)?;
     let after = after
         .map(|raw| EntryDate::parse(&raw).map(EntryDate::date))
         .transpose()
@@ -141,7 +117,7 @@ pub async fn list_daily_entries(
     .await
     .map_err(internal)?;
     let next = page.next_cursor(LIST, |e| EntryDate::from_date(e.entry_date).to_string());
-    let mut structured = json!({
+    let structured = json!({
         "flock": flock.name,
         "house": flock.house,
         "from": period.from().to_string(),
@@ -162,11 +138,7 @@ pub async fn list_daily_entries(
         text.push('\n');
         text.push_str(&entry_line(entry));
     }
-    if let Some(next) = next {
-        structured["next_cursor"] = Value::String(next);
-        text.push_str("\nMore entries follow: pass next_cursor to continue.");
-    }
-    Ok(ToolReply { structured, text })
+    Ok(ToolReply::page(structured, text, next, "entries"))
 }
 
 /// The checked arguments of a write, before the flock is known.

@@ -6,14 +6,12 @@
 //! by flocks in several houses is refused with the candidates listed; the
 //! caller picks one by passing `house`.
 
-use schemars::JsonSchema;
-use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::args::{self, invalid};
+use super::args::{self, invalid, tool_args};
 use super::entries::entry_json;
 use super::{ToolCall, ToolError, ToolReply, internal};
-use crate::domain::{EntryDate, PageSize, Period};
+use crate::domain::{EntryDate, FlockStatus, PageSize, Period};
 use crate::mcp::CallContext;
 use crate::storage::Reader;
 use crate::storage::daily_entries;
@@ -21,45 +19,22 @@ use crate::storage::flocks::{self, FlockFilter, FlockKey, FlockRow, MAX_NAME_MAT
 
 const LIST: &str = "flocks";
 
-#[derive(Clone, Copy, Debug, Deserialize, JsonSchema)]
-#[serde(rename_all = "lowercase")]
-pub enum FlockStatus {
-    Active,
-    Depleted,
-}
-
-impl FlockStatus {
-    fn as_str(self) -> &'static str {
-        match self {
-            Self::Active => "active",
-            Self::Depleted => "depleted",
-        }
+tool_args! {
+    /// Arguments of `list_flocks`.
+    pub struct ListFlocksArgs {
+        /// Only flocks with this status.
+        pub status: Option<FlockStatus>,
+        /// Only flocks in the house with this name.
+        pub house: Option<String>,
+        ..page("Flocks"),
     }
 }
 
-/// Arguments of `list_flocks`.
-#[derive(Debug, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct ListFlocksArgs {
-    /// Only flocks with this status.
-    pub status: Option<FlockStatus>,
-    /// Only flocks in the house with this name.
-    pub house: Option<String>,
-    /// Flocks per page, 1 to 200 (default 50).
-    #[schemars(range(min = 1, max = crate::domain::paging::MAX_PAGE_SIZE))]
-    pub limit: Option<i64>,
-    /// The `next_cursor` of the previous page, unchanged.
-    pub cursor: Option<String>,
-}
-
-/// Arguments of `get_flock`.
-#[derive(Debug, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct GetFlockArgs {
-    /// The flock's name, as `list_flocks` shows it.
-    pub flock: String,
-    /// The flock's house; needed only when flocks in several houses share the name.
-    pub house: Option<String>,
+tool_args! {
+    /// Arguments of `get_flock`.
+    pub struct GetFlockArgs {
+        ..flock,
+    }
 }
 
 /// The one flock in the caller's scope named `name` (in `house`, if given).
@@ -99,6 +74,22 @@ pub async fn resolve(
     }
 }
 
+/// The flock the caller named, if it named one; `house` alone is refused.
+pub async fn resolve_if_named(
+    db: &mut Reader,
+    ctx: &CallContext,
+    flock: Option<&str>,
+    house: Option<&str>,
+) -> Result<Option<FlockRow>, ToolError> {
+    match (flock, house) {
+        (Some(name), house) => Ok(Some(resolve(db, ctx, name, house).await?)),
+        (None, Some(_)) => Err(invalid(
+            "house only chooses between flocks of the same name; pass flock too",
+        )),
+        (None, None) => Ok(None),
+    }
+}
+
 /// Whole days since placement (0 for a flock placed today or later).
 fn age_days(flock: &FlockRow, today: EntryDate) -> i64 {
     today
@@ -134,9 +125,9 @@ fn flock_line(flock: &FlockRow, today: EntryDate) -> String {
 
 pub async fn list_flocks(t: ToolCall<'_>, a: ListFlocksArgs) -> Result<ToolReply, ToolError> {
     let ToolCall { db, ctx, now, .. } = t;
-    let (size, after) = args::page::<FlockKey>(LIST, a.limit, a.cursor.as_deref())?;
+    let (size, after) = a.page::<FlockKey>(LIST)?;
     let filter = FlockFilter {
-        status: a.status.map(|s| s.as_str().to_owned()),
+        status: a.status,
         house: args::optional_name("house", a.house.as_deref())?,
     };
     let page = flocks::list_page(db, ctx.farm, &ctx.flocks, &filter, after.as_ref(), size)
@@ -144,10 +135,10 @@ pub async fn list_flocks(t: ToolCall<'_>, a: ListFlocksArgs) -> Result<ToolReply
         .map_err(internal)?;
     let today = EntryDate::today(now);
     let next = page.next_cursor(LIST, FlockRow::key);
-    let mut structured = json!({
+    let structured = json!({
         "flocks": page.items.iter().map(|f| flock_json(f, today)).collect::<Vec<_>>(),
     });
-    let mut text = if page.items.is_empty() {
+    let text = if page.items.is_empty() {
         "No flocks.".to_owned()
     } else {
         page.items
@@ -156,11 +147,7 @@ pub async fn list_flocks(t: ToolCall<'_>, a: ListFlocksArgs) -> Result<ToolReply
             .collect::<Vec<_>>()
             .join("\n")
     };
-    if let Some(next) = next {
-        structured["next_cursor"] = Value::String(next);
-        text.push_str("\nMore flocks follow: pass next_cursor to continue.");
-    }
-    Ok(ToolReply { structured, text })
+    Ok(ToolReply::page(structured, text, next, "flocks"))
 }
 
 pub async fn get_flock(t: ToolCall<'_>, a: GetFlockArgs) -> Result<ToolReply, ToolError> {

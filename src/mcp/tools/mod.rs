@@ -48,6 +48,21 @@ pub struct ToolReply {
     pub text: String,
 }
 
+impl ToolReply {
+    /// One page of a list: `next`, the cursor of the page after (if more
+    /// follow), goes under `next_cursor`, and the text says that more
+    /// `what` follow.
+    pub fn page(mut structured: Value, mut text: String, next: Option<String>, what: &str) -> Self {
+        if let Some(next) = next {
+            structured["next_cursor"] = Value::String(next);
+            text.push_str(&format!(
+                "\nMore {what} follow: pass next_cursor to continue."
+            ));
+        }
+        Self { structured, text }
+    }
+}
+
 #[derive(Debug, thiserror::Error)]
 pub enum ToolError {
     /// Malformed arguments: JSON-RPC -32602 with this message.

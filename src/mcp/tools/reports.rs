@@ -5,58 +5,36 @@
 //! entry per flock and day of it; the mortality report also pages its
 //! flocks in SQL before aggregating their entries.
 
-use schemars::JsonSchema;
-use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::args::{self, invalid};
-use super::flocks::resolve;
+use super::args::tool_args;
+use super::flocks::resolve_if_named;
 use super::{ToolCall, ToolError, ToolReply, internal};
-use crate::domain::{EntryDate, Period};
-use crate::mcp::CallContext;
-use crate::storage::Reader;
+use crate::domain::EntryDate;
 use crate::storage::daily_entries::{self, DayTotals, FlockDeaths};
 use crate::storage::flocks::{FlockKey, FlockRow};
 
 const DEATHS_LIST: &str = "mortality";
-const DEFAULT_SUMMARY_DAYS: i64 = 7;
-const DEFAULT_REPORT_DAYS: i64 = 30;
 
-/// Arguments of `production_summary`.
-#[derive(Debug, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct ProductionSummaryArgs {
-    /// One flock's name; omit for every flock you can see.
-    pub flock: Option<String>,
-    /// The flock's house; needed only when flocks in several houses share the name.
-    pub house: Option<String>,
-    /// First day, YYYY-MM-DD (default: 7 days ending at `to`).
-    #[schemars(extend("format" = "date"))]
-    pub from: Option<String>,
-    /// Last day, YYYY-MM-DD (default: today, UTC). At most 366 days after `from`.
-    #[schemars(extend("format" = "date"))]
-    pub to: Option<String>,
+tool_args! {
+    /// Arguments of `production_summary`.
+    pub struct ProductionSummaryArgs {
+        /// One flock's name; omit for every flock you can see.
+        pub flock: Option<String>,
+        ..house,
+        ..period("day", 7),
+    }
 }
 
-/// Arguments of `mortality_report`.
-#[derive(Debug, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct MortalityReportArgs {
-    /// One flock's name; omit for every flock you can see.
-    pub flock: Option<String>,
-    /// The flock's house; needed only when flocks in several houses share the name.
-    pub house: Option<String>,
-    /// First day, YYYY-MM-DD (default: 30 days ending at `to`).
-    #[schemars(extend("format" = "date"))]
-    pub from: Option<String>,
-    /// Last day, YYYY-MM-DD (default: today, UTC). At most 366 days after `from`.
-    #[schemars(extend("format" = "date"))]
-    pub to: Option<String>,
-    /// Flocks per page, 1 to 200 (default 50).
-    #[schemars(range(min = 1, max = crate::domain::paging::MAX_PAGE_SIZE))]
-    pub limit: Option<i64>,
-    /// The `next_cursor` of the previous page, unchanged.
-    pub cursor: Option<String>,
+tool_args! {
+    /// Arguments of `mortality_report`.
+    pub struct MortalityReportArgs {
+        /// One flock's name; omit for every flock you can see.
+        pub flock: Option<String>,
+        ..house,
+        ..period("day", 30),
+        ..page("Flocks"),
+    }
 }
 
 /// A percentage with one decimal, or `None` with nothing to divide by.
@@ -69,22 +47,6 @@ fn percent(part: i64, whole: i64) -> Option<f64> {
 
 fn percent_text(value: Option<f64>) -> String {
     value.map_or_else(|| "n/a".to_owned(), |v| format!("{v:.1}%"))
-}
-
-/// The flock a report is narrowed to, if the caller named one.
-async fn narrowed_to(
-    db: &mut Reader,
-    ctx: &CallContext,
-    flock: Option<&str>,
-    house: Option<&str>,
-) -> Result<Option<FlockRow>, ToolError> {
-    match (flock, house) {
-        (Some(name), house) => Ok(Some(resolve(db, ctx, name, house).await?)),
-        (None, Some(_)) => Err(invalid(
-            "house only chooses between flocks of the same name; pass flock too",
-        )),
-        (None, None) => Ok(None),
-    }
 }
 
 fn day_json(day: &DayTotals) -> Value {
@@ -106,13 +68,8 @@ pub async fn production_summary(
     a: ProductionSummaryArgs,
 ) -> Result<ToolReply, ToolError> {
     let ToolCall { db, ctx, now, .. } = t;
-    let period = args::period(
-        a.from.as_deref(),
-        a.to.as_deref(),
-        EntryDate::today(now),
-        DEFAULT_SUMMARY_DAYS,
-    )?;
-    let flock = narrowed_to(db, ctx, a.flock.as_deref(), a.house.as_deref()).await?;
+    let period = a.period(now)?;
+    let flock = resolve_if_named(db, ctx, a.flock.as_deref(), a.house.as_deref()).await?;
     let days = daily_entries::daily_totals(
         db,
         ctx.farm,
@@ -184,14 +141,9 @@ pub async fn mortality_report(
     a: MortalityReportArgs,
 ) -> Result<ToolReply, ToolError> {
     let ToolCall { db, ctx, now, .. } = t;
-    let period: Period = args::period(
-        a.from.as_deref(),
-        a.to.as_deref(),
-        EntryDate::today(now),
-        DEFAULT_REPORT_DAYS,
-    )?;
-    let (size, after) = args::page::<FlockKey>(DEATHS_LIST, a.limit, a.cursor.as_deref())?;
-    let flock = narrowed_to(db, ctx, a.flock.as_deref(), a.house.as_deref()).await?;
+    let period = a.period(now)?;
+    let (size, after) = a.page::<FlockKey>(DEATHS_LIST)?;
+    let flock = resolve_if_named(db, ctx, a.flock.as_deref(), a.house.as_deref()).await?;
     let flock_id = flock.as_ref().map(FlockRow::flock_id);
     let page = daily_entries::deaths_page(
         db,
@@ -208,7 +160,7 @@ pub async fn mortality_report(
         .await
         .map_err(internal)?;
     let next = page.next_cursor(DEATHS_LIST, FlockDeaths::key);
-    let mut structured = json!({
+    let structured = json!({
         "from": period.from().to_string(),
         "to": period.to().to_string(),
         "total_deaths": total,
@@ -229,9 +181,5 @@ pub async fn mortality_report(
             percent_text(percent(row.deaths, row.head_count.get()))
         ));
     }
-    if let Some(next) = next {
-        structured["next_cursor"] = Value::String(next);
-        text.push_str("\nMore flocks follow: pass next_cursor to continue.");
-    }
-    Ok(ToolReply { structured, text })
+    Ok(ToolReply::page(structured, text, next, "flocks"))
 }

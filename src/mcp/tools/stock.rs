@@ -5,7 +5,7 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::args;
+use super::args::tool_args;
 use super::{ToolCall, ToolError, ToolReply, internal};
 use crate::domain::{Currency, Money};
 use crate::storage::stock::{self, StockKey, StockRow};
@@ -32,17 +32,13 @@ impl StockCategory {
     }
 }
 
-/// Arguments of `stock_levels`.
-#[derive(Debug, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct StockLevelsArgs {
-    /// Only items of this category.
-    pub category: Option<StockCategory>,
-    /// Items per page, 1 to 200 (default 50).
-    #[schemars(range(min = 1, max = crate::domain::paging::MAX_PAGE_SIZE))]
-    pub limit: Option<i64>,
-    /// The `next_cursor` of the previous page, unchanged.
-    pub cursor: Option<String>,
+tool_args! {
+    /// Arguments of `stock_levels`.
+    pub struct StockLevelsArgs {
+        /// Only items of this category.
+        pub category: Option<StockCategory>,
+        ..page("Items"),
+    }
 }
 
 /// A stock line with its money rendered; an unreadable stored currency is
@@ -80,7 +76,7 @@ fn item_json(p: &Priced<'_>) -> Value {
 
 pub async fn stock_levels(t: ToolCall<'_>, a: StockLevelsArgs) -> Result<ToolReply, ToolError> {
     let ToolCall { db, ctx, .. } = t;
-    let (size, after) = args::page::<StockKey>(LIST, a.limit, a.cursor.as_deref())?;
+    let (size, after) = a.page::<StockKey>(LIST)?;
     let page = stock::list_page(
         db,
         ctx.farm,
@@ -92,7 +88,7 @@ pub async fn stock_levels(t: ToolCall<'_>, a: StockLevelsArgs) -> Result<ToolRep
     .map_err(internal)?;
     let priced: Vec<Priced<'_>> = page.items.iter().map(priced).collect::<Result<_, _>>()?;
     let next = page.next_cursor(LIST, StockRow::key);
-    let mut structured = json!({
+    let structured = json!({
         "items": priced.iter().map(item_json).collect::<Vec<_>>(),
     });
     let mut text = if priced.is_empty() {
@@ -106,9 +102,5 @@ pub async fn stock_levels(t: ToolCall<'_>, a: StockLevelsArgs) -> Result<ToolRep
             p.row.name, p.row.category, p.row.quantity, p.row.unit, p.unit_cost, p.value
         ));
     }
-    if let Some(next) = next {
-        structured["next_cursor"] = Value::String(next);
-        text.push_str("\nMore items follow: pass next_cursor to continue.");
-    }
-    Ok(ToolReply { structured, text })
+    Ok(ToolReply::page(structured, text, next, "items"))
 }

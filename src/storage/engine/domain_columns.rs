@@ -1,5 +1,7 @@
 //! Domain values as columns, so a row carries a `Role`, a `ScopeSet`, a
-//! slug or a status rather than the string it was stored as.
+//! slug or a status rather than the string it was stored as; and the
+//! closed sets of words (a role, a status, a method) bound as their word,
+//! so a statement takes the value itself.
 //!
 //! Each is stored as the plain text or integer its constructor reads, and
 //! decoded through that constructor on both engines: a stored value that
@@ -11,9 +13,12 @@ use rusqlite::types::ValueRef;
 use sqlx::postgres::PgRow;
 
 use super::error::StoreError;
-use super::sql::{Column, ColumnAt};
+use std::borrow::Cow;
+
+use super::sql::{Column, ColumnAt, Value};
 use crate::domain::{
-    AutomationAuth, ClientKind, FarmSlug, FlockStatus, HeadCount, LotStatus, Name, Role, ScopeSet,
+    AuthMethod, AutomationAuth, ClientKind, FarmSlug, FlockStatus, HeadCount, LotStatus, Name,
+    Role, ScopeSet,
 };
 
 /// Implements [`Column`] (and its nullable form) for each `$ty`, read as
@@ -53,7 +58,35 @@ column_via! {
     LotStatus: String => |text: String| LotStatus::parse(&text),
     AutomationAuth: String => |text: String| AutomationAuth::parse(&text),
     ClientKind: String => |text: String| ClientKind::parse(&text),
+    AuthMethod: String => |text: String| {
+        AuthMethod::parse(&text).ok_or_else(|| format!("{text:?} is not an AuthMethod"))
+    },
 }
+
+/// Binds each `$ty` (a closed set of words) as its stored word.
+macro_rules! bound_as_word {
+    ($($ty:ty),+ $(,)?) => {$(
+        impl<'a> From<$ty> for Value<'a> {
+            fn from(value: $ty) -> Self {
+                Value::Text(Some(Cow::Borrowed(value.as_str())))
+            }
+        }
+        impl<'a> From<Option<$ty>> for Value<'a> {
+            fn from(value: Option<$ty>) -> Self {
+                Value::Text(value.map(|v| Cow::Borrowed(v.as_str())))
+            }
+        }
+    )+};
+}
+
+bound_as_word!(
+    Role,
+    FlockStatus,
+    LotStatus,
+    AutomationAuth,
+    ClientKind,
+    AuthMethod
+);
 
 #[cfg(test)]
 mod tests {
@@ -82,5 +115,20 @@ mod tests {
         );
         assert!(HeadCount::from_sqlite(ValueRef::Integer(-1)).is_err());
         assert!(HeadCount::from_sqlite(text("600")).is_err());
+        assert_eq!(
+            AuthMethod::from_sqlite(text("private_key_jwt")),
+            Ok(AuthMethod::PrivateKeyJwt)
+        );
+        assert!(AuthMethod::from_sqlite(text("client_secret_jwt")).is_err());
+        assert!(ClientKind::from_sqlite(text("other")).is_err());
+    }
+
+    #[test]
+    fn words_bind_as_the_text_they_decode_from() {
+        assert_eq!(
+            Value::from(LotStatus::InStore),
+            Value::Text(Some(Cow::Borrowed("in_store")))
+        );
+        assert_eq!(Value::from(None::<Role>), Value::Text(None));
     }
 }

@@ -201,13 +201,17 @@ enum HandleInner<'a> {
     Gone(StoreError),
 }
 
+impl<'a> HandleInner<'a> {
+    /// A SQLite connection, or why there is none.
+    fn sqlite(connection: StoreResult<&'a mut rusqlite::Connection>) -> Self {
+        connection.map_or_else(HandleInner::Gone, HandleInner::Sqlite)
+    }
+}
+
 impl Exec for Reader {
     fn handle(&mut self) -> Handle<'_> {
         Handle(match &mut self.0 {
-            ReaderInner::Sqlite(reader) => match reader.connection() {
-                Ok(c) => HandleInner::Sqlite(c),
-                Err(e) => HandleInner::Gone(e),
-            },
+            ReaderInner::Sqlite(reader) => HandleInner::sqlite(reader.connection()),
             ReaderInner::Postgres(connection) => HandleInner::Postgres(connection),
         })
     }
@@ -216,10 +220,7 @@ impl Exec for Reader {
 impl Exec for Tx {
     fn handle(&mut self) -> Handle<'_> {
         Handle(match &mut self.0 {
-            TxInner::Sqlite(tx) => match tx.connection() {
-                Ok(c) => HandleInner::Sqlite(c),
-                Err(e) => HandleInner::Gone(e),
-            },
+            TxInner::Sqlite(tx) => HandleInner::sqlite(tx.connection()),
             TxInner::Postgres(tx) => HandleInner::Postgres(tx),
         })
     }

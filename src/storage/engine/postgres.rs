@@ -9,7 +9,7 @@ use std::str::FromStr;
 use std::time::Duration;
 
 use sqlx::pool::PoolConnection;
-use sqlx::postgres::{PgArguments, PgConnectOptions, PgConnection, PgPoolOptions};
+use sqlx::postgres::{PgArguments, PgConnectOptions, PgConnection, PgPoolOptions, PgRow};
 use sqlx::query::Query;
 use sqlx::{ConnectOptions, Connection, PgPool, Postgres, Transaction};
 
@@ -83,9 +83,7 @@ pub(super) async fn fetch_all<T: FromRecord>(
     sql: &Sql<'_>,
 ) -> StoreResult<Vec<T>> {
     let rows = query(sql).fetch_all(connection).await?;
-    rows.iter()
-        .map(|row| T::from_record(&Record(RecordInner::Postgres(row))))
-        .collect()
+    rows.iter().map(decode).collect()
 }
 
 pub(super) async fn fetch_optional<T: FromRecord>(
@@ -93,9 +91,11 @@ pub(super) async fn fetch_optional<T: FromRecord>(
     sql: &Sql<'_>,
 ) -> StoreResult<Option<T>> {
     let row = query(sql).fetch_optional(connection).await?;
-    row.as_ref()
-        .map(|row| T::from_record(&Record(RecordInner::Postgres(row))))
-        .transpose()
+    row.as_ref().map(decode).transpose()
+}
+
+fn decode<T: FromRecord>(row: &PgRow) -> StoreResult<T> {
+    T::from_record(&Record(RecordInner::Postgres(row)))
 }
 
 pub(super) async fn ping(pool: &PgPool) -> StoreResult<()> {

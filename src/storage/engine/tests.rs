@@ -25,6 +25,23 @@ async fn store() -> (Store, TestStore) {
     (store, db)
 }
 
+/// Inserts the row `id` of `t` with its counter at `n`.
+async fn insert(db: &mut impl Exec, id: Uuid, n: i64) -> StoreResult<u64> {
+    Sql::new("insert into t (id, n, b) values ($1, $2, false)")
+        .bind(id)
+        .bind(n)
+        .execute(db)
+        .await
+}
+
+/// The counter of the row `id` of `t`.
+async fn counter(db: &mut impl Exec, id: Uuid) -> StoreResult<i64> {
+    Sql::new("select n from t where id = $1")
+        .bind(id)
+        .fetch_scalar(db)
+        .await
+}
+
 crate::record! {
     #[derive(Debug, PartialEq)]
     struct Row {
@@ -76,10 +93,7 @@ async fn values_round_trip_and_placeholders_bind_by_name() {
         .await
         .unwrap();
     assert_eq!((n, b), (7, true));
-    let missing = Sql::new("select n from t where id = $1")
-        .bind(Uuid::new_v4())
-        .fetch_scalar::<i64>(&mut db)
-        .await;
+    let missing = counter(&mut db, Uuid::new_v4()).await;
     assert!(matches!(missing, Err(StoreError::NotFound)));
 }
 
@@ -89,11 +103,7 @@ async fn a_dropped_transaction_leaves_nothing_and_a_conflict_is_named() {
     let id = Uuid::new_v4();
     {
         let mut tx = store.write().await.unwrap();
-        Sql::new("insert into t (id, n, b) values ($1, 1, false)")
-            .bind(id)
-            .execute(&mut tx)
-            .await
-            .unwrap();
+        insert(&mut tx, id, 1).await.unwrap();
         // dropped without commit
     }
     let mut db = store.read().await.unwrap();
@@ -104,19 +114,15 @@ async fn a_dropped_transaction_leaves_nothing_and_a_conflict_is_named() {
     assert_eq!(count, 0);
 
     let mut tx = store.write().await.unwrap();
-    let insert = Sql::new("insert into t (id, n, b) values ($1, 1, false)").bind(id);
-    insert.execute(&mut tx).await.unwrap();
-    assert!(insert.execute(&mut tx).await.unwrap_err().is_conflict());
+    insert(&mut tx, id, 1).await.unwrap();
+    assert!(insert(&mut tx, id, 1).await.unwrap_err().is_conflict());
 }
 
 #[tokio::test]
 async fn readers_cannot_write() {
     let (store, _db) = store().await;
     let mut db = store.read().await.unwrap();
-    let refused = Sql::new("insert into t (id, n, b) values ($1, 1, false)")
-        .bind(Uuid::new_v4())
-        .execute(&mut db)
-        .await;
+    let refused = insert(&mut db, Uuid::new_v4(), 1).await;
     assert!(refused.is_err());
 }
 
@@ -125,11 +131,7 @@ async fn concurrent_read_then_write_transactions_queue_instead_of_failing() {
     let (store, _db) = store().await;
     let id = Uuid::new_v4();
     let mut tx = store.write().await.unwrap();
-    Sql::new("insert into t (id, n, b) values ($1, 0, false)")
-        .bind(id)
-        .execute(&mut tx)
-        .await
-        .unwrap();
+    insert(&mut tx, id, 0).await.unwrap();
     tx.commit().await.unwrap();
 
     // 64 tasks each read the counter and write it back plus one: with
@@ -141,11 +143,7 @@ async fn concurrent_read_then_write_transactions_queue_instead_of_failing() {
         let store = store.clone();
         tasks.push(tokio::spawn(async move {
             let mut tx = store.write().await.unwrap();
-            let n: i64 = Sql::new("select n from t where id = $1")
-                .bind(id)
-                .fetch_scalar(&mut tx)
-                .await
-                .unwrap();
+            let n = counter(&mut tx, id).await.unwrap();
             tokio::task::yield_now().await;
             Sql::new("update t set n = $2 where id = $1")
                 .bind(id)
@@ -160,10 +158,6 @@ async fn concurrent_read_then_write_transactions_queue_instead_of_failing() {
         task.await.unwrap();
     }
     let mut db = store.read().await.unwrap();
-    let n: i64 = Sql::new("select n from t where id = $1")
-        .bind(id)
-        .fetch_scalar(&mut db)
-        .await
-        .unwrap();
+    let n = counter(&mut db, id).await.unwrap();
     assert_eq!(n, 64);
 }

@@ -20,7 +20,7 @@ use tracing_subscriber::{Layer, Registry};
 
 use super::*;
 use crate::domain::paging::MAX_PAGE_SIZE;
-use crate::domain::{Currency, EntryDate};
+use crate::domain::{Currency, EntryDate, LotStatus};
 use crate::storage::Sql;
 use crate::storage::egg_lots::{self, NewEggLot};
 use crate::storage::stock::{self, NewStockItem};
@@ -140,17 +140,18 @@ async fn many_flocks(w: &World, house: &str) {
     }
 }
 
-/// `tool` called with `args` returns a page of `n` under `key`, and read
-/// that page alone (see [`assert_bounded`]; `is_list` recognises its
-/// statement).
+/// `tool` called with `args` and a `limit` of `n` returns a page of `n`
+/// under `key`, and read that page alone (see [`assert_bounded`];
+/// `is_list` recognises its statement).
 async fn one_page(
     w: &World,
     tool: &str,
-    args: serde_json::Value,
+    mut args: serde_json::Value,
     key: &str,
     n: usize,
     is_list: impl Fn(&str) -> bool,
 ) {
+    args["limit"] = json!(n);
     let page = ok(w.store(), &w.owner, tool, args).await;
     assert_eq!(page[key].as_array().unwrap().len(), n);
     assert_bounded(tool, is_list, n as u64).await;
@@ -162,15 +163,7 @@ async fn list_flocks_reads_one_page(engine: Engine) {
     many_flocks(&w, "North").await;
     let is_list =
         |sql: &str| sql.contains("order by h.name, f.name, f.id") && !sql.contains("group by");
-    one_page(
-        &w,
-        "list_flocks",
-        json!({ "limit": 7 }),
-        "flocks",
-        7,
-        is_list,
-    )
-    .await;
+    one_page(&w, "list_flocks", json!({}), "flocks", 7, is_list).await;
     the_capture_sees_an_unbounded_read(&w, "control_flocks", "flocks").await;
 }
 
@@ -191,7 +184,7 @@ async fn list_daily_entries_reads_one_page(engine: Engine) {
         )
         .await;
     }
-    let args = json!({ "flock": "Old", "from": "2025-01-01", "to": "2025-12-31", "limit": 9 });
+    let args = json!({ "flock": "Old", "from": "2025-01-01", "to": "2025-12-31" });
     let is_list = |sql: &str| sql.contains("order by e.entry_date desc");
     one_page(&w, "list_daily_entries", args, "entries", 9, is_list).await;
     the_capture_sees_an_unbounded_read(&w, "control_entries", "daily_entries").await;
@@ -208,7 +201,7 @@ async fn list_egg_lots_reads_one_page(engine: Engine) {
             laid_on: date!(2026 - 03 - 01),
             grade: "A",
             quantity: 30,
-            status: "in_store",
+            status: LotStatus::InStore,
         };
         in_tx(store, async |tx| {
             egg_lots::add(tx, w.farm.id, &lot, NOW).await
@@ -216,15 +209,7 @@ async fn list_egg_lots_reads_one_page(engine: Engine) {
         .await;
     }
     let is_list = |sql: &str| sql.contains("order by l.laid_on desc, l.lot_code desc");
-    one_page(
-        &w,
-        "list_egg_lots",
-        json!({ "limit": 11 }),
-        "egg_lots",
-        11,
-        is_list,
-    )
-    .await;
+    one_page(&w, "list_egg_lots", json!({}), "egg_lots", 11, is_list).await;
     the_capture_sees_an_unbounded_read(&w, "control_lots", "egg_lots").await;
 }
 
@@ -248,15 +233,7 @@ async fn stock_levels_reads_one_page(engine: Engine) {
         .await;
     }
     let is_list = |sql: &str| sql.contains("order by s.category, s.name");
-    one_page(
-        &w,
-        "stock_levels",
-        json!({ "limit": 13 }),
-        "items",
-        13,
-        is_list,
-    )
-    .await;
+    one_page(&w, "stock_levels", json!({}), "items", 13, is_list).await;
     the_capture_sees_an_unbounded_read(&w, "control_stock", "stock_items").await;
 }
 
@@ -265,15 +242,7 @@ async fn mortality_report_reads_one_page_of_flocks(engine: Engine) {
     let w = World::new(engine).await;
     many_flocks(&w, "South").await;
     let is_list = |sql: &str| sql.contains("group by p.id, p.name, p.house, p.head_count");
-    one_page(
-        &w,
-        "mortality_report",
-        json!({ "limit": 15 }),
-        "flocks",
-        15,
-        is_list,
-    )
-    .await;
+    one_page(&w, "mortality_report", json!({}), "flocks", 15, is_list).await;
 }
 
 on_both_engines!(

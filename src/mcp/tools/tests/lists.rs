@@ -4,7 +4,7 @@ use serde_json::json;
 use time::macros::date;
 
 use super::*;
-use crate::domain::Currency;
+use crate::domain::{Currency, LotStatus};
 use crate::storage::egg_lots::{self, NewEggLot};
 use crate::storage::stock::{self, NewStockItem};
 
@@ -138,11 +138,16 @@ async fn egg_lots_page_by_day_and_respect_scope(engine: Engine) {
     let w = World::new(engine).await;
     let store = w.store();
     let lots = [
-        (w.alpha, "A-0301", date!(2026 - 03 - 01), "in_store"),
-        (w.alpha, "A-0302", date!(2026 - 03 - 02), "shipped"),
-        (w.bravo, "B-0302", date!(2026 - 03 - 02), "in_store"),
-        (w.charlie, "C-0303", date!(2026 - 03 - 03), "in_store"),
-        (w.alpha, "A-0101", date!(2026 - 01 - 01), "in_store"),
+        (w.alpha, "A-0301", date!(2026 - 03 - 01), LotStatus::InStore),
+        (w.alpha, "A-0302", date!(2026 - 03 - 02), LotStatus::Shipped),
+        (w.bravo, "B-0302", date!(2026 - 03 - 02), LotStatus::InStore),
+        (
+            w.charlie,
+            "C-0303",
+            date!(2026 - 03 - 03),
+            LotStatus::InStore,
+        ),
+        (w.alpha, "A-0101", date!(2026 - 01 - 01), LotStatus::InStore),
     ];
     for (flock, code, laid_on, status) in lots {
         let lot = NewEggLot {
@@ -161,13 +166,7 @@ async fn egg_lots_page_by_day_and_respect_scope(engine: Engine) {
     let first = ok(store, &w.owner, "list_egg_lots", json!({ "limit": 2 })).await;
     assert_eq!(names(&first, "egg_lots", "lot_code"), ["C-0303", "B-0302"]);
     assert_eq!(first["egg_lots"][0]["house"], "South");
-    let rest = ok(
-        store,
-        &w.owner,
-        "list_egg_lots",
-        json!({ "limit": 2, "cursor": first["next_cursor"] }),
-    )
-    .await;
+    let rest = next_page(&w, "list_egg_lots", json!({ "limit": 2 }), &first).await;
     assert_eq!(names(&rest, "egg_lots", "lot_code"), ["A-0302", "A-0301"]);
     assert!(rest.get("next_cursor").is_none(), "{rest}");
 
@@ -261,21 +260,10 @@ async fn stock_is_priced_as_text_with_its_currency(engine: Engine) {
         );
         assert!(item.get("unit_cost_minor").is_none());
     }
-    let packaging = ok(
-        store,
-        &w.owner,
-        "stock_levels",
-        json!({ "category": "packaging", "limit": 1 }),
-    )
-    .await;
+    let one_packaging = json!({ "category": "packaging", "limit": 1 });
+    let packaging = ok(store, &w.owner, "stock_levels", one_packaging.clone()).await;
     assert_eq!(names(&packaging, "items", "name"), ["Egg boxes"]);
-    let more = ok(
-        store,
-        &w.owner,
-        "stock_levels",
-        json!({ "category": "packaging", "limit": 1, "cursor": packaging["next_cursor"] }),
-    )
-    .await;
+    let more = next_page(&w, "stock_levels", one_packaging, &packaging).await;
     assert_eq!(names(&more, "items", "name"), ["Trays"]);
 
     let other = farm(store, "Valley").await;

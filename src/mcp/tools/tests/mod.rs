@@ -204,6 +204,13 @@ pub async fn ok(store: &Store, ctx: &CallContext, tool: &str, arguments: Value) 
     }
 }
 
+/// The owner's page after `page` of `tool` called with `arguments`: the
+/// same arguments with `page`'s `next_cursor`.
+pub async fn next_page(w: &World, tool: &str, mut arguments: Value, page: &Value) -> Value {
+    arguments["cursor"] = page["next_cursor"].clone();
+    ok(w.store(), &w.owner, tool, arguments).await
+}
+
 /// The refusal message of a call that must be refused (an `isError` result).
 pub async fn refused(store: &Store, ctx: &CallContext, tool: &str, arguments: Value) -> String {
     match run(store, ctx, tool, arguments, NOW).await {

@@ -79,13 +79,7 @@ async fn mortality_is_reported_per_flock_with_its_rate(engine: Engine) {
     assert_eq!(first["flocks"][0]["days_recorded"], 2);
     assert_eq!(first["flocks"][0]["mortality_rate_percent"], 0.3);
     assert_eq!(first["flocks"][1]["mortality_rate_percent"], 1.0);
-    let rest = ok(
-        store,
-        &w.owner,
-        "mortality_report",
-        json!({ "limit": 2, "cursor": first["next_cursor"] }),
-    )
-    .await;
+    let rest = next_page(&w, "mortality_report", json!({ "limit": 2 }), &first).await;
     assert_eq!(names(&rest, "flocks", "flock"), ["Charlie"]);
     assert_eq!(rest["flocks"][0]["deaths"], 0);
     assert!(rest.get("next_cursor").is_none());
