@@ -157,18 +157,6 @@ pub fn credentials(header: Option<&str>) -> Result<Presented<'_>, Refusal> {
     Ok(Presented { scheme, token })
 }
 
-/// The token from an `Authorization` header value with the `Bearer`
-/// scheme only.
-pub fn bearer_token(header: Option<&str>) -> Result<&str, Refusal> {
-    match credentials(header)? {
-        Presented {
-            scheme: Scheme::Bearer,
-            token,
-        } => Ok(token),
-        _ => Err(Refusal::NoToken),
-    }
-}
-
 /// Whether a query string carries an `access_token` parameter.
 pub fn query_carries_token(query: Option<&str>) -> bool {
     query.is_some_and(|q| {
@@ -741,11 +729,16 @@ mod tests {
 
     #[test]
     fn the_header_must_carry_a_bearer_token_and_the_query_none() {
-        assert_eq!(bearer_token(None), Err(Refusal::NoToken));
-        assert_eq!(bearer_token(Some("Basic abc")), Err(Refusal::NoToken));
-        assert_eq!(bearer_token(Some("Bearer ")), Err(Refusal::NoToken));
-        assert_eq!(bearer_token(Some("bearer abc")), Ok("abc"));
-        assert_eq!(bearer_token(Some("DPoP abc")), Err(Refusal::NoToken));
+        assert_eq!(credentials(None), Err(Refusal::NoToken));
+        assert_eq!(credentials(Some("Basic abc")), Err(Refusal::NoToken));
+        assert_eq!(credentials(Some("Bearer ")), Err(Refusal::NoToken));
+        assert_eq!(
+            credentials(Some("bearer abc")),
+            Ok(Presented {
+                scheme: Scheme::Bearer,
+                token: "abc"
+            })
+        );
         assert_eq!(
             credentials(Some("dpop abc")),
             Ok(Presented {

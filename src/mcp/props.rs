@@ -8,7 +8,7 @@
 use proptest::prelude::*;
 use serde_json::{Value, json};
 
-use super::bearer::{self, Refusal};
+use super::bearer::{self, Presented, Refusal, Scheme};
 use super::wire::{self, SUPPORTED_VERSIONS, WireRefusal};
 
 fn header() -> impl Strategy<Value = String> {
@@ -29,13 +29,20 @@ fn header() -> impl Strategy<Value = String> {
 
 proptest! {
     #[test]
-    fn a_bearer_header_yields_its_trimmed_token_or_no_token(value in header()) {
-        match bearer::bearer_token(Some(&value)) {
-            Ok(token) => {
+    fn an_authorization_header_yields_its_scheme_and_trimmed_token_or_no_token(value in header()) {
+        match bearer::credentials(Some(&value)) {
+            Ok(Presented { scheme, token }) => {
                 prop_assert!(!token.is_empty());
                 prop_assert_eq!(token, token.trim());
-                let (scheme, rest) = value.trim().split_once(' ').unwrap_or_default();
-                prop_assert!(scheme.eq_ignore_ascii_case("bearer"));
+                let (word, rest) = value.trim().split_once(' ').unwrap_or_default();
+                let expected = if word.eq_ignore_ascii_case("bearer") {
+                    Some(Scheme::Bearer)
+                } else if word.eq_ignore_ascii_case("dpop") {
+                    Some(Scheme::Dpop)
+                } else {
+                    None
+                };
+                prop_assert_eq!(Some(scheme), expected);
                 prop_assert_eq!(rest.trim(), token);
             }
             Err(refusal) => prop_assert!(matches!(refusal, Refusal::NoToken)),
@@ -43,9 +50,16 @@ proptest! {
     }
 
     #[test]
-    fn a_well_formed_bearer_header_round_trips(token in "[A-Za-z0-9._~+/=-]{1,64}") {
-        let header = format!("Bearer {token}");
-        prop_assert_eq!(bearer::bearer_token(Some(&header)).ok(), Some(token.as_str()));
+    fn a_well_formed_header_round_trips(
+        dpop in any::<bool>(),
+        token in "[A-Za-z0-9._~+/=-]{1,64}",
+    ) {
+        let (word, scheme) = if dpop { ("DPoP", Scheme::Dpop) } else { ("Bearer", Scheme::Bearer) };
+        let header = format!("{word} {token}");
+        prop_assert_eq!(
+            bearer::credentials(Some(&header)),
+            Ok(Presented { scheme, token: token.as_str() })
+        );
     }
 }
 
