@@ -161,13 +161,13 @@ mod tests {
     fn the_cache_stays_bounded_and_sheds_expired_entries_first() {
         let cache = VerifiedTokens::default();
         for i in 0..CAPACITY - 1 {
-            cache.insert(token_hash(&format!("old-{i}")), "k1", claims(10), 0);
+            cache.insert(token_hash(&format!("old-{i}")), "k1", claims(20), 0);
         }
         let live = token_hash("live");
         cache.insert(live, "k1", claims(1_000), 0);
         assert_eq!(cache.len(), CAPACITY);
-        // At t=20 every "old" entry has expired: the next insert sheds them
-        // and keeps the live one.
+        // At t=20 every "old" entry has expired (an entry is dead at its
+        // exp): the next insert sheds them and keeps the live one.
         cache.insert(token_hash("new"), "k1", claims(1_000), 20);
         assert!(cache.get(&live, 20, |_| true).is_some());
         assert_eq!(cache.len(), 2);
@@ -175,5 +175,18 @@ mod tests {
             cache.insert(token_hash(&format!("flood-{i}")), "k1", claims(1_000), 20);
             assert!(cache.len() <= CAPACITY);
         }
+    }
+
+    #[test]
+    fn a_cache_full_of_live_entries_is_cut_to_half_at_the_next_insert() {
+        let cache = VerifiedTokens::default();
+        for i in 0..CAPACITY {
+            cache.insert(token_hash(&format!("live-{i}")), "k1", claims(1_000), 0);
+        }
+        assert_eq!(cache.len(), CAPACITY);
+        let newest = token_hash("newest");
+        cache.insert(newest, "k1", claims(1_000), 0);
+        assert_eq!(cache.len(), CAPACITY / 2);
+        assert!(cache.get(&newest, 0, |_| true).is_some());
     }
 }
