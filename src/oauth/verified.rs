@@ -146,6 +146,7 @@ mod tests {
         assert!(cache.get(&hash, 1, |kid| kid == "k2").is_none());
 
         cache.insert(hash, "k1", claims(100), 0);
+        assert!(!cache.is_empty());
         cache.forget_keys_except(|kid| kid == "k2");
         assert!(cache.is_empty());
     }
