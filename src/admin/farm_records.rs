@@ -8,6 +8,7 @@ use time::OffsetDateTime;
 
 use super::{AdminResult, check_name, parse_date, parse_head_count, refused};
 use crate::domain::{FarmId, FlockId, HouseId, Name};
+pub use crate::storage::farm_admin::Renamed;
 use crate::storage::farms::{self, NewFlock};
 use crate::storage::{StoreError, StoreResult, Tx, farm_admin};
 
@@ -43,13 +44,6 @@ pub async fn add_house(
     named(written, name, house_taken)
 }
 
-/// What a page renames: a house or a flock of the farm.
-#[derive(Clone, Copy, Debug)]
-pub enum Renamed {
-    House(HouseId),
-    Flock(FlockId),
-}
-
 /// Renames a house or a flock, checked as a new one's name is.
 pub async fn rename(tx: &mut Tx, farm: FarmId, what: Renamed, name: &str) -> AdminResult<String> {
     let (what_name, taken): (_, fn(&Name) -> String) = match what {
@@ -57,10 +51,7 @@ pub async fn rename(tx: &mut Tx, farm: FarmId, what: Renamed, name: &str) -> Adm
         Renamed::Flock(_) => ("flock", flock_taken),
     };
     let name = check_name(what_name, name)?;
-    let written = match what {
-        Renamed::House(house) => farm_admin::rename_house(tx, farm, house, &name).await,
-        Renamed::Flock(flock) => farm_admin::rename_flock(tx, farm, flock, &name).await,
-    };
+    let written = farm_admin::rename(tx, farm, what, &name).await;
     named(written, name, taken)
 }
 

@@ -11,7 +11,7 @@
 use time::OffsetDateTime;
 use uuid::Uuid;
 
-use super::{Exec, Sql, StoreError, StoreResult, Tx};
+use super::{Exec, Sql, StoreError, StoreResult, Tx, flock_limits};
 use crate::domain::{
     Access, AutomationAuth, AutomationId, FarmId, FarmSlug, Name, Role, ScopeSet, UserId,
 };
@@ -158,19 +158,12 @@ pub async fn insert(
         Err(StoreError::Conflict(_)) => return Ok(Inserted::NameTaken),
         Err(err) => return Err(err),
     }
-    for flock in new.access.limited_to().unwrap_or_default() {
-        let inserted = Sql::new(
-            "insert into automation_flocks (automation_id, flock_id)
-             select $1, id from flocks where id = $2 and farm_id = $3",
-        )
-        .bind(new.id.0)
-        .bind(flock.0)
-        .bind(new.farm.0)
-        .execute(tx)
+    let flocks = new.access.limited_to().unwrap_or_default();
+    let linked = flock_limits::AUTOMATIONS
+        .link(tx, new.id.0, new.farm, flocks)
         .await?;
-        if inserted == 0 {
-            return Ok(Inserted::UnknownFlock);
-        }
+    if !linked {
+        return Ok(Inserted::UnknownFlock);
     }
     Ok(Inserted::Done)
 }
@@ -201,18 +194,6 @@ pub async fn find(
         .bind(id.0)
         .fetch_optional(db)
         .await
-}
-
-/// (automation id, flock id) for every flock-limited automation of the farm.
-pub async fn restricted_flocks(db: &mut impl Exec, farm: FarmId) -> StoreResult<Vec<(Uuid, Uuid)>> {
-    Sql::new(
-        "select af.automation_id, af.flock_id from automation_flocks af
-         join flocks f on f.id = af.flock_id
-         where f.farm_id = $1",
-    )
-    .bind(farm.0)
-    .fetch_all(db)
-    .await
 }
 
 /// The automation's credential and what decides whether it may get a

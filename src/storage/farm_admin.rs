@@ -70,26 +70,27 @@ pub(super) async fn update_one_of_farm(tx: &mut Tx, update: Sql<'_>) -> StoreRes
     }
 }
 
-/// `Conflict` when the farm already has a house of that name.
-pub async fn rename_house(
-    tx: &mut Tx,
-    farm: FarmId,
-    house: HouseId,
-    name: &Name,
-) -> StoreResult<()> {
-    let update = Sql::new("update houses set name = $3 where farm_id = $1 and id = $2");
-    update_one_of_farm(tx, update.bind(farm.0).bind(house.0).bind(name.as_str())).await
+/// What can be renamed: a house or a flock of the farm.
+#[derive(Clone, Copy, Debug)]
+pub enum Renamed {
+    House(HouseId),
+    Flock(FlockId),
 }
 
-/// `Conflict` when the flock's house already has a flock of that name.
-pub async fn rename_flock(
-    tx: &mut Tx,
-    farm: FarmId,
-    flock: FlockId,
-    name: &Name,
-) -> StoreResult<()> {
-    let update = Sql::new("update flocks set name = $3 where farm_id = $1 and id = $2");
-    update_one_of_farm(tx, update.bind(farm.0).bind(flock.0).bind(name.as_str())).await
+/// Renames a house or a flock of `farm`. `Conflict` when the name is
+/// taken: by another of the farm's houses, or by another flock of the
+/// flock's house.
+pub async fn rename(tx: &mut Tx, farm: FarmId, what: Renamed, name: &Name) -> StoreResult<()> {
+    let (table, id) = match what {
+        Renamed::House(house) => ("houses", house.0),
+        Renamed::Flock(flock) => ("flocks", flock.0),
+    };
+    let update = format!("update {table} set name = $3 where farm_id = $1 and id = $2");
+    update_one_of_farm(
+        tx,
+        Sql::new(update).bind(farm.0).bind(id).bind(name.as_str()),
+    )
+    .await
 }
 
 /// Marks a flock depleted (all birds gone); its records stay.

@@ -30,14 +30,27 @@ pub async fn create(
     now: OffsetDateTime,
 ) -> StoreResult<FarmId> {
     let id = FarmId::new();
+    insert(tx, id, slug.as_str(), name.as_str(), now).await?;
+    Ok(id)
+}
+
+/// The farm row itself, under an id the caller chose: [`create`]'s, or the
+/// demo seed's (whose other rows already name it).
+pub(super) async fn insert(
+    tx: &mut Tx,
+    id: FarmId,
+    slug: &str,
+    name: &str,
+    now: OffsetDateTime,
+) -> StoreResult<()> {
     Sql::new("insert into farms (id, slug, name, created_at) values ($1, $2, $3, $4)")
         .bind(id.0)
-        .bind(slug.as_str())
-        .bind(name.as_str())
+        .bind(slug)
+        .bind(name)
         .bind(now)
         .execute(tx)
         .await?;
-    Ok(id)
+    Ok(())
 }
 
 const FARM_SELECT: &str = "select id, slug, name, suspended, connected_apps_enabled from farms";

@@ -9,7 +9,7 @@
 use time::OffsetDateTime;
 use uuid::Uuid;
 
-use super::{Exec, Sql, StoreResult, Tx};
+use super::{Exec, Sql, StoreResult, Tx, flock_limits};
 use crate::domain::{Access, FarmId, Role, UserId};
 
 crate::record! {
@@ -49,18 +49,6 @@ pub async fn find(db: &mut impl Exec, farm: FarmId, user: UserId) -> StoreResult
         .bind(user.0)
         .fetch_optional(db)
         .await
-}
-
-/// (user id, flock id) for every flock-restricted member of the farm.
-pub async fn restricted_flocks(db: &mut impl Exec, farm: FarmId) -> StoreResult<Vec<(Uuid, Uuid)>> {
-    Sql::new(
-        "select mf.user_id, mf.flock_id from membership_flocks mf
-         join flocks f on f.id = mf.flock_id
-         where f.farm_id = $1",
-    )
-    .bind(farm.0)
-    .fetch_all(db)
-    .await
 }
 
 /// One change to one member.
@@ -178,21 +166,10 @@ pub async fn change(
             .bind(user.0)
             .execute(tx)
             .await?;
-        for flock in access.limited_to().unwrap_or_default() {
-            // Inserted only when the flock is this farm's: another farm's
-            // id inserts nothing, and the caller drops the transaction.
-            let inserted = Sql::new(
-                "insert into membership_flocks (user_id, flock_id)
-                 select $1, id from flocks where id = $2 and farm_id = $3",
-            )
-            .bind(user.0)
-            .bind(flock.0)
-            .bind(farm.0)
-            .execute(tx)
-            .await?;
-            if inserted == 0 {
-                return Ok(MemberOutcome::UnknownFlock);
-            }
+        let flocks = access.limited_to().unwrap_or_default();
+        let linked = flock_limits::MEMBERS.link(tx, user.0, farm, flocks).await?;
+        if !linked {
+            return Ok(MemberOutcome::UnknownFlock);
         }
     }
     Ok(MemberOutcome::Done)

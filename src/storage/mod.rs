@@ -29,6 +29,7 @@ pub mod engine;
 pub mod farm_admin;
 pub mod farm_query;
 pub mod farms;
+pub mod flock_limits;
 pub mod flocks;
 pub mod grants;
 pub mod keys;

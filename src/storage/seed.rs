@@ -125,13 +125,7 @@ async fn insert(store: &Store, seed: &FarmSeed, now: OffsetDateTime) -> StoreRes
         return Ok(false);
     }
 
-    Sql::new("insert into farms (id, slug, name, created_at) values ($1, $2, $3, $4)")
-        .bind(seed.farm.0)
-        .bind(&seed.slug)
-        .bind(&seed.name)
-        .bind(at)
-        .execute(&mut tx)
-        .await?;
+    farms::insert(&mut tx, seed.farm, &seed.slug, &seed.name, now).await?;
 
     if !seed.houses.is_empty() {
         let mut sql = Sql::new("insert into houses (id, farm_id, name, created_at)");

@@ -12,9 +12,9 @@ use crate::admin::apps::Actor;
 use crate::admin::automations as automation_admin;
 use crate::domain::{AutomationAuth, AutomationId, FarmId, Scope};
 use crate::storage::automations::{self, AutomationRow};
-use crate::storage::farm_admin;
 use crate::storage::users::Account;
 use crate::storage::{Exec, Store, StoreResult};
+use crate::storage::{farm_admin, flock_limits};
 
 /// One automation as its card shows it.
 pub struct AutomationView {
@@ -55,7 +55,7 @@ impl AutomationView {
 pub(crate) async fn views(db: &mut impl Exec, farm: FarmId) -> StoreResult<Vec<AutomationView>> {
     let rows = automations::list(db, farm).await?;
     let farm_flocks = farm_admin::flocks(db, farm).await?;
-    let limits = Limits::new(automations::restricted_flocks(db, farm).await?);
+    let limits = Limits::new(flock_limits::AUTOMATIONS.of_farm(db, farm).await?);
     Ok(rows
         .iter()
         .map(|row| {

@@ -15,6 +15,7 @@ use super::flocks::{self, Limits};
 use super::{OwnerAction, PageRefusal, PageResult, audit_action, invalid};
 use crate::domain::{Access, FarmId, FlockId, Role, UserId};
 use crate::storage::farm_admin::{self, FlockAdminRow};
+use crate::storage::flock_limits;
 use crate::storage::members::{self, Member, MemberChange, MemberOutcome};
 use crate::storage::users::Account;
 use crate::storage::{Store, StoreResult, Tx};
@@ -52,7 +53,7 @@ pub async fn show(store: &Store, owner: &Account) -> PageResult<MembersView> {
     let mut db = store.read().await?;
     let rows = members::list(&mut db, farm).await?;
     let farm_flocks = farm_admin::flocks(&mut db, farm).await?;
-    let limits = Limits::new(members::restricted_flocks(&mut db, farm).await?);
+    let limits = Limits::new(flock_limits::MEMBERS.of_farm(&mut db, farm).await?);
     let members = rows
         .iter()
         .map(|m| member_view(m, owner, &farm_flocks, &limits))

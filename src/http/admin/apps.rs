@@ -7,45 +7,36 @@
 //! a page saying why; on again, the grants it stopped work again.
 
 use askama::Template;
-use axum::extract::{Path, Query, State};
+use axum::extract::{Path, State};
 use axum::response::{IntoResponse, Redirect, Response};
 use serde::Deserialize;
 
-use super::{OwnerPost, RequireOwner};
+use super::{Frame, OwnerForm, OwnerPage, OwnerPost, RequireOwner};
 use crate::admin::pages::apps::{self, Reach};
 use crate::admin::pages::automations::AutomationView;
 use crate::admin::pages::words::AppView;
 use crate::http::error::{PageError, render};
-use crate::http::pages::apps::{NoticeQuery, confirm_page, notice};
-use crate::http::pages::view::Nav;
+use crate::http::pages::apps::{confirm_page, notice};
 use crate::state::AppState;
 
 #[derive(Template)]
 #[template(path = "admin_apps.html")]
 struct AdminAppsPage {
-    nav: Nav,
-    tab: &'static str,
+    frame: Frame,
     farm_name: String,
     apps_enabled: bool,
     apps: Vec<AppView>,
     automations: Vec<AutomationView>,
-    notice: Option<&'static str>,
 }
 
-pub async fn show(
-    State(state): State<AppState>,
-    RequireOwner { owner, nav }: RequireOwner,
-    Query(query): Query<NoticeQuery>,
-) -> Result<Response, PageError> {
-    let view = apps::farm(&state.store, &owner.account).await?;
+pub async fn show(State(state): State<AppState>, page: OwnerPage) -> Result<Response, PageError> {
+    let view = apps::farm(&state.store, &page.owner.account).await?;
     Ok(render(&AdminAppsPage {
-        nav,
-        tab: "apps",
+        frame: page.frame("apps", notice),
         farm_name: view.farm_name,
         apps_enabled: view.apps_enabled,
         apps: view.apps,
         automations: view.automations,
-        notice: notice(query.done.as_deref()),
     }))
 }
 
@@ -57,9 +48,8 @@ pub struct SwitchForm {
 
 pub async fn switch(
     State(state): State<AppState>,
-    OwnerPost { owner, form }: OwnerPost,
+    OwnerForm { owner, form }: OwnerForm<SwitchForm>,
 ) -> Result<Response, PageError> {
-    let form: SwitchForm = form.fields()?;
     let (enabled, done) = match form.enabled.as_str() {
         "on" => (true, "/admin?done=apps-on"),
         "off" => (false, "/admin?done=apps-off"),

@@ -8,17 +8,15 @@ use axum::extract::{Query, State};
 use axum::response::Response;
 use serde::Deserialize;
 
-use super::RequireOwner;
+use super::{Frame, RequireOwner};
 use crate::admin::pages::audit::{self, AuditQuery, Choice, EntryView};
 use crate::http::error::{PageError, render};
-use crate::http::pages::view::Nav;
 use crate::state::AppState;
 
 #[derive(Template)]
 #[template(path = "admin_audit.html")]
 struct AuditPage {
-    nav: Nav,
-    tab: &'static str,
+    frame: Frame,
     users: Vec<Choice>,
     clients: Vec<Choice>,
     kinds: Vec<Choice>,
@@ -48,9 +46,13 @@ pub async fn show(
         before: &form.before,
     };
     let view = audit::show(&state.store, &owner.account, &query).await?;
-    Ok(render(&AuditPage {
+    let frame = Frame {
         nav,
         tab: "audit",
+        notice: None,
+    };
+    Ok(render(&AuditPage {
+        frame,
         users: view.users,
         clients: view.clients,
         kinds: view.kinds,

@@ -10,10 +10,10 @@
 //! command line; what the page shows is [`crate::admin::pages::automations`].
 
 use askama::Template;
-use axum::extract::{Path, Query, State};
+use axum::extract::{Path, State};
 use axum::response::{IntoResponse, Redirect, Response};
 
-use super::{OwnerPost, RequireOwner};
+use super::{Frame, OwnerPage, OwnerPost};
 use crate::admin::apps::Actor;
 use crate::admin::automations::{
     self as automation_admin, AutomationInput, CredentialInput, ROLES,
@@ -23,7 +23,6 @@ use crate::admin::pages::{PageRefusal, flocks};
 use crate::domain::{Role, ScopeSet};
 use crate::http::error::{PageError, render};
 use crate::http::form;
-use crate::http::pages::apps::NoticeQuery;
 use crate::http::pages::view::Nav;
 use crate::http::session::SignedIn;
 use crate::secrets::ClientSecret;
@@ -40,14 +39,12 @@ struct CreatedView {
 #[derive(Template)]
 #[template(path = "admin_automations.html")]
 struct AutomationsPage {
-    nav: Nav,
-    tab: &'static str,
+    frame: Frame,
     automations: Vec<AutomationView>,
     roles: [Role; 3],
     flocks: Vec<FlockOption>,
     scopes: Vec<ScopeOption>,
     created: Option<CreatedView>,
-    notice: Option<&'static str>,
     token_endpoint: String,
 }
 
@@ -60,33 +57,28 @@ fn notice(done: Option<&str>) -> Option<&'static str> {
     })
 }
 
-async fn page(
+/// The page in `frame`, with the automation just added shown once.
+async fn automations_page(
     state: &AppState,
     owner: &SignedIn,
-    nav: Nav,
+    frame: Frame,
     created: Option<CreatedView>,
-    notice: Option<&'static str>,
 ) -> Result<Response, PageError> {
     let view = automations::show(&state.store, &owner.account).await?;
     Ok(render(&AutomationsPage {
-        nav,
-        tab: "automations",
+        frame,
         automations: view.automations,
         roles: ROLES,
         flocks: view.flocks,
         scopes: view.scopes,
         created,
-        notice,
         token_endpoint: state.issuer.url("/token"),
     }))
 }
 
-pub async fn show(
-    State(state): State<AppState>,
-    RequireOwner { owner, nav }: RequireOwner,
-    Query(query): Query<NoticeQuery>,
-) -> Result<Response, PageError> {
-    page(&state, &owner, nav, None, notice(query.done.as_deref())).await
+pub async fn show(State(state): State<AppState>, page: OwnerPage) -> Result<Response, PageError> {
+    let (owner, frame) = page.split("automations", notice);
+    automations_page(&state, &owner, frame, None).await
 }
 
 pub async fn add(
@@ -132,8 +124,12 @@ pub async fn add(
         client_id: created.client_id,
         secret: created.secret,
     };
-    let nav = Nav::new(&owner, "admin").await?;
-    let mut response = page(&state, &owner, nav, Some(shown), None).await?;
+    let frame = Frame {
+        nav: Nav::new(&owner, "admin").await?,
+        tab: "automations",
+        notice: None,
+    };
+    let mut response = automations_page(&state, &owner, frame, Some(shown)).await?;
     // The secret is on this page only: no cache may keep it.
     response.headers_mut().insert(
         axum::http::header::CACHE_CONTROL,

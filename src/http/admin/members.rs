@@ -5,44 +5,35 @@
 //! [`crate::admin::pages::members`]'s.
 
 use askama::Template;
-use axum::extract::{Path, Query, State};
+use axum::extract::{Path, State};
 use axum::response::{IntoResponse, Redirect, Response};
 
-use super::{OwnerPost, RequireOwner};
+use super::{Frame, OwnerPage, OwnerPost};
 use crate::admin::pages::automations::AutomationView;
 use crate::admin::pages::members::{self, After, MemberForm, MemberView};
 use crate::domain::Role;
 use crate::http::error::{PageError, render};
 use crate::http::form;
-use crate::http::pages::apps::{NoticeQuery, notice};
-use crate::http::pages::view::Nav;
+use crate::http::pages::apps::notice;
 use crate::state::AppState;
 
 #[derive(Template)]
 #[template(path = "admin_members.html")]
 struct MembersPage {
-    nav: Nav,
-    tab: &'static str,
+    frame: Frame,
     members: Vec<MemberView>,
     roles: [Role; 4],
     /// The farm's automations: not members, but they act with a role too.
     automations: Vec<AutomationView>,
-    notice: Option<&'static str>,
 }
 
-pub async fn show(
-    State(state): State<AppState>,
-    RequireOwner { owner, nav }: RequireOwner,
-    Query(query): Query<NoticeQuery>,
-) -> Result<Response, PageError> {
-    let view = members::show(&state.store, &owner.account).await?;
+pub async fn show(State(state): State<AppState>, page: OwnerPage) -> Result<Response, PageError> {
+    let view = members::show(&state.store, &page.owner.account).await?;
     Ok(render(&MembersPage {
-        nav,
-        tab: "members",
+        frame: page.frame("members", notice),
         members: view.members,
         roles: Role::ALL,
         automations: view.automations,
-        notice: notice(query.done.as_deref()),
     }))
 }
 

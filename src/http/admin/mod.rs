@@ -9,7 +9,9 @@
 //! | `/admin/audit`: the audit log, newest first, paged and filtered | [`audit`] |
 //!
 //! [`RequireOwner`] lets owners through; anyone else signed in gets a 403
-//! page (and never sees the links). Every action is a POST taken as an
+//! page (and never sees the links). A page takes an [`OwnerPage`] (the
+//! owner and the `?done=` of the action that led to it) and renders in a
+//! [`Frame`]: navigation, tabs and notice, the same on every page. Every action is a POST taken as an
 //! [`OwnerPost`], which checks the session's CSRF token before a handler
 //! sees a field, behind the same-origin check of every page; each action is
 //! audited with who did it. While the farm is suspended every action is a
@@ -27,7 +29,7 @@ pub mod records;
 
 use axum::Router;
 use axum::body::Bytes;
-use axum::extract::{FromRequest, FromRequestParts, Request};
+use axum::extract::{FromRequest, FromRequestParts, Query, Request};
 use axum::http::request::Parts;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
@@ -36,6 +38,7 @@ use serde::de::DeserializeOwned;
 use crate::domain::Role;
 use crate::http::error::PageError;
 use crate::http::form;
+use crate::http::pages::apps::NoticeQuery;
 use crate::http::pages::view::{Nav, suspension_notice};
 use crate::http::session::{self, RequireUser, RequireUserRejection, SignedIn};
 use crate::oauth::params::Params;
@@ -89,6 +92,67 @@ impl FromRequestParts<AppState> for RequireOwner {
     }
 }
 
+/// What every admin page shows above its own content: the navigation bar,
+/// the open tab, and the one-line notice of the action that led here.
+pub struct Frame {
+    pub nav: Nav,
+    pub tab: &'static str,
+    pub notice: Option<&'static str>,
+}
+
+/// An owner's page: [`RequireOwner`], and the `?done=` of the action that
+/// redirected here, which the page words as its notice.
+pub struct OwnerPage {
+    pub owner: SignedIn,
+    nav: Nav,
+    done: Option<String>,
+}
+
+impl OwnerPage {
+    /// The frame of the tab `tab`; `notice` words this page's `?done=`
+    /// (anything it does not know shows nothing).
+    pub fn frame(
+        self,
+        tab: &'static str,
+        notice: fn(Option<&str>) -> Option<&'static str>,
+    ) -> Frame {
+        self.split(tab, notice).1
+    }
+
+    /// The owner and the frame, for a page that still needs the owner
+    /// once its frame is made.
+    pub fn split(
+        self,
+        tab: &'static str,
+        notice: fn(Option<&str>) -> Option<&'static str>,
+    ) -> (SignedIn, Frame) {
+        let frame = Frame {
+            nav: self.nav,
+            tab,
+            notice: notice(self.done.as_deref()),
+        };
+        (self.owner, frame)
+    }
+}
+
+impl FromRequestParts<AppState> for OwnerPage {
+    type Rejection = Response;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, Response> {
+        let RequireOwner { owner, nav } = RequireOwner::from_request_parts(parts, state)
+            .await
+            .map_err(IntoResponse::into_response)?;
+        let Query(query) = Query::<NoticeQuery>::from_request_parts(parts, state)
+            .await
+            .map_err(IntoResponse::into_response)?;
+        Ok(Self {
+            owner,
+            nav,
+            done: query.done,
+        })
+    }
+}
+
 /// Lets owners through; anyone else signed in is refused.
 fn owner_only(user: SignedIn) -> Result<SignedIn, PageError> {
     if user.account.role != Role::Owner {
@@ -106,6 +170,23 @@ fn owner_only(user: SignedIn) -> Result<SignedIn, PageError> {
 pub struct OwnerPost {
     pub owner: SignedIn,
     pub form: CheckedForm,
+}
+
+/// An admin action whose form is read as `T` ([`CheckedForm::fields`]),
+/// for the actions whose fields are all single.
+pub struct OwnerForm<T> {
+    pub owner: SignedIn,
+    pub form: T,
+}
+
+impl<T: DeserializeOwned> FromRequest<AppState> for OwnerForm<T> {
+    type Rejection = Response;
+
+    async fn from_request(request: Request, state: &AppState) -> Result<Self, Self::Rejection> {
+        let OwnerPost { owner, form } = OwnerPost::from_request(request, state).await?;
+        let form = form.fields().map_err(IntoResponse::into_response)?;
+        Ok(Self { owner, form })
+    }
 }
 
 /// A form body that passed the CSRF check.

@@ -4,15 +4,14 @@
 //! ([`crate::admin::pages::farm`]).
 
 use askama::Template;
-use axum::extract::{Path, Query, State};
+use axum::extract::{Path, State};
 use axum::response::{IntoResponse, Redirect, Response};
 use serde::Deserialize;
 
-use super::{OwnerPost, RequireOwner};
+use super::{Frame, OwnerForm, OwnerPage};
 use crate::admin::pages::farm::{self, FarmChange, Saved};
 use crate::http::error::{PageError, render};
-use crate::http::pages::apps::{NoticeQuery, notice};
-use crate::http::pages::view::Nav;
+use crate::http::pages::apps::notice;
 use crate::http::session::SignedIn;
 use crate::state::AppState;
 use crate::storage::farm_admin::{FlockAdminRow, HouseRow};
@@ -20,27 +19,19 @@ use crate::storage::farm_admin::{FlockAdminRow, HouseRow};
 #[derive(Template)]
 #[template(path = "admin_farm.html")]
 struct FarmPage {
-    nav: Nav,
-    tab: &'static str,
+    frame: Frame,
     houses: Vec<HouseRow>,
     flocks: Vec<FlockAdminRow>,
     today: String,
-    notice: Option<&'static str>,
 }
 
-pub async fn show(
-    State(state): State<AppState>,
-    RequireOwner { owner, nav }: RequireOwner,
-    Query(query): Query<NoticeQuery>,
-) -> Result<Response, PageError> {
-    let view = farm::show(&state.store, &owner.account, state.clock.now()).await?;
+pub async fn show(State(state): State<AppState>, page: OwnerPage) -> Result<Response, PageError> {
+    let view = farm::show(&state.store, &page.owner.account, state.clock.now()).await?;
     Ok(render(&FarmPage {
-        nav,
-        tab: "farm",
+        frame: page.frame("farm", notice),
         houses: view.houses,
         flocks: view.flocks,
         today: view.today,
-        notice: notice(query.done.as_deref()),
     }))
 }
 
@@ -84,9 +75,8 @@ pub struct FlockChangeForm {
 
 pub async fn add_house(
     State(state): State<AppState>,
-    OwnerPost { owner, form }: OwnerPost,
+    OwnerForm { owner, form }: OwnerForm<NameForm>,
 ) -> Result<Response, PageError> {
-    let form: NameForm = form.fields()?;
     let change = FarmChange::AddHouse { name: &form.name };
     save(&state, &owner, change).await
 }
@@ -94,9 +84,8 @@ pub async fn add_house(
 pub async fn rename_house(
     State(state): State<AppState>,
     Path(raw_id): Path<String>,
-    OwnerPost { owner, form }: OwnerPost,
+    OwnerForm { owner, form }: OwnerForm<NameForm>,
 ) -> Result<Response, PageError> {
-    let form: NameForm = form.fields()?;
     let change = FarmChange::RenameHouse {
         house: &raw_id,
         name: &form.name,
@@ -106,9 +95,8 @@ pub async fn rename_house(
 
 pub async fn add_flock(
     State(state): State<AppState>,
-    OwnerPost { owner, form }: OwnerPost,
+    OwnerForm { owner, form }: OwnerForm<NewFlockForm>,
 ) -> Result<Response, PageError> {
-    let form: NewFlockForm = form.fields()?;
     let change = FarmChange::AddFlock {
         house: &form.house,
         name: &form.name,
@@ -122,9 +110,8 @@ pub async fn add_flock(
 pub async fn change_flock(
     State(state): State<AppState>,
     Path(raw_id): Path<String>,
-    OwnerPost { owner, form }: OwnerPost,
+    OwnerForm { owner, form }: OwnerForm<FlockChangeForm>,
 ) -> Result<Response, PageError> {
-    let form: FlockChangeForm = form.fields()?;
     let change = FarmChange::ChangeFlock {
         flock: &raw_id,
         action: &form.action,

@@ -200,31 +200,21 @@ mod tests {
         let t0 = Instant::now();
         let s = Duration::from_secs;
         let activity = Activity::new(t0);
+        let limits = limits();
+        let deadline = || activity.deadline(&limits);
         // Never used: the header timeout, from the accept.
-        assert_eq!(
-            activity.deadline(&limits()),
-            Some((t0 + s(10), Expired::Header))
-        );
+        assert_eq!(deadline(), Some((t0 + s(10), Expired::Header)));
         // The first bytes do not restart it.
         activity.bytes_read(t0 + s(5));
-        assert_eq!(
-            activity.deadline(&limits()),
-            Some((t0 + s(10), Expired::Header))
-        );
+        assert_eq!(deadline(), Some((t0 + s(10), Expired::Header)));
         activity.request_started();
         activity.bytes_read(t0 + s(6));
-        assert_eq!(activity.deadline(&limits()), None);
+        assert_eq!(deadline(), None);
         // Answered: the idle timeout, from the answer.
         activity.request_answered(t0 + s(7));
-        assert_eq!(
-            activity.deadline(&limits()),
-            Some((t0 + s(67), Expired::Idle))
-        );
+        assert_eq!(deadline(), Some((t0 + s(67), Expired::Idle)));
         // The next request's head: the header timeout from its first byte.
         activity.bytes_read(t0 + s(30));
-        assert_eq!(
-            activity.deadline(&limits()),
-            Some((t0 + s(40), Expired::Header))
-        );
+        assert_eq!(deadline(), Some((t0 + s(40), Expired::Header)));
     }
 }

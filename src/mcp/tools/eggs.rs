@@ -5,7 +5,7 @@ use serde_json::{Value, json};
 
 use super::args::tool_args;
 use super::flocks::resolve_if_named;
-use super::{ToolCall, ToolError, ToolReply, internal};
+use super::{ToolCall, ToolReply, ToolResult, internal};
 use crate::domain::{EntryDate, LotStatus};
 use crate::storage::egg_lots::{self, EggLotFilter, EggLotKey, EggLotRow};
 
@@ -36,7 +36,7 @@ fn lot_json(lot: &EggLotRow) -> Value {
     })
 }
 
-pub async fn list_egg_lots(t: ToolCall<'_>, a: ListEggLotsArgs) -> Result<ToolReply, ToolError> {
+pub async fn list_egg_lots(t: ToolCall<'_>, a: ListEggLotsArgs) -> ToolResult {
     let ToolCall { db, ctx, now, .. } = t;
     let period = a.period(now)?;
     let (size, after) = a.page::<EggLotKey>(LIST)?;
@@ -51,8 +51,6 @@ pub async fn list_egg_lots(t: ToolCall<'_>, a: ListEggLotsArgs) -> Result<ToolRe
         .map_err(internal)?;
     let next = page.next_cursor(LIST, EggLotRow::key);
     let structured = json!({
-        "from": period.from().to_string(),
-        "to": period.to().to_string(),
         "egg_lots": page.items.iter().map(lot_json).collect::<Vec<_>>(),
     });
     let mut text = format!("Egg lots laid {} to {}:", period.from(), period.to());
@@ -71,5 +69,5 @@ pub async fn list_egg_lots(t: ToolCall<'_>, a: ListEggLotsArgs) -> Result<ToolRe
             lot.status
         ));
     }
-    Ok(ToolReply::page(structured, text, next, "lots"))
+    Ok(ToolReply::page(structured, text, next, "lots").over(period))
 }

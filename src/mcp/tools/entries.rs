@@ -11,7 +11,7 @@ use time::OffsetDateTime;
 
 use super::args::{self, invalid, tool_args};
 use super::flocks::resolve;
-use super::{ToolCall, ToolError, ToolReply, internal};
+use super::{ToolCall, ToolError, ToolReply, ToolResult, internal};
 use crate::domain::EntryDate;
 use crate::mcp::Caller;
 use crate::storage::audit::{AuditEvent, AuditKind};
@@ -93,10 +93,7 @@ fn entry_line(entry: &EntryRow) -> String {
     )
 }
 
-pub async fn list_daily_entries(
-    t: ToolCall<'_>,
-    a: ListDailyEntriesArgs,
-) -> Result<ToolReply, ToolError> {
+pub async fn list_daily_entries(t: ToolCall<'_>, a: ListDailyEntriesArgs) -> ToolResult {
     let ToolCall { db, ctx, now, .. } = t;
     let period = a.period(now)?;
     let (size, after) = a.page::<String>(LIST)?;
@@ -120,8 +117,6 @@ pub async fn list_daily_entries(
     let structured = json!({
         "flock": flock.name,
         "house": flock.house,
-        "from": period.from().to_string(),
-        "to": period.to().to_string(),
         "entries": page.items.iter().map(entry_json).collect::<Vec<_>>(),
     });
     let mut text = format!(
@@ -138,7 +133,7 @@ pub async fn list_daily_entries(
         text.push('\n');
         text.push_str(&entry_line(entry));
     }
-    Ok(ToolReply::page(structured, text, next, "entries"))
+    Ok(ToolReply::page(structured, text, next, "entries").over(period))
 }
 
 /// The checked arguments of a write, before the flock is known.
@@ -214,10 +209,7 @@ fn refuse_if_impossible(
     Ok(())
 }
 
-pub async fn record_daily_entry(
-    t: ToolCall<'_>,
-    a: RecordDailyEntryArgs,
-) -> Result<ToolReply, ToolError> {
+pub async fn record_daily_entry(t: ToolCall<'_>, a: RecordDailyEntryArgs) -> ToolResult {
     let ToolCall {
         store,
         db,

@@ -10,7 +10,7 @@ use serde_json::{Value, json};
 
 use super::args::{self, invalid, tool_args};
 use super::entries::entry_json;
-use super::{ToolCall, ToolError, ToolReply, internal};
+use super::{ToolCall, ToolError, ToolReply, ToolResult, internal};
 use crate::domain::{EntryDate, FlockStatus, PageSize, Period};
 use crate::mcp::CallContext;
 use crate::storage::Reader;
@@ -123,7 +123,7 @@ fn flock_line(flock: &FlockRow, today: EntryDate) -> String {
     )
 }
 
-pub async fn list_flocks(t: ToolCall<'_>, a: ListFlocksArgs) -> Result<ToolReply, ToolError> {
+pub async fn list_flocks(t: ToolCall<'_>, a: ListFlocksArgs) -> ToolResult {
     let ToolCall { db, ctx, now, .. } = t;
     let (size, after) = a.page::<FlockKey>(LIST)?;
     let filter = FlockFilter {
@@ -150,7 +150,7 @@ pub async fn list_flocks(t: ToolCall<'_>, a: ListFlocksArgs) -> Result<ToolReply
     Ok(ToolReply::page(structured, text, next, "flocks"))
 }
 
-pub async fn get_flock(t: ToolCall<'_>, a: GetFlockArgs) -> Result<ToolReply, ToolError> {
+pub async fn get_flock(t: ToolCall<'_>, a: GetFlockArgs) -> ToolResult {
     let ToolCall { db, ctx, now, .. } = t;
     let flock = resolve(db, ctx, &a.flock, a.house.as_deref()).await?;
     let today = EntryDate::today(now);

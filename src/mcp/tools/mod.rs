@@ -29,6 +29,7 @@ use time::OffsetDateTime;
 
 use super::CallContext;
 use super::catalog::{self, ToolAccess, ToolSpec};
+use crate::domain::Period;
 use crate::storage::{Reader, Store, StoreError};
 
 /// One tool as `tools/list` shows it.
@@ -40,6 +41,9 @@ pub struct ToolDefinition {
     /// JSON Schema of the arguments, generated from the argument type.
     pub input_schema: Map<String, Value>,
 }
+
+/// What every tool handler returns.
+pub type ToolResult = Result<ToolReply, ToolError>;
 
 /// A successful tool answer: structured content plus a text rendering.
 #[derive(Clone, Debug)]
@@ -60,6 +64,14 @@ impl ToolReply {
             ));
         }
         Self { structured, text }
+    }
+
+    /// The answer over `period`: its structured content names the days it
+    /// covers as `from` and `to`, in the same words for every tool.
+    pub fn over(mut self, period: Period) -> Self {
+        self.structured["from"] = Value::String(period.from().to_string());
+        self.structured["to"] = Value::String(period.to().to_string());
+        self
     }
 }
 
@@ -127,7 +139,7 @@ pub async fn call(
     name: &str,
     arguments: Map<String, Value>,
     now: OffsetDateTime,
-) -> Result<ToolReply, ToolError> {
+) -> ToolResult {
     match catalog::access(name, ctx.role, &ctx.scopes) {
         ToolAccess::Allowed => {}
         ToolAccess::Hidden => {

@@ -9,7 +9,7 @@ use serde_json::{Value, json};
 
 use super::args::tool_args;
 use super::flocks::resolve_if_named;
-use super::{ToolCall, ToolError, ToolReply, internal};
+use super::{ToolCall, ToolReply, ToolResult, internal};
 use crate::domain::EntryDate;
 use crate::storage::daily_entries::{self, DayTotals, FlockDeaths};
 use crate::storage::flocks::{FlockKey, FlockRow};
@@ -63,10 +63,7 @@ fn day_json(day: &DayTotals) -> Value {
     })
 }
 
-pub async fn production_summary(
-    t: ToolCall<'_>,
-    a: ProductionSummaryArgs,
-) -> Result<ToolReply, ToolError> {
+pub async fn production_summary(t: ToolCall<'_>, a: ProductionSummaryArgs) -> ToolResult {
     let ToolCall { db, ctx, now, .. } = t;
     let period = a.period(now)?;
     let flock = resolve_if_named(db, ctx, a.flock.as_deref(), a.house.as_deref()).await?;
@@ -95,8 +92,6 @@ pub async fn production_summary(
     };
     let structured = json!({
         "subject": subject,
-        "from": period.from().to_string(),
-        "to": period.to().to_string(),
         "days_in_period": period.days(),
         "days_recorded": recorded,
         "eggs_collected": eggs,
@@ -122,7 +117,7 @@ pub async fn production_summary(
         percent_text(lay_rate),
         sum(|d| d.mortality),
     );
-    Ok(ToolReply { structured, text })
+    Ok(ToolReply { structured, text }.over(period))
 }
 
 fn deaths_json(row: &FlockDeaths) -> Value {
@@ -136,10 +131,7 @@ fn deaths_json(row: &FlockDeaths) -> Value {
     })
 }
 
-pub async fn mortality_report(
-    t: ToolCall<'_>,
-    a: MortalityReportArgs,
-) -> Result<ToolReply, ToolError> {
+pub async fn mortality_report(t: ToolCall<'_>, a: MortalityReportArgs) -> ToolResult {
     let ToolCall { db, ctx, now, .. } = t;
     let period = a.period(now)?;
     let (size, after) = a.page::<FlockKey>(DEATHS_LIST)?;
@@ -161,8 +153,6 @@ pub async fn mortality_report(
         .map_err(internal)?;
     let next = page.next_cursor(DEATHS_LIST, FlockDeaths::key);
     let structured = json!({
-        "from": period.from().to_string(),
-        "to": period.to().to_string(),
         "total_deaths": total,
         "flocks": page.items.iter().map(deaths_json).collect::<Vec<_>>(),
     });
@@ -181,5 +171,5 @@ pub async fn mortality_report(
             percent_text(percent(row.deaths, row.head_count.get()))
         ));
     }
-    Ok(ToolReply::page(structured, text, next, "flocks"))
+    Ok(ToolReply::page(structured, text, next, "flocks").over(period))
 }

@@ -6,7 +6,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::args::tool_args;
-use super::{ToolCall, ToolError, ToolReply, internal};
+use super::{ToolCall, ToolError, ToolReply, ToolResult, internal};
 use crate::domain::{Currency, Money};
 use crate::storage::stock::{self, StockKey, StockRow};
 
@@ -74,7 +74,7 @@ fn item_json(p: &Priced<'_>) -> Value {
     })
 }
 
-pub async fn stock_levels(t: ToolCall<'_>, a: StockLevelsArgs) -> Result<ToolReply, ToolError> {
+pub async fn stock_levels(t: ToolCall<'_>, a: StockLevelsArgs) -> ToolResult {
     let ToolCall { db, ctx, .. } = t;
     let (size, after) = a.page::<StockKey>(LIST)?;
     let page = stock::list_page(

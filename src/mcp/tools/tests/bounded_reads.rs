@@ -21,9 +21,9 @@ use tracing_subscriber::{Layer, Registry};
 use super::*;
 use crate::domain::paging::MAX_PAGE_SIZE;
 use crate::domain::{Currency, EntryDate, LotStatus};
-use crate::storage::Sql;
 use crate::storage::egg_lots::{self, NewEggLot};
 use crate::storage::stock::{self, NewStockItem};
+use crate::storage::{Sql, StoreResult, Tx};
 
 /// (statement text, rows the database returned), for every statement run
 /// by any test while this layer is installed.
@@ -125,6 +125,18 @@ async fn the_capture_sees_an_unbounded_read(w: &World, marker: &str, table: &str
     assert!(counts.iter().any(|n| *n >= MANY as u64), "{counts:?}");
 }
 
+/// [`MANY`] rows of the farm, the `n`th written by `add(tx, n)`, all in
+/// one transaction.
+async fn add_many(w: &World, add: impl AsyncFn(&mut Tx, usize) -> StoreResult<()>) {
+    in_tx(w.store(), async |tx| {
+        for n in 0..MANY {
+            add(tx, n).await?;
+        }
+        Ok(())
+    })
+    .await
+}
+
 /// [`MANY`] flocks in `house`.
 async fn many_flocks(w: &World, house: &str) {
     for n in 0..MANY {
@@ -152,7 +164,7 @@ async fn one_page(
     is_list: impl Fn(&str) -> bool,
 ) {
     args["limit"] = json!(n);
-    let page = ok(w.store(), &w.owner, tool, args).await;
+    let page = w.ok(tool, args).await;
     assert_eq!(page[key].as_array().unwrap().len(), n);
     assert_bounded(tool, is_list, n as u64).await;
 }
@@ -193,8 +205,7 @@ async fn list_daily_entries_reads_one_page(engine: Engine) {
 async fn list_egg_lots_reads_one_page(engine: Engine) {
     capture();
     let w = World::new(engine).await;
-    let store = w.store();
-    for n in 0..MANY {
+    add_many(&w, async |tx, n| {
         let lot = NewEggLot {
             flock: w.alpha,
             lot_code: &format!("L{n:04}"),
@@ -203,11 +214,9 @@ async fn list_egg_lots_reads_one_page(engine: Engine) {
             quantity: 30,
             status: LotStatus::InStore,
         };
-        in_tx(store, async |tx| {
-            egg_lots::add(tx, w.farm.id, &lot, NOW).await
-        })
-        .await;
-    }
+        egg_lots::add(tx, w.farm.id, &lot, NOW).await
+    })
+    .await;
     let is_list = |sql: &str| sql.contains("order by l.laid_on desc, l.lot_code desc");
     one_page(&w, "list_egg_lots", json!({}), "egg_lots", 11, is_list).await;
     the_capture_sees_an_unbounded_read(&w, "control_lots", "egg_lots").await;
@@ -216,9 +225,8 @@ async fn list_egg_lots_reads_one_page(engine: Engine) {
 async fn stock_levels_reads_one_page(engine: Engine) {
     capture();
     let w = World::new(engine).await;
-    let store = w.store();
     let eur = Currency::parse("EUR").unwrap();
-    for n in 0..MANY {
+    add_many(&w, async |tx, n| {
         let item = NewStockItem {
             category: "feed",
             name: &format!("Feed {n:04}"),
@@ -227,11 +235,9 @@ async fn stock_levels_reads_one_page(engine: Engine) {
             unit_cost_minor: 100,
             currency: eur,
         };
-        in_tx(store, async |tx| {
-            stock::add(tx, w.farm.id, &item, NOW).await
-        })
-        .await;
-    }
+        stock::add(tx, w.farm.id, &item, NOW).await
+    })
+    .await;
     let is_list = |sql: &str| sql.contains("order by s.category, s.name");
     one_page(&w, "stock_levels", json!({}), "items", 13, is_list).await;
     the_capture_sees_an_unbounded_read(&w, "control_stock", "stock_items").await;

@@ -83,35 +83,25 @@ async fn another_farm_s_flocks_are_not_found(engine: Engine) {
     assert_eq!(names(&seen, "flocks", "name"), ["Delta"]);
     let message = refused(store, &valley, "get_flock", json!({ "flock": "Alpha" })).await;
     assert_eq!(message, r#"no flock named "Alpha""#);
-    let hillside = ok(store, &w.owner, "list_flocks", json!({})).await;
+    let hillside = w.ok("list_flocks", json!({})).await;
     assert!(!names(&hillside, "flocks", "name").contains(&"Delta".to_owned()));
-    refused(store, &w.owner, "get_flock", json!({ "flock": "Delta" })).await;
+    w.refused("get_flock", json!({ "flock": "Delta" })).await;
 }
 
 async fn a_shared_name_is_refused_with_its_candidates(engine: Engine) {
     let w = World::new(engine).await;
     let store = w.store();
     flock(store, &w.farm, "South", "Alpha", "2025-11-01", 600).await;
-    let message = refused(store, &w.owner, "get_flock", json!({ "flock": "Alpha" })).await;
+    let message = w.refused("get_flock", json!({ "flock": "Alpha" })).await;
     assert_eq!(
         message,
         r#"several flocks are named "Alpha": "Alpha" in house "North"; "Alpha" in house "South". Pass `house` to choose one."#
     );
-    let record = refused(
-        store,
-        &w.owner,
-        "record_daily_entry",
-        json!({ "flock": "Alpha", "date": "2026-03-09", "eggs_collected": 1 }),
-    )
-    .await;
+    let record = record_refused(store, &w.owner, "Alpha", "2026-03-09", 1).await;
     assert!(record.starts_with("several flocks"), "{record}");
-    let south = ok(
-        store,
-        &w.owner,
-        "get_flock",
-        json!({ "flock": "Alpha", "house": "South" }),
-    )
-    .await;
+    let south = w
+        .ok("get_flock", json!({ "flock": "Alpha", "house": "South" }))
+        .await;
     assert_eq!(south["flock"]["head_count"], 600);
     // A worker who can see only one of them is not told about the other.
     let worker = w.worker("worker@hillside.example", &[w.alpha]).await;
@@ -125,7 +115,7 @@ async fn get_flock_shows_the_last_seven_days(engine: Engine) {
     for (date, eggs) in [("2026-03-02", 5), ("2026-03-04", 900), ("2026-03-10", 950)] {
         record(store, &w.owner, "Alpha", date, eggs).await;
     }
-    let reply = ok(store, &w.owner, "get_flock", json!({ "flock": "Alpha" })).await;
+    let reply = w.ok("get_flock", json!({ "flock": "Alpha" })).await;
     let week = &reply["last_7_days"];
     assert_eq!(week["from"], "2026-03-04");
     assert_eq!(week["to"], "2026-03-10");

@@ -23,27 +23,23 @@ async fn daily_entries_page_newest_first_within_the_period(engine: Engine) {
     }
     record(store, &w.owner, "Bravo", "2026-03-05", 400).await;
     let args = json!({ "flock": "Alpha", "from": "2026-03-02", "to": "2026-03-08", "limit": 3 });
-    let first = ok(store, &w.owner, "list_daily_entries", args.clone()).await;
+    let first = w.ok("list_daily_entries", args.clone()).await;
     let dates = |reply: &Value| names(reply, "entries", "date");
     assert_eq!(dates(&first), ["2026-03-08", "2026-03-07", "2026-03-06"]);
     assert_eq!(first["entries"][0]["eggs_collected"], 908);
     let mut next = args.clone();
     next["cursor"] = first["next_cursor"].clone();
-    let second = ok(store, &w.owner, "list_daily_entries", next.clone()).await;
+    let second = w.ok("list_daily_entries", next.clone()).await;
     assert_eq!(dates(&second), ["2026-03-05", "2026-03-04", "2026-03-03"]);
     next["cursor"] = second["next_cursor"].clone();
-    let third = ok(store, &w.owner, "list_daily_entries", next).await;
+    let third = w.ok("list_daily_entries", next).await;
     assert_eq!(dates(&third), ["2026-03-02"]);
     assert!(third.get("next_cursor").is_none());
 
     // Defaults: the 30 days ending today.
-    let recent = ok(
-        store,
-        &w.owner,
-        "list_daily_entries",
-        json!({ "flock": "Alpha" }),
-    )
-    .await;
+    let recent = w
+        .ok("list_daily_entries", json!({ "flock": "Alpha" }))
+        .await;
     assert_eq!(
         (recent["from"].clone(), recent["to"].clone()),
         (json!("2026-02-09"), json!("2026-03-10"))
@@ -163,28 +159,21 @@ async fn egg_lots_page_by_day_and_respect_scope(engine: Engine) {
         })
         .await;
     }
-    let first = ok(store, &w.owner, "list_egg_lots", json!({ "limit": 2 })).await;
+    let first = w.ok("list_egg_lots", json!({ "limit": 2 })).await;
     assert_eq!(names(&first, "egg_lots", "lot_code"), ["C-0303", "B-0302"]);
     assert_eq!(first["egg_lots"][0]["house"], "South");
     let rest = next_page(&w, "list_egg_lots", json!({ "limit": 2 }), &first).await;
     assert_eq!(names(&rest, "egg_lots", "lot_code"), ["A-0302", "A-0301"]);
     assert!(rest.get("next_cursor").is_none(), "{rest}");
 
-    let shipped = ok(
-        store,
-        &w.owner,
-        "list_egg_lots",
-        json!({ "status": "shipped" }),
-    )
-    .await;
+    let shipped = w.ok("list_egg_lots", json!({ "status": "shipped" })).await;
     assert_eq!(names(&shipped, "egg_lots", "lot_code"), ["A-0302"]);
-    let january = ok(
-        store,
-        &w.owner,
-        "list_egg_lots",
-        json!({ "from": "2026-01-01", "to": "2026-01-31", "flock": "Alpha" }),
-    )
-    .await;
+    let january = w
+        .ok(
+            "list_egg_lots",
+            json!({ "from": "2026-01-01", "to": "2026-01-31", "flock": "Alpha" }),
+        )
+        .await;
     assert_eq!(names(&january, "egg_lots", "lot_code"), ["A-0101"]);
 
     let worker = w.worker("worker@hillside.example", &[w.bravo]).await;
@@ -261,7 +250,7 @@ async fn stock_is_priced_as_text_with_its_currency(engine: Engine) {
         assert!(item.get("unit_cost_minor").is_none());
     }
     let one_packaging = json!({ "category": "packaging", "limit": 1 });
-    let packaging = ok(store, &w.owner, "stock_levels", one_packaging.clone()).await;
+    let packaging = w.ok("stock_levels", one_packaging.clone()).await;
     assert_eq!(names(&packaging, "items", "name"), ["Egg boxes"]);
     let more = next_page(&w, "stock_levels", one_packaging, &packaging).await;
     assert_eq!(names(&more, "items", "name"), ["Trays"]);

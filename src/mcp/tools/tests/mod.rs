@@ -160,6 +160,16 @@ impl World {
         &self.db.store
     }
 
+    /// Calls a tool as the farm's owner; it must succeed ([`ok`]).
+    pub async fn ok(&self, tool: &str, arguments: Value) -> Value {
+        ok(self.store(), &self.owner, tool, arguments).await
+    }
+
+    /// Calls a tool as the farm's owner; it must be refused ([`refused`]).
+    pub async fn refused(&self, tool: &str, arguments: Value) -> String {
+        refused(self.store(), &self.owner, tool, arguments).await
+    }
+
     /// A worker restricted to `flocks`, and their context.
     pub async fn worker(&self, email: &str, flocks: &[FlockId]) -> CallContext {
         let id = member(self.store(), &self.farm, email, Role::Worker, Some(flocks)).await;
@@ -208,7 +218,7 @@ pub async fn ok(store: &Store, ctx: &CallContext, tool: &str, arguments: Value) 
 /// same arguments with `page`'s `next_cursor`.
 pub async fn next_page(w: &World, tool: &str, mut arguments: Value, page: &Value) -> Value {
     arguments["cursor"] = page["next_cursor"].clone();
-    ok(w.store(), &w.owner, tool, arguments).await
+    w.ok(tool, arguments).await
 }
 
 /// The refusal message of a call that must be refused (an `isError` result).
@@ -237,13 +247,26 @@ pub fn names(reply: &Value, key: &str, field: &str) -> Vec<String> {
         .collect()
 }
 
+/// The arguments of `record_daily_entry` for `eggs` collected from `flock`
+/// on `date`, and nothing else.
+fn entry(flock: &str, date: &str, eggs: i64) -> Value {
+    json!({ "flock": flock, "date": date, "eggs_collected": eggs })
+}
+
 /// Records an entry through the tool as `ctx`, at NOW.
 pub async fn record(store: &Store, ctx: &CallContext, flock: &str, date: &str, eggs: i64) -> Value {
-    ok(
-        store,
-        ctx,
-        "record_daily_entry",
-        json!({ "flock": flock, "date": date, "eggs_collected": eggs }),
-    )
-    .await
+    let arguments = entry(flock, date, eggs);
+    ok(store, ctx, "record_daily_entry", arguments).await
+}
+
+/// The refusal of recording that entry as `ctx`, at NOW.
+pub async fn record_refused(
+    store: &Store,
+    ctx: &CallContext,
+    flock: &str,
+    date: &str,
+    eggs: i64,
+) -> String {
+    let arguments = entry(flock, date, eggs);
+    refused(store, ctx, "record_daily_entry", arguments).await
 }

@@ -45,24 +45,18 @@ fn full_entry() -> Value {
 async fn an_identical_replay_changes_nothing_and_audits_once(engine: Engine) {
     let w = World::new(engine).await;
     let store = w.store();
-    let first = ok(store, &w.owner, "record_daily_entry", full_entry()).await;
+    let first = w.ok("record_daily_entry", full_entry()).await;
     assert_eq!(first["replayed"], false);
     assert_eq!(first["change"], "created");
     assert_eq!(first["entry"]["version"], 1);
     assert_eq!(first["entry"]["notes"], "fan fixed");
     assert_eq!(first["house"], "North");
 
-    let again = ok(store, &w.owner, "record_daily_entry", full_entry()).await;
+    let again = w.ok("record_daily_entry", full_entry()).await;
     assert_eq!(again["replayed"], true);
     assert_eq!(again["entry"], first["entry"]);
     // Sending only part of the same entry is a replay too.
-    let partial = ok(
-        store,
-        &w.owner,
-        "record_daily_entry",
-        json!({ "flock": "Alpha", "date": "2026-03-09", "eggs_collected": 930 }),
-    )
-    .await;
+    let partial = record(store, &w.owner, "Alpha", "2026-03-09", 930).await;
     assert_eq!(partial["replayed"], true);
     assert_eq!(partial["entry"]["version"], 1);
 
@@ -83,14 +77,8 @@ async fn an_identical_replay_changes_nothing_and_audits_once(engine: Engine) {
 async fn an_update_keeps_omitted_fields_and_moves_the_version(engine: Engine) {
     let w = World::new(engine).await;
     let store = w.store();
-    ok(store, &w.owner, "record_daily_entry", full_entry()).await;
-    let updated = ok(
-        store,
-        &w.owner,
-        "record_daily_entry",
-        json!({ "flock": "Alpha", "date": "2026-03-09", "eggs_collected": 950 }),
-    )
-    .await;
+    w.ok("record_daily_entry", full_entry()).await;
+    let updated = record(store, &w.owner, "Alpha", "2026-03-09", 950).await;
     assert_eq!(updated["replayed"], false);
     assert_eq!(updated["change"], "updated");
     let entry = &updated["entry"];
@@ -105,12 +93,12 @@ async fn an_update_keeps_omitted_fields_and_moves_the_version(engine: Engine) {
 async fn a_stale_expected_version_is_a_conflict_showing_the_entry(engine: Engine) {
     let w = World::new(engine).await;
     let store = w.store();
-    ok(store, &w.owner, "record_daily_entry", full_entry()).await;
+    w.ok("record_daily_entry", full_entry()).await;
     record(store, &w.owner, "Alpha", "2026-03-09", 940).await;
     let mut stale = full_entry();
     stale["eggs_collected"] = json!(999);
     stale["expected_version"] = json!(1);
-    let message = refused(store, &w.owner, "record_daily_entry", stale.clone()).await;
+    let message = w.refused("record_daily_entry", stale.clone()).await;
     assert!(
         message.starts_with(
             r#"conflict: the entry for "Alpha" (North) on 2026-03-09 is at version 2, not 1"#
@@ -122,7 +110,7 @@ async fn a_stale_expected_version_is_a_conflict_showing_the_entry(engine: Engine
     assert_eq!(tool_writes(store, w.farm.id).await.len(), 2);
 
     stale["expected_version"] = json!(2);
-    let written = ok(store, &w.owner, "record_daily_entry", stale).await;
+    let written = w.ok("record_daily_entry", stale).await;
     assert_eq!(written["entry"]["version"], 3);
     assert_eq!(written["entry"]["eggs_collected"], 999);
 
@@ -130,12 +118,10 @@ async fn a_stale_expected_version_is_a_conflict_showing_the_entry(engine: Engine
     let mut create_only = full_entry();
     create_only["expected_version"] = json!(0);
     create_only["eggs_collected"] = json!(1);
-    let message = refused(store, &w.owner, "record_daily_entry", create_only).await;
+    let message = w.refused("record_daily_entry", create_only).await;
     assert!(message.contains("is at version 3, not 0"), "{message}");
     // Expecting an entry that does not exist is a conflict too.
-    let message = refused(
-        store,
-        &w.owner,
+    let message = w.refused(
         "record_daily_entry",
         json!({ "flock": "Alpha", "date": "2026-03-08", "eggs_collected": 1, "expected_version": 1 }),
     )
@@ -154,10 +140,10 @@ async fn a_replay_with_an_old_expected_version_is_still_a_replay(engine: Engine)
     let call = json!({
         "flock": "Alpha", "date": "2026-03-09", "eggs_collected": 901, "expected_version": 1
     });
-    let first = ok(store, &w.owner, "record_daily_entry", call.clone()).await;
+    let first = w.ok("record_daily_entry", call.clone()).await;
     assert_eq!(first["entry"]["version"], 2);
     // The client lost the answer and sends the same call again.
-    let again = ok(store, &w.owner, "record_daily_entry", call).await;
+    let again = w.ok("record_daily_entry", call).await;
     assert_eq!(again["replayed"], true);
     assert_eq!(again["entry"]["version"], 2);
     assert_eq!(tool_writes(store, w.farm.id).await.len(), 2);
@@ -169,7 +155,7 @@ async fn a_write_refused_for_the_date_succeeds_once_the_day_has_come(engine: Eng
     // NOW is 2026-03-10 12:00 UTC: 2026-03-11 has begun east of UTC+12,
     // 2026-03-12 has begun nowhere.
     let call = json!({ "flock": "Alpha", "date": "2026-03-12", "eggs_collected": 910 });
-    let message = refused(store, &w.owner, "record_daily_entry", call.clone()).await;
+    let message = w.refused("record_daily_entry", call.clone()).await;
     assert_eq!(
         message,
         "2026-03-12 is in the future; record a day once it has begun"
@@ -195,13 +181,7 @@ async fn a_write_refused_for_the_date_succeeds_once_the_day_has_come(engine: Eng
     assert_eq!(reply.structured["change"], "created");
     assert_eq!(tool_writes(store, w.farm.id).await.len(), 1);
 
-    let tomorrow = ok(
-        store,
-        &w.owner,
-        "record_daily_entry",
-        json!({ "flock": "Alpha", "date": "2026-03-11", "eggs_collected": 1 }),
-    )
-    .await;
+    let tomorrow = record(store, &w.owner, "Alpha", "2026-03-11", 1).await;
     assert_eq!(tomorrow["change"], "created");
 }
 
@@ -211,7 +191,7 @@ async fn a_write_refused_for_mortality_succeeds_after_the_head_count_is_fixed(en
     let call = json!({
         "flock": "Bravo", "date": "2026-03-09", "eggs_collected": 400, "mortality": 501
     });
-    let message = refused(store, &w.owner, "record_daily_entry", call.clone()).await;
+    let message = w.refused("record_daily_entry", call.clone()).await;
     assert_eq!(
         message,
         r#"mortality 501 exceeds flock "Bravo"'s head count of 500"#
@@ -220,7 +200,7 @@ async fn a_write_refused_for_mortality_succeeds_after_the_head_count_is_fixed(en
         flock_store::set_head_count(tx, w.farm.id, w.bravo, 520).await
     })
     .await;
-    let reply = ok(store, &w.owner, "record_daily_entry", call).await;
+    let reply = w.ok("record_daily_entry", call).await;
     assert_eq!(reply["change"], "created");
     assert_eq!(reply["entry"]["mortality"], 501);
     assert_eq!(tool_writes(store, w.farm.id).await.len(), 1);
@@ -229,13 +209,7 @@ async fn a_write_refused_for_mortality_succeeds_after_the_head_count_is_fixed(en
 async fn a_day_before_placement_is_refused(engine: Engine) {
     let w = World::new(engine).await;
     let store = w.store();
-    let message = refused(
-        store,
-        &w.owner,
-        "record_daily_entry",
-        json!({ "flock": "Charlie", "date": "2026-01-04", "eggs_collected": 0 }),
-    )
-    .await;
+    let message = record_refused(store, &w.owner, "Charlie", "2026-01-04", 0).await;
     assert_eq!(
         message,
         r#"2026-01-04 is before flock "Charlie" was placed on 2026-01-05"#
@@ -247,13 +221,7 @@ async fn writes_outside_the_scope_or_the_farm_are_not_found(engine: Engine) {
     let w = World::new(engine).await;
     let store = w.store();
     let worker = w.worker("worker@hillside.example", &[w.alpha]).await;
-    let message = refused(
-        store,
-        &worker,
-        "record_daily_entry",
-        json!({ "flock": "Bravo", "date": "2026-03-09", "eggs_collected": 1 }),
-    )
-    .await;
+    let message = record_refused(store, &worker, "Bravo", "2026-03-09", 1).await;
     assert_eq!(message, r#"no flock named "Bravo""#);
     let mine = record(store, &worker, "Alpha", "2026-03-09", 7).await;
     assert_eq!(mine["entry"]["recorded_by"], "worker@hillside.example");
@@ -261,13 +229,7 @@ async fn writes_outside_the_scope_or_the_farm_are_not_found(engine: Engine) {
     let other = farm(store, "Valley").await;
     let stranger = member(store, &other, "owner@valley.example", Role::Owner, None).await;
     let stranger = context(&other, stranger, Role::Owner, None);
-    let message = refused(
-        store,
-        &stranger,
-        "record_daily_entry",
-        json!({ "flock": "Alpha", "date": "2026-03-09", "eggs_collected": 1 }),
-    )
-    .await;
+    let message = record_refused(store, &stranger, "Alpha", "2026-03-09", 1).await;
     assert_eq!(message, r#"no flock named "Alpha""#);
     assert_eq!(stored_entries(store, w.farm.id).await, 1);
     assert_eq!(stored_entries(store, other.id).await, 0);

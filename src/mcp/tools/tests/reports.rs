@@ -5,7 +5,6 @@ use serde_json::json;
 use super::*;
 
 async fn seed(w: &World) {
-    let store = w.store();
     let entries = [
         ("Alpha", "2026-03-08", 900, 1),
         ("Alpha", "2026-03-09", 950, 2),
@@ -14,9 +13,7 @@ async fn seed(w: &World) {
         ("Charlie", "2026-02-01", 600, 9),
     ];
     for (flock, date, eggs, deaths) in entries {
-        ok(
-            store,
-            &w.owner,
+        w.ok(
             "record_daily_entry",
             json!({ "flock": flock, "date": date, "eggs_collected": eggs, "mortality": deaths }),
         )
@@ -28,7 +25,7 @@ async fn production_is_summed_per_day_with_the_lay_rate(engine: Engine) {
     let w = World::new(engine).await;
     seed(&w).await;
     let store = w.store();
-    let farm = ok(store, &w.owner, "production_summary", json!({})).await;
+    let farm = w.ok("production_summary", json!({})).await;
     assert_eq!(farm["from"], "2026-03-04");
     assert_eq!(farm["to"], "2026-03-10");
     assert_eq!(farm["days_in_period"], 7);
@@ -43,13 +40,12 @@ async fn production_is_summed_per_day_with_the_lay_rate(engine: Engine) {
     assert_eq!(farm["days"][1]["hens"], 2300);
     assert_eq!(farm["days"][1]["lay_rate_percent"], 89.1);
 
-    let alpha = ok(
-        store,
-        &w.owner,
-        "production_summary",
-        json!({ "flock": "Alpha", "from": "2026-03-09", "to": "2026-03-09" }),
-    )
-    .await;
+    let alpha = w
+        .ok(
+            "production_summary",
+            json!({ "flock": "Alpha", "from": "2026-03-09", "to": "2026-03-09" }),
+        )
+        .await;
     assert_eq!(
         alpha["subject"],
         json!({ "flock": "Alpha", "house": "North" })
@@ -71,7 +67,7 @@ async fn mortality_is_reported_per_flock_with_its_rate(engine: Engine) {
     let w = World::new(engine).await;
     seed(&w).await;
     let store = w.store();
-    let first = ok(store, &w.owner, "mortality_report", json!({ "limit": 2 })).await;
+    let first = w.ok("mortality_report", json!({ "limit": 2 })).await;
     assert_eq!(first["from"], "2026-02-09");
     assert_eq!(first["total_deaths"], 8);
     assert_eq!(names(&first, "flocks", "flock"), ["Alpha", "Bravo"]);
@@ -84,13 +80,12 @@ async fn mortality_is_reported_per_flock_with_its_rate(engine: Engine) {
     assert_eq!(rest["flocks"][0]["deaths"], 0);
     assert!(rest.get("next_cursor").is_none());
 
-    let longer = ok(
-        store,
-        &w.owner,
-        "mortality_report",
-        json!({ "flock": "Charlie", "from": "2026-01-01", "to": "2026-03-10" }),
-    )
-    .await;
+    let longer = w
+        .ok(
+            "mortality_report",
+            json!({ "flock": "Charlie", "from": "2026-01-01", "to": "2026-03-10" }),
+        )
+        .await;
     assert_eq!(longer["total_deaths"], 9);
     assert_eq!(names(&longer, "flocks", "flock"), ["Charlie"]);
 
