@@ -165,34 +165,48 @@ async fn batches_are_refused(engine: Engine) {
     );
 }
 
-async fn a_chunked_body_over_64_kib_is_cut_while_reading(engine: Engine) {
+/// `chunks` sent as a chunked `/mcp` POST (no `Content-Length`, so the cap
+/// can only be applied while reading), and the raw answer.
+async fn post_chunked(app: &TestApp, token: &str, chunks: &[&[u8]]) -> String {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    let (app, viewer) = TestApp::with_member(engine, "viewer").await;
-    let tokens = app.connect(&viewer, "farm:read").await;
     let authority = app.address.trim_start_matches("http://").to_owned();
     let mut stream = tokio::net::TcpStream::connect(&authority).await.unwrap();
-    // No Content-Length: the cap can only be applied while reading.
     let head = format!(
-        "POST /mcp HTTP/1.1\r\nHost: {authority}\r\nAuthorization: Bearer {}\r\n\
+        "POST /mcp HTTP/1.1\r\nHost: {authority}\r\nAuthorization: Bearer {token}\r\n\
          Accept: application/json, text/event-stream\r\nContent-Type: application/json\r\n\
          MCP-Protocol-Version: 2025-11-25\r\nTransfer-Encoding: chunked\r\n\
-         Connection: close\r\n\r\n",
-        tokens.access_token
+         Connection: close\r\n\r\n"
     );
     stream.write_all(head.as_bytes()).await.unwrap();
-    let chunk = vec![b' '; 16 * 1024];
-    for _ in 0..5 {
+    for chunk in chunks {
         let _ = stream
             .write_all(format!("{:x}\r\n", chunk.len()).as_bytes())
             .await;
-        let _ = stream.write_all(&chunk).await;
+        let _ = stream.write_all(chunk).await;
         let _ = stream.write_all(b"\r\n").await;
     }
     let _ = stream.write_all(b"0\r\n\r\n").await;
     let mut answer = Vec::new();
     let _ = stream.read_to_end(&mut answer).await;
-    let answer = String::from_utf8_lossy(&answer);
+    String::from_utf8_lossy(&answer).into_owned()
+}
+
+async fn a_chunked_body_over_64_kib_is_cut_while_reading(engine: Engine) {
+    let (app, viewer) = TestApp::with_member(engine, "viewer").await;
+    let tokens = app.connect(&viewer, "farm:read").await;
+    let chunk = vec![b' '; 16 * 1024];
+    let answer = post_chunked(&app, &tokens.access_token, &[chunk.as_slice(); 5]).await;
     assert!(answer.starts_with("HTTP/1.1 413"), "{answer}");
+
+    // Exactly 64 KiB, in four chunks, is read whole and answered.
+    let message = br#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#;
+    let mut body = vec![b' '; 64 * 1024 - message.len()];
+    body.extend_from_slice(message);
+    let chunks: Vec<&[u8]> = body.chunks(16 * 1024).collect();
+    assert_eq!(chunks.len(), 4);
+    let answer = post_chunked(&app, &tokens.access_token, &chunks).await;
+    assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+    assert!(answer.contains("list_flocks"), "{answer}");
 }
 
 /// httpx writes a request's head and body separately; a 401 sent before the
