@@ -168,6 +168,19 @@ async fn json_that_is_not_json_rpc_is_400_32600(engine: Engine) {
         // JSON, but not a JSON-RPC message.
         let a = probe.post(wire, &json!({"id": 3, "hello": true})).await;
         assert_eq!((a.status, code(&a)), (400, -32600), "{wire:?} not JSON-RPC");
+        // JSON-RPC 2.0 but no method: past Coop's envelope check, refused
+        // by rmcp's reader (a 415 there), answered as the invalid request
+        // it is, with its id.
+        let a = probe
+            .post(wire, &json!({"jsonrpc": "2.0", "id": 3, "hello": true}))
+            .await;
+        assert_eq!(
+            (a.status, code(&a)),
+            (400, -32600),
+            "{wire:?} no method: {}",
+            a.body
+        );
+        assert_eq!(a.body["id"], 3, "{wire:?} no method");
     }
 }
 
