@@ -10,6 +10,7 @@ use coop::config::{Issuer, SignInLimits};
 
 use crate::helpers::{
     Browser, Engine, TestApp, TestUser, cookie_jar_builder, form_value, location, retry_after,
+    set_cookie, set_cookie_header,
 };
 use crate::on_both_engines;
 
@@ -106,13 +107,7 @@ async fn five_wrong_guesses(app: &TestApp, user: &TestUser) {
 async fn presenting(app: &TestApp, device: &str, email: &str, password: &str) -> reqwest::Response {
     let client = crate::helpers::no_cookies();
     let login = client.get(app.url("/login")).send().await.unwrap();
-    let form_cookie = login
-        .headers()
-        .get_all("set-cookie")
-        .iter()
-        .map(|v| v.to_str().unwrap().split(';').next().unwrap().to_owned())
-        .find(|v| v.starts_with("coop_form="))
-        .unwrap();
+    let form_cookie = set_cookie(&login, "coop_form").unwrap();
     let csrf = form_value(&login.text().await.unwrap(), "csrf").unwrap();
     client
         .post(app.url("/login"))
@@ -268,13 +263,7 @@ async fn a_device_cookie_counts_only_as_issued_and_only_for_its_account(engine: 
     // Ann's device cookie, taken out of her browser.
     let browser = fresh_browser();
     let response = sign_in(&app, &browser, &user.email, &user.password).await;
-    let cookie = response
-        .headers()
-        .get_all("set-cookie")
-        .iter()
-        .map(|v| v.to_str().unwrap().to_owned())
-        .find(|v| v.starts_with("coop_device="))
-        .expect("a device cookie at sign-in");
+    let cookie = set_cookie_header(&response, "coop_device").expect("a device cookie at sign-in");
     assert!(cookie.contains("HttpOnly"), "{cookie}");
     assert!(cookie.contains("SameSite=Strict"), "{cookie}");
     assert!(cookie.contains("Max-Age="), "{cookie}");

@@ -417,6 +417,18 @@ impl TestApp {
         self.db_scalar(sql).await
     }
 
+    /// Asserts that `sql`, a `select count(*)`, counts `expected` rows (the
+    /// failure names the query).
+    pub async fn assert_count(&self, sql: &str, expected: i64) {
+        assert_eq!(self.db_count(sql).await, expected, "{sql}");
+    }
+
+    /// How many OAuth clients are stored (registered, pre-registered or
+    /// remembered from a metadata document).
+    pub async fn client_count(&self) -> i64 {
+        self.db_count("select count(*) from oauth_clients").await
+    }
+
     /// The one text value `sql` selects.
     pub async fn db_text(&self, sql: &str) -> String {
         self.db_scalar(sql).await
