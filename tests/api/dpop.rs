@@ -653,14 +653,9 @@ async fn seen_proofs_are_forgotten_once_too_old(engine: Engine) {
 
 async fn a_browser_client_may_send_a_proof_and_read_the_nonce(engine: Engine) {
     let app = TestApp::spawn_with(engine, |c| c.dpop_require_nonce = true).await;
-    let preflight = reqwest::Client::new()
-        .request(reqwest::Method::OPTIONS, app.url("/token"))
-        .header("origin", "https://inspector.example")
-        .header("access-control-request-method", "POST")
-        .header("access-control-request-headers", "content-type, dpop")
-        .send()
-        .await
-        .unwrap();
+    let preflight = app
+        .preflight("/token", "https://inspector.example", "content-type, dpop")
+        .await;
     assert_eq!(preflight.status(), 204);
     let allowed = preflight.headers()["access-control-allow-headers"]
         .to_str()

@@ -240,14 +240,9 @@ async fn housekeeping_deletes_unused_registrations(engine: Engine) {
 
 async fn browsers_may_call_the_json_endpoints_cross_origin(engine: Engine) {
     let app = TestApp::spawn(engine).await;
-    let preflight = reqwest::Client::new()
-        .request(reqwest::Method::OPTIONS, app.url("/token"))
-        .header("origin", "http://localhost:6274")
-        .header("access-control-request-method", "POST")
-        .header("access-control-request-headers", "content-type")
-        .send()
-        .await
-        .unwrap();
+    let preflight = app
+        .preflight("/token", "http://localhost:6274", "content-type")
+        .await;
     assert_eq!(preflight.status(), 204);
     assert_eq!(preflight.headers()["access-control-allow-origin"], "*");
     assert!(

@@ -211,6 +211,32 @@ impl TestApp {
             .unwrap()
     }
 
+    /// GETs `path` with `MCP-Protocol-Version: version` (a version no
+    /// metadata endpoint may refuse) and asserts a 200.
+    pub async fn get_despite_mcp_version(&self, path: &str, version: &str) -> reqwest::Response {
+        let response = self.get_with(path, ("mcp-protocol-version", version)).await;
+        assert_eq!(response.status(), 200, "{path}");
+        response
+    }
+
+    /// A CORS preflight of a POST to `path` from the page `origin`, asking
+    /// to send `request_headers`.
+    pub async fn preflight(
+        &self,
+        path: &str,
+        origin: &str,
+        request_headers: &str,
+    ) -> reqwest::Response {
+        reqwest::Client::new()
+            .request(reqwest::Method::OPTIONS, self.url(path))
+            .header("origin", origin)
+            .header("access-control-request-method", "POST")
+            .header("access-control-request-headers", request_headers)
+            .send()
+            .await
+            .unwrap()
+    }
+
     /// Signs in with the app's own browser (see [`Browser::sign_in`]);
     /// returns the POST's answer.
     pub async fn sign_in(&self, email: &str, password: &str) -> reqwest::Response {
