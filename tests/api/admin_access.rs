@@ -186,26 +186,23 @@ async fn every_admin_action_needs_the_owner_and_the_csrf_token(engine: Engine) {
     // Nothing happened: the worker's app works, the records are as made.
     app.assert_works(&mut tokens).await;
     assert_eq!(app.audit_count("admin_action").await, 0);
-    assert_eq!(
-        app.db_count("select count(*) from users where disabled or credential_epoch <> 0")
-            .await,
-        0
-    );
-    assert_eq!(
-        app.db_count("select count(*) from memberships where role = 'viewer'")
-            .await,
-        1
-    );
-    assert_eq!(
-        app.db_count("select count(*) from houses where name in ('East', 'Renamed')")
-            .await,
-        0
-    );
-    assert_eq!(
-        app.db_count("select count(*) from flocks where name <> 'Hens A' or status <> 'active'")
-            .await,
-        0
-    );
+    app.assert_count(
+        "select count(*) from users where disabled or credential_epoch <> 0",
+        0,
+    )
+    .await;
+    app.assert_count("select count(*) from memberships where role = 'viewer'", 1)
+        .await;
+    app.assert_count(
+        "select count(*) from houses where name in ('East', 'Renamed')",
+        0,
+    )
+    .await;
+    app.assert_count(
+        "select count(*) from flocks where name <> 'Hens A' or status <> 'active'",
+        0,
+    )
+    .await;
     let (code, out, _) = app.cli(&["admin", "apps", "list"]).await;
     assert_eq!(code, 0);
     assert_eq!(out.lines().count(), 1, "{out}");

@@ -79,11 +79,11 @@ async fn the_owner_adds_renames_and_depletes(engine: Engine) {
         "{html}"
     );
     assert!(!html.contains("Mark depleted"));
-    assert_eq!(
-        app.db_count("select count(*) from flocks where status = 'depleted' and name = 'Flock B'")
-            .await,
-        1
-    );
+    app.assert_count(
+        "select count(*) from flocks where status = 'depleted' and name = 'Flock B'",
+        1,
+    )
+    .await;
     assert_eq!(app.audit_count("admin_action").await, 5);
 }
 
@@ -174,11 +174,8 @@ async fn farm_record_refusals(engine: Engine) {
     let response = owner.submit("/admin/houses", &[("name", "East")]).await;
     assert_page(response, 403, "Please try again").await;
 
-    assert_eq!(
-        app.db_count("select count(*) from flocks where status = 'depleted'")
-            .await,
-        0
-    );
+    app.assert_count("select count(*) from flocks where status = 'depleted'", 0)
+        .await;
     assert_eq!(
         app.db_count(
             "select (select count(*) from houses where name = 'Mine now' or name = 'East')

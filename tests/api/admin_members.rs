@@ -368,9 +368,6 @@ async fn member_refusals(engine: Engine) {
     let response = act(&owner, &id, &[("action", "explode")]).await;
     assert_page(response, 400, "Choose an action.").await;
     assert_eq!(app.audit_count("admin_action").await, 0);
-    assert_eq!(
-        app.db_count("select count(*) from users where disabled")
-            .await,
-        0
-    );
+    app.assert_count("select count(*) from users where disabled", 0)
+        .await;
 }

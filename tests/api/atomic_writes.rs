@@ -83,11 +83,11 @@ async fn a_tool_write_without_its_audit_row_writes_nothing(engine: Engine) {
         "not remembered as done: {reply}"
     );
     assert_eq!(app.db_count("select count(*) from daily_entries").await, 1);
-    assert_eq!(
-        app.db_count("select count(*) from audit_log where kind = 'tool_write'")
-            .await,
-        1
-    );
+    app.assert_count(
+        "select count(*) from audit_log where kind = 'tool_write'",
+        1,
+    )
+    .await;
 }
 
 async fn a_consent_without_its_audit_row_grants_nothing(engine: Engine) {
@@ -102,11 +102,8 @@ async fn a_consent_without_its_audit_row_grants_nothing(engine: Engine) {
     let response = browser.accept(&html, &["farm:read"]).await;
     assert_eq!(response.status(), 500);
     assert_eq!(app.db_count("select count(*) from grants").await, 0);
-    assert_eq!(
-        app.db_count("select count(*) from authorization_codes")
-            .await,
-        0
-    );
+    app.assert_count("select count(*) from authorization_codes", 0)
+        .await;
 
     allow_audit_rows(&app).await;
     let html = browser.open_consent(&path).await;
@@ -174,11 +171,8 @@ async fn a_member_change_without_its_audit_row_changes_nothing(engine: Engine) {
     refuse_audit_rows(&app).await;
     let response = owner.submit(&path, &disable).await;
     assert_eq!(response.status(), 500);
-    assert_eq!(
-        app.db_count("select count(*) from users where disabled")
-            .await,
-        0
-    );
+    app.assert_count("select count(*) from users where disabled", 0)
+        .await;
     app.assert_works(&mut tokens).await;
 
     allow_audit_rows(&app).await;

@@ -19,10 +19,6 @@ on_both_engines!(
     a_member_named_twice_is_refused,
 );
 
-async fn clients(app: &TestApp) -> i64 {
-    app.db_count("select count(*) from oauth_clients").await
-}
-
 async fn non_canonical_redirect_uris_are_refused_and_nothing_is_stored(engine: Engine) {
     // More registrations than an address may make in an hour.
     let app = TestApp::spawn_with(engine, |config| config.register_rate_limit = 0).await;
@@ -56,7 +52,7 @@ async fn non_canonical_redirect_uris_are_refused_and_nothing_is_stored(engine: E
             .await;
         assert_oauth_error(response, 400, "invalid_redirect_uri").await;
     }
-    assert_eq!(clients(&app).await, 0);
+    assert_eq!(app.client_count().await, 0);
     // The command line refuses them the same way, on one line.
     let (code, out, err) = app
         .cli(&[
@@ -72,7 +68,7 @@ async fn non_canonical_redirect_uris_are_refused_and_nothing_is_stored(engine: E
     assert_eq!(code, 1, "{out}");
     assert_eq!(err.trim_end().lines().count(), 1, "{err}");
     assert!(err.contains("canonical"), "{err}");
-    assert_eq!(clients(&app).await, 0);
+    assert_eq!(app.client_count().await, 0);
 }
 
 async fn a_registered_redirect_uri_is_stored_in_canonical_form(engine: Engine) {
@@ -141,7 +137,7 @@ async fn names_with_bidi_or_invisible_characters_are_refused(engine: Engine) {
             .await;
         assert_oauth_error(response, 400, "invalid_client_metadata").await;
     }
-    assert_eq!(clients(&app).await, 0);
+    assert_eq!(app.client_count().await, 0);
     // A right-to-left name is a name like any other.
     let response = app
         .register(&json!({"redirect_uris": [REDIRECT_URI], "client_name": "مساعد المزرعة"}))
@@ -214,7 +210,7 @@ async fn only_json_bodies_may_register(engine: Engine) {
         let response = request.send().await.unwrap();
         assert_oauth_error(response, 415, "invalid_request").await;
     }
-    assert_eq!(clients(&app).await, 0);
+    assert_eq!(app.client_count().await, 0);
     // application/json, with a charset, is taken.
     let response = reqwest::Client::new()
         .post(app.url("/register"))
@@ -243,5 +239,5 @@ async fn a_member_named_twice_is_refused(engine: Engine) {
             .unwrap();
         assert_oauth_error(response, 400, "invalid_client_metadata").await;
     }
-    assert_eq!(clients(&app).await, 0);
+    assert_eq!(app.client_count().await, 0);
 }

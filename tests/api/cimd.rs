@@ -4,7 +4,6 @@
 //! it belong to the authorization server; plus the `coop serve` settings.
 
 use std::net::{IpAddr, Ipv4Addr};
-use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use coop::config::CimdTestSettings;
@@ -12,9 +11,9 @@ use coop::oauth::cimd::{CimdError, CimdFetcher, MAX_DOCUMENT_BYTES};
 use serde_json::{Value, json};
 use time::OffsetDateTime;
 use time::macros::datetime;
-use tokio::io::{AsyncBufReadExt, AsyncReadExt, BufReader};
 
 use crate::helpers::run_cli;
+use crate::serve::Server;
 use crate::tls_host::{Reply, TlsHost};
 
 const NOW: OffsetDateTime = datetime!(2026-12-01 12:00:00 UTC);
@@ -404,42 +403,14 @@ async fn an_extra_ca_that_is_not_a_certificate_is_a_one_line_configuration_error
 async fn serve_log(args: &[&str], env: &[(&str, &str)]) -> String {
     let dir = tempfile::tempdir().unwrap();
     let url = format!("sqlite://{}", dir.path().join("coop.db").display());
-    let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_coop"));
-    command
-        .args(["serve", "--bind", "127.0.0.1:0"])
-        .args(args)
-        .env("COOP_DATABASE_URL", &url)
-        .env_remove("RUST_LOG")
-        .env("COOP_LOG_FORMAT", "json")
-        .env_remove("COOP_CIMD_TEST_EXTRA_CA")
-        .env_remove("COOP_CIMD_TEST_ALLOW_LOOPBACK")
-        .envs(env.iter().copied())
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true);
-    let mut child = command.spawn().unwrap();
-    let mut stdout = BufReader::new(child.stdout.take().unwrap()).lines();
-    let serving = tokio::time::timeout(Duration::from_secs(60), async {
-        while let Some(line) = stdout.next_line().await.unwrap() {
-            if line.contains("Coop is serving") {
-                return;
-            }
-        }
-        panic!("coop serve exited before serving");
-    });
-    serving.await.expect("coop serve did not start within 60 s");
-    child.start_kill().unwrap();
-    let _ = child.wait().await;
-    let mut log = String::new();
-    child
-        .stderr
-        .take()
-        .unwrap()
-        .read_to_string(&mut log)
+    let env: Vec<(&str, &str)> = [("COOP_LOG_FORMAT", "json")]
+        .into_iter()
+        .chain(env.iter().copied())
+        .collect();
+    Server::start(&url, args, &env)
         .await
-        .unwrap();
-    log
+        .kill_returning_logs()
+        .await
 }
 
 #[tokio::test]

@@ -238,7 +238,7 @@ async fn a_document_naming_another_client_id_gets_a_page(engine: Engine) {
     assert_eq!(host.hits(path_of), 1);
     // Nothing recorded for it.
     assert_eq!(
-        app.db_count("select count(*) from oauth_clients").await,
+        app.client_count().await,
         0,
         "no client row for a refused document"
     );

@@ -155,21 +155,7 @@ async fn usage_mistakes_are_one_line_refusals(engine: Engine) {
 async fn user_add_prints_a_generated_password_that_signs_in(engine: Engine) {
     let app = TestApp::spawn(engine).await;
     let farm = app.add_farm("Hillside Farm").await;
-    let out = ok(
-        &app,
-        &[
-            "admin",
-            "user",
-            "add",
-            "--farm",
-            &farm,
-            "--email",
-            "Ann@Hillside.example",
-            "--role",
-            "manager",
-        ],
-    )
-    .await;
+    let out = ok(&app, &user_add(&farm, "Ann@Hillside.example", "manager")).await;
     let (email, password) = out.trim_end().split_once('\t').expect("email<TAB>password");
     assert_eq!(email, "Ann@Hillside.example");
     assert_eq!(password.len(), 20, "{password:?}");
@@ -183,17 +169,10 @@ async fn user_add_prints_a_generated_password_that_signs_in(engine: Engine) {
     let (code, out, err) = app
         .cli_with_stdin(
             &[
-                "admin",
-                "user",
-                "add",
-                "--farm",
-                &farm,
-                "--email",
-                "bo@hillside.example",
-                "--role",
-                "viewer",
-                "--password-stdin",
-            ],
+                user_add(&farm, "bo@hillside.example", "viewer"),
+                vec!["--password-stdin"],
+            ]
+            .concat(),
             Some("a long enough password\n"),
         )
         .await;

@@ -29,7 +29,7 @@ use crate::helpers::mcp::{self, BOTH_SCOPES, Wire};
 use crate::helpers::oauth::Tokens;
 use crate::helpers::{Engine, TestApp, TestDatabase, flock_add};
 use crate::on_both_engines;
-use crate::serve::Server;
+use crate::serve::{NO_RATE_LIMITS, Server};
 
 on_both_engines!(kill_9_loses_no_acknowledged_call_and_leaves_one_live_token_per_family);
 
@@ -103,15 +103,6 @@ fn kill_after() -> Duration {
     Duration::from_millis(200 + u64::from(nanos % 600))
 }
 
-const SERVE_ARGS: [&str; 6] = [
-    "--mcp-rate-limit",
-    "0",
-    "--mcp-subject-rate-limit",
-    "0",
-    "--token-rate-limit",
-    "0",
-];
-
 async fn kill_9_loses_no_acknowledged_call_and_leaves_one_live_token_per_family(engine: Engine) {
     let runs: usize = env_or("COOP_CRASH_RUNS", 2);
     let binary =
@@ -119,7 +110,7 @@ async fn kill_9_loses_no_acknowledged_call_and_leaves_one_live_token_per_family(
     let db = Arc::new(TestDatabase::create(engine).await);
     let bind = free_address();
     let database_url = db.url_string();
-    let start = || Server::start_binary(&binary, &bind, &database_url, &SERVE_ARGS, &[]);
+    let start = || Server::start_binary(&binary, &bind, &database_url, &NO_RATE_LIMITS, &[]);
     let mut server = start().await;
     let app = Arc::new(TestApp::attach(&server.issuer, db.clone()));
 

@@ -34,7 +34,7 @@ use crate::helpers::{
     Browser, Engine, TestApp, TestDatabase, TestUser, cookie_jar, postgres_available,
 };
 use crate::pg_proxy::PgProxy;
-use crate::serve::Server;
+use crate::serve::{NO_RATE_LIMITS, Server};
 
 /// The `Retry-After` of every answer to a database fault, in seconds.
 const RETRY_AFTER: &str = "5";
@@ -333,11 +333,11 @@ async fn a_postgres_connection_cut_mid_call_is_503_and_spends_nothing() {
     )
     .await;
     assert_tool_ok(list_flocks(&app, &next, "new token").await).await;
-    assert_eq!(
-        app.db_count("select count(*) from grants where revoked_at is not null")
-            .await,
-        0
-    );
+    app.assert_count(
+        "select count(*) from grants where revoked_at is not null",
+        0,
+    )
+    .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -526,19 +526,7 @@ async fn sqlite_fault_is_503_for_writes_while_reads_go_on(fault: SqliteFault) {
     };
     let path = dir.path().join("coop.db");
     let db = Arc::new(TestDatabase::sqlite_file(&path));
-    let server = Server::start(
-        &db.url_string(),
-        &[
-            "--mcp-rate-limit",
-            "0",
-            "--mcp-subject-rate-limit",
-            "0",
-            "--token-rate-limit",
-            "0",
-        ],
-        &[],
-    )
-    .await;
+    let server = Server::start(&db.url_string(), &NO_RATE_LIMITS, &[]).await;
     let app = TestApp::attach(&server.issuer, db);
     let user = app.farm_with_flocks("manager").await;
     let tokens = app.connect(&user, BOTH_SCOPES).await;

@@ -242,16 +242,16 @@ async fn a_public_clients_refresh_token_is_bound_to_its_key(engine: Engine) {
         .refresh_with(&bound.client_id, &bound.refresh_token, None)
         .await;
     assert_oauth_error(response, 400, "invalid_grant").await;
-    assert_eq!(
-        app.db_count("select count(*) from refresh_tokens where used_at is not null")
-            .await,
-        0
-    );
-    assert_eq!(
-        app.db_count("select count(*) from grants where revoked_at is not null")
-            .await,
-        0
-    );
+    app.assert_count(
+        "select count(*) from refresh_tokens where used_at is not null",
+        0,
+    )
+    .await;
+    app.assert_count(
+        "select count(*) from grants where revoked_at is not null",
+        0,
+    )
+    .await;
 
     // Its own key: a new bound pair, the successor bound as well.
     let response = app
@@ -306,11 +306,11 @@ async fn a_confidential_clients_refresh_token_is_not_bound(engine: Engine) {
     let proof = key.proof("POST", &token, None);
     let bound = bound_from(app.token_with_proofs(&form, &[&proof]).await, client_id).await;
     assert_eq!(bound.token_type, "DPoP");
-    assert_eq!(
-        app.db_count("select count(*) from refresh_tokens where dpop_jkt is not null")
-            .await,
-        0
-    );
+    app.assert_count(
+        "select count(*) from refresh_tokens where dpop_jkt is not null",
+        0,
+    )
+    .await;
     // Its secret binds its refresh token: a refresh without a proof is a bearer token.
     let refresh = [
         ("grant_type", "refresh_token"),
@@ -653,14 +653,9 @@ async fn seen_proofs_are_forgotten_once_too_old(engine: Engine) {
 
 async fn a_browser_client_may_send_a_proof_and_read_the_nonce(engine: Engine) {
     let app = TestApp::spawn_with(engine, |c| c.dpop_require_nonce = true).await;
-    let preflight = reqwest::Client::new()
-        .request(reqwest::Method::OPTIONS, app.url("/token"))
-        .header("origin", "https://inspector.example")
-        .header("access-control-request-method", "POST")
-        .header("access-control-request-headers", "content-type, dpop")
-        .send()
-        .await
-        .unwrap();
+    let preflight = app
+        .preflight("/token", "https://inspector.example", "content-type, dpop")
+        .await;
     assert_eq!(preflight.status(), 204);
     let allowed = preflight.headers()["access-control-allow-headers"]
         .to_str()

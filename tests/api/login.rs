@@ -1,6 +1,8 @@
 //! Sign-in, sign-out and password change, and every refusal they make.
 
-use crate::helpers::{Browser, Engine, TestApp, assert_page, form_value, location, retry_after};
+use crate::helpers::{
+    Browser, Engine, TestApp, assert_page, form_value, location, retry_after, set_cookie,
+};
 use crate::on_both_engines;
 
 on_both_engines!(
@@ -19,13 +21,7 @@ on_both_engines!(
 );
 
 fn session_cookie(response: &reqwest::Response) -> Option<String> {
-    response
-        .headers()
-        .get_all("set-cookie")
-        .iter()
-        .filter_map(|v| v.to_str().ok())
-        .find(|v| v.starts_with("coop_session="))
-        .map(|v| v.split(';').next().unwrap_or_default().to_owned())
+    set_cookie(response, "coop_session")
 }
 
 async fn a_member_signs_in_and_sees_their_farm(engine: Engine) {

@@ -50,11 +50,7 @@ async fn no_token_gets_the_challenge_with_metadata_and_scopes(engine: Engine) {
     assert_eq!(challenge(&response), expected);
     // server/discover is authenticated like everything else.
     let body = request_body(Wire::V2026_07_28, 1, "server/discover", Value::Null);
-    let response = app
-        .mcp_post(None, Wire::V2026_07_28, &body)
-        .send()
-        .await
-        .unwrap();
+    let response = app.mcp_send(None, Wire::V2026_07_28, &body).await;
     assert_eq!(response.status(), 401);
 }
 

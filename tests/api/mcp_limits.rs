@@ -31,28 +31,20 @@ async fn a_body_over_64_kib_is_refused_unread(engine: Engine) {
     let big = call("x".repeat(64 * 1024));
     assert!(big.to_string().len() > 64 * 1024);
     let response = app
-        .mcp_post(Some(&tokens.access_token), Wire::V2025_11_25, &big)
-        .send()
-        .await
-        .unwrap();
+        .mcp_send(Some(&tokens.access_token), Wire::V2025_11_25, &big)
+        .await;
     assert_eq!(response.status(), 413);
     let body: Value = response.json().await.unwrap();
     assert_eq!(body["error"]["code"], -32600);
     // Refused before the token is even looked at.
-    let response = app
-        .mcp_post(None, Wire::V2025_11_25, &big)
-        .send()
-        .await
-        .unwrap();
+    let response = app.mcp_send(None, Wire::V2025_11_25, &big).await;
     assert_eq!(response.status(), 413);
     assert_eq!(app.db_count("select count(*) from daily_entries").await, 0);
     // Just under the cap is read (and then judged by the tool).
     let small = call("x".repeat(1000));
     let response = app
-        .mcp_post(Some(&tokens.access_token), Wire::V2025_11_25, &small)
-        .send()
-        .await
-        .unwrap();
+        .mcp_send(Some(&tokens.access_token), Wire::V2025_11_25, &small)
+        .await;
     assert_eq!(response.status(), 200);
 }
 
@@ -149,10 +141,8 @@ async fn batches_are_refused(engine: Engine) {
     let one = request_body(Wire::V2025_11_25, 1, "tools/list", Value::Null);
     let batch = json!([one, one]);
     let response = app
-        .mcp_post(Some(&tokens.access_token), Wire::V2025_11_25, &batch)
-        .send()
-        .await
-        .unwrap();
+        .mcp_send(Some(&tokens.access_token), Wire::V2025_11_25, &batch)
+        .await;
     assert_eq!(response.status(), 400);
     let body: Value = response.json().await.unwrap();
     assert_eq!(body["error"]["code"], -32600);

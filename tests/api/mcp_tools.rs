@@ -124,11 +124,7 @@ async fn a_write_with_a_read_token_asks_for_step_up(engine: Engine) {
             json!({"name": "record_daily_entry", "arguments":
                 {"flock": "Hens A", "date": "2025-03-01", "eggs_collected": 900}}),
         );
-        let response = app
-            .mcp_post(Some(&tokens.access_token), wire, &body)
-            .send()
-            .await
-            .unwrap();
+        let response = app.mcp_send(Some(&tokens.access_token), wire, &body).await;
         assert_eq!(response.status(), 403, "{wire:?}");
         assert_eq!(challenge(&response), expected, "{wire:?}");
     }

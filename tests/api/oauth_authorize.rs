@@ -597,11 +597,11 @@ async fn consent_is_asked_again_after_the_credential_epoch_moved(engine: Engine)
         .await;
     // A new grant: the old one, made under the old epoch, is revoked, so its
     // refresh token stays dead even though the person approved again.
-    assert_eq!(
-        app.db_count("select count(*) from grants where revoked_at is not null")
-            .await,
-        1
-    );
+    app.assert_count(
+        "select count(*) from grants where revoked_at is not null",
+        1,
+    )
+    .await;
     // The old grant's end is a grant event of its own in the audit log.
     assert_eq!(
         app.db_count(
@@ -655,11 +655,8 @@ async fn two_tabs_answer_their_own_requests(engine: Engine) {
     let body: serde_json::Value = response.json().await.unwrap();
     assert_eq!(body["scope"], "farm:read");
     // One grant per (user, client).
-    assert_eq!(
-        app.db_count("select count(*) from grants where revoked_at is null")
-            .await,
-        1
-    );
+    app.assert_count("select count(*) from grants where revoked_at is null", 1)
+        .await;
 }
 
 /// The consent form approving `farm:read` for `request` with `csrf`.

@@ -117,7 +117,7 @@ async fn client_add_refuses_bad_input(engine: Engine) {
         assert!(out.is_empty(), "{out}");
         assert!(err.contains(message), "{args:?}: {err}");
     }
-    assert_eq!(app.db_count("select count(*) from oauth_clients").await, 0);
+    assert_eq!(app.client_count().await, 0);
 }
 
 async fn kids(app: &TestApp) -> Vec<String> {
@@ -217,11 +217,11 @@ async fn a_withdrawn_key_is_unpublished_and_its_tokens_refused(engine: Engine) {
     let (code, _, err) = app.cli(&["keys", "retire", &old_kid, "--now"]).await;
     assert_eq!(code, 1);
     assert!(err.contains("withdrawn already"), "{err}");
-    assert_eq!(
-        app.db_count("select count(*) from audit_log where detail like '%signing_key_withdrawn%'")
-            .await,
-        1
-    );
+    app.assert_count(
+        "select count(*) from audit_log where detail like '%signing_key_withdrawn%'",
+        1,
+    )
+    .await;
 }
 
 #[tokio::test]

@@ -135,6 +135,15 @@ async fn a_real_oauth_client_runs_the_whole_flow(engine: Engine) {
             .unwrap()
     };
 
+    let refresh_is_refused = async |token: &RefreshToken| {
+        let err = client
+            .exchange_refresh_token(token)
+            .request_async(&http_client)
+            .await
+            .unwrap_err();
+        assert_eq!(error_code(err), BasicErrorResponseType::InvalidGrant);
+    };
+
     // Exchange.
     let tokens = connect(&["farm:read", "daily-entries:write"]).await;
     assert!(tokens.expires_in().is_some());
@@ -172,18 +181,8 @@ async fn a_real_oauth_client_runs_the_whole_flow(engine: Engine) {
 
     // Reuse detection: the spent token, whose successor was used since, is
     // refused, and the grant is revoked, so the latest token is dead too.
-    let err = client
-        .exchange_refresh_token(&first)
-        .request_async(&http_client)
-        .await
-        .unwrap_err();
-    assert_eq!(error_code(err), BasicErrorResponseType::InvalidGrant);
-    let err = client
-        .exchange_refresh_token(&third)
-        .request_async(&http_client)
-        .await
-        .unwrap_err();
-    assert_eq!(error_code(err), BasicErrorResponseType::InvalidGrant);
+    refresh_is_refused(&first).await;
+    refresh_is_refused(&third).await;
     assert_eq!(app.audit_count("token_reuse_detected").await, 1);
 
     // Connect again (the revoked grant asks for consent anew), then revoke
@@ -196,12 +195,7 @@ async fn a_real_oauth_client_runs_the_whole_flow(engine: Engine) {
         .request_async(&http_client)
         .await
         .unwrap();
-    let err = client
-        .exchange_refresh_token(&refresh)
-        .request_async(&http_client)
-        .await
-        .unwrap_err();
-    assert_eq!(error_code(err), BasicErrorResponseType::InvalidGrant);
+    refresh_is_refused(&refresh).await;
     assert_eq!(app.audit_count("grant_revoked").await, 1);
 
     // An unknown token is revoked without complaint (RFC 7009 §2.2).

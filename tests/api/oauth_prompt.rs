@@ -303,11 +303,11 @@ async fn prompt_none_never_shows_a_page(engine: Engine) {
     );
     // One code for `connect`, none for any refusal; nothing waits.
     assert_eq!(codes(&app).await, before + 2);
-    assert_eq!(
-        app.db_count("select count(*) from pending_authorizations where answered_at is null")
-            .await,
-        0
-    );
+    app.assert_count(
+        "select count(*) from pending_authorizations where answered_at is null",
+        0,
+    )
+    .await;
 }
 
 async fn unknown_or_mixed_prompt_values_and_bad_max_age_are_invalid_request(engine: Engine) {
@@ -349,11 +349,8 @@ async fn unknown_or_mixed_prompt_values_and_bad_max_age_are_invalid_request(engi
         );
     }
     assert_eq!(codes(&app).await, 0);
-    assert_eq!(
-        app.db_count("select count(*) from pending_authorizations")
-            .await,
-        0
-    );
+    app.assert_count("select count(*) from pending_authorizations", 0)
+        .await;
 }
 
 async fn prompt_values_are_not_advertised_in_oauth_metadata(engine: Engine) {

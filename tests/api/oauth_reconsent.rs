@@ -234,11 +234,8 @@ async fn one_consent_form_submitted_twice_at_once_issues_one_code(engine: Engine
     let params: HashMap<String, String> = callback(&one);
     assert_eq!(params["error"], "access_denied");
     assert_eq!(app.audit_count("consent_denied").await, 1);
-    assert_eq!(
-        app.db_count("select count(*) from grants where revoked_at is null")
-            .await,
-        1
-    );
+    app.assert_count("select count(*) from grants where revoked_at is null", 1)
+        .await;
 }
 
 async fn one_consent_form_submitted_to_two_replicas_at_once_issues_one_code(engine: Engine) {

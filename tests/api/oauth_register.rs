@@ -19,10 +19,6 @@ on_both_engines!(
     browsers_may_call_the_json_endpoints_cross_origin,
 );
 
-async fn clients(app: &TestApp) -> i64 {
-    app.db_count("select count(*) from oauth_clients").await
-}
-
 async fn a_public_client_registers_and_gets_its_fields_echoed(engine: Engine) {
     let app = TestApp::spawn(engine).await;
     let response = app
@@ -174,7 +170,7 @@ async fn refused_registrations_store_nothing(engine: Engine) {
         .await
         .unwrap();
     assert_oauth_error(response, 400, "invalid_client_metadata").await;
-    assert_eq!(clients(&app).await, 0);
+    assert_eq!(app.client_count().await, 0);
 }
 
 async fn registration_is_rate_limited_per_address(engine: Engine) {
@@ -188,7 +184,7 @@ async fn registration_is_rate_limited_per_address(engine: Engine) {
     let retry_after = retry_after(&response);
     assert!((1..=3600).contains(&retry_after), "{retry_after}");
     assert_oauth_error(response, 429, "temporarily_unavailable").await;
-    assert_eq!(clients(&app).await, 3);
+    assert_eq!(app.client_count().await, 3);
 }
 
 async fn an_oversized_registration_is_refused(engine: Engine) {
@@ -197,7 +193,7 @@ async fn an_oversized_registration_is_refused(engine: Engine) {
         .register(&json!({"redirect_uris": [REDIRECT_URI], "padding": "x".repeat(20 * 1024)}))
         .await;
     assert_eq!(response.status(), 413);
-    assert_eq!(clients(&app).await, 0);
+    assert_eq!(app.client_count().await, 0);
 }
 
 async fn an_unused_registration_expires_after_a_day(engine: Engine) {
@@ -228,7 +224,7 @@ async fn housekeeping_deletes_unused_registrations(engine: Engine) {
     let (app, user) = TestApp::with_member(engine, "manager").await;
     app.register_public_client().await;
     app.connect(&user, "farm:read").await;
-    assert_eq!(clients(&app).await, 2);
+    assert_eq!(app.client_count().await, 2);
 
     let store = coop::storage::Store::connect(&app.db.url).await.unwrap();
     let now = app.clock.now();
@@ -239,19 +235,14 @@ async fn housekeeping_deletes_unused_registrations(engine: Engine) {
         .await
         .unwrap();
     assert_eq!(swept.clients, 1);
-    assert_eq!(clients(&app).await, 1);
+    assert_eq!(app.client_count().await, 1);
 }
 
 async fn browsers_may_call_the_json_endpoints_cross_origin(engine: Engine) {
     let app = TestApp::spawn(engine).await;
-    let preflight = reqwest::Client::new()
-        .request(reqwest::Method::OPTIONS, app.url("/token"))
-        .header("origin", "http://localhost:6274")
-        .header("access-control-request-method", "POST")
-        .header("access-control-request-headers", "content-type")
-        .send()
-        .await
-        .unwrap();
+    let preflight = app
+        .preflight("/token", "http://localhost:6274", "content-type")
+        .await;
     assert_eq!(preflight.status(), 204);
     assert_eq!(preflight.headers()["access-control-allow-origin"], "*");
     assert!(

@@ -30,11 +30,11 @@ async fn revoking_a_refresh_token_ends_the_grant(engine: Engine) {
     let response = app.revoke(&tokens.client_id, &tokens.refresh_token).await;
     assert_eq!(response.status(), 200);
     assert_eq!(response.headers()["cache-control"], "no-store");
-    assert_eq!(
-        app.db_count("select count(*) from grants where revoked_at is not null")
-            .await,
-        1
-    );
+    app.assert_count(
+        "select count(*) from grants where revoked_at is not null",
+        1,
+    )
+    .await;
     assert_eq!(app.audit_count("grant_revoked").await, 1);
     let response = app.token(&tokens.refresh_request()).await;
     assert_oauth_error(response, 400, "invalid_grant").await;
@@ -68,11 +68,8 @@ async fn revoking_an_access_token_records_its_jti_and_keeps_the_grant(engine: En
         1
     );
     assert_eq!(app.audit_count("access_token_revoked").await, 1);
-    assert_eq!(
-        app.db_count("select count(*) from grants where revoked_at is null")
-            .await,
-        1
-    );
+    app.assert_count("select count(*) from grants where revoked_at is null", 1)
+        .await;
     // Without a hint too.
     let response = revoke_form(
         &app,
@@ -119,11 +116,8 @@ async fn a_token_of_another_client_is_refused_and_kept(engine: Engine) {
         let response = app.revoke(&other, token).await;
         assert_oauth_error(response, 400, "invalid_request").await;
     }
-    assert_eq!(
-        app.db_count("select count(*) from revoked_access_tokens")
-            .await,
-        0
-    );
+    app.assert_count("select count(*) from revoked_access_tokens", 0)
+        .await;
     assert_eq!(app.token(&tokens.refresh_request()).await.status(), 200);
 }
 

@@ -194,11 +194,11 @@ async fn refused_exchanges_leave_the_code_usable(engine: Engine) {
     for (request, status, error) in cases {
         assert_oauth_error(app.token(&request).await, status, error).await;
     }
-    assert_eq!(
-        app.db_count("select count(*) from authorization_codes where consumed_at is not null")
-            .await,
-        0
-    );
+    app.assert_count(
+        "select count(*) from authorization_codes where consumed_at is not null",
+        0,
+    )
+    .await;
     assert_eq!(grants_revoked(&app).await, 0);
     let response = app
         .token(
@@ -306,11 +306,11 @@ async fn refresh_is_refused_once_the_credential_epoch_moved(engine: Engine) {
         .await;
     let response = app.token(&tokens.refresh_request()).await;
     assert_oauth_error(response, 400, "invalid_grant").await;
-    assert_eq!(
-        app.db_count("select count(*) from refresh_tokens where used_at is not null")
-            .await,
-        0
-    );
+    app.assert_count(
+        "select count(*) from refresh_tokens where used_at is not null",
+        0,
+    )
+    .await;
 }
 
 async fn refresh_checks_the_resource_and_consumes_nothing_when_refused(engine: Engine) {

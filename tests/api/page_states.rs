@@ -119,11 +119,11 @@ async fn a_suspended_farm_shows_why_and_changes_nothing(engine: Engine) {
         assert!(html.contains(reason), "{path}: {html}");
     }
     assert_eq!(app.db_count(houses).await, 0);
-    assert_eq!(
-        app.db_count("select count(*) from farms where connected_apps_enabled = false")
-            .await,
-        0
-    );
+    app.assert_count(
+        "select count(*) from farms where connected_apps_enabled = false",
+        0,
+    )
+    .await;
     let (_, html) = owner.page("/admin/members").await;
     let heading = html.find(&format!(">{}", farm.worker.email)).unwrap();
     let marker = "action=\"/admin/members/";
@@ -136,16 +136,13 @@ async fn a_suspended_farm_shows_why_and_changes_nothing(engine: Engine) {
         )
         .await;
     assert_eq!(response.status(), 403);
-    assert_eq!(
-        app.db_count("select count(*) from users where disabled = true")
-            .await,
-        0
-    );
-    assert_eq!(
-        app.db_count("select count(*) from audit_log where kind = 'admin_action'")
-            .await,
-        0
-    );
+    app.assert_count("select count(*) from users where disabled = true", 0)
+        .await;
+    app.assert_count(
+        "select count(*) from audit_log where kind = 'admin_action'",
+        0,
+    )
+    .await;
     // No access minted: no consent, no token, no MCP call.
     let path = app.authorize_path(&tokens.client_id, &Pkce::new(), "farm:read", &[]);
     let response = owner.open(&path).await;
@@ -164,11 +161,11 @@ async fn a_suspended_farm_shows_why_and_changes_nothing(engine: Engine) {
 
     // Resumed: the notice and the reason are gone, the actions work.
     app.admin(&["farm", "resume", &farm.slug]).await;
-    assert_eq!(
-        app.db_count("select count(*) from farms where suspended_reason is not null")
-            .await,
-        0
-    );
+    app.assert_count(
+        "select count(*) from farms where suspended_reason is not null",
+        0,
+    )
+    .await;
     let (_, html) = owner.page("/admin").await;
     assert!(!html.contains("Your farm is suspended"), "{html}");
     let response = owner

@@ -366,11 +366,8 @@ async fn every_bad_assertion_is_invalid_client_and_spends_nothing(engine: Engine
     // None of that spent the code, nor any jti: the good assertion works.
     let response = exchange(&app, &code, &pkce, REDIRECT, &with_assertion(&assertion)).await;
     assert_eq!(response.status(), 200);
-    assert_eq!(
-        app.db_count("select count(*) from client_assertion_jtis")
-            .await,
-        1
-    );
+    app.assert_count("select count(*) from client_assertion_jtis", 1)
+        .await;
 }
 
 async fn an_assertion_is_accepted_once_even_by_two_replicas(engine: Engine) {
@@ -501,12 +498,9 @@ async fn a_document_offering_only_methods_coop_lacks_is_refused_before_anything_
     ] {
         assert!(page.contains(named), "the refusal names {named}: {page}");
     }
-    assert_eq!(app.db_count("select count(*) from oauth_clients").await, 0);
-    assert_eq!(
-        app.db_count("select count(*) from authorization_codes")
-            .await,
-        0
-    );
+    assert_eq!(app.client_count().await, 0);
+    app.assert_count("select count(*) from authorization_codes", 0)
+        .await;
     // And at the token endpoint it is no client.
     let response = app
         .token(&TokenRequest::code(&client_id, "x", &Pkce::new().verifier))
@@ -590,7 +584,7 @@ async fn registration_negotiates_from_the_methods_a_client_supports(engine: Engi
     assert!(body.get("client_secret").is_none());
 
     // Nothing in common: refused, naming both lists.
-    let before = app.db_count("select count(*) from oauth_clients").await;
+    let before = app.client_count().await;
     for (request, named) in [
         (
             json!({"redirect_uris": [WEB], "token_endpoint_auth_method": "tls_client_auth",
@@ -622,10 +616,7 @@ async fn registration_negotiates_from_the_methods_a_client_supports(engine: Engi
         let description = body["error_description"].as_str().unwrap();
         assert!(description.contains(named), "{description} / {named}");
     }
-    assert_eq!(
-        app.db_count("select count(*) from oauth_clients").await,
-        before
-    );
+    assert_eq!(app.client_count().await, before);
 }
 
 async fn preregistered_clients_authenticate_with_a_jwks_file_or_uri(engine: Engine) {

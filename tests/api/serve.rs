@@ -18,6 +18,17 @@ on_both_engines!(serve_demo_prints_credentials_that_sign_in_and_seeds_once);
 
 const PATIENCE: Duration = Duration::from_secs(60);
 
+/// `coop serve` flags that turn every rate limit off, for tests that load
+/// the server hard and must not be answered 429.
+pub(crate) const NO_RATE_LIMITS: [&str; 6] = [
+    "--mcp-rate-limit",
+    "0",
+    "--mcp-subject-rate-limit",
+    "0",
+    "--token-rate-limit",
+    "0",
+];
+
 /// A `coop serve` child process, its stdout read up to the "serving" line
 /// and its stderr collected in the background (so a chatty log can never
 /// fill the pipe and stall the server).
@@ -62,6 +73,9 @@ impl Server {
             .env_remove("RUST_LOG")
             .env_remove("COOP_LOG_FORMAT")
             .env_remove("COOP_ISSUER")
+            // The CIMD test settings only when a test asks for them.
+            .env_remove("COOP_CIMD_TEST_EXTRA_CA")
+            .env_remove("COOP_CIMD_TEST_ALLOW_LOOPBACK")
             .envs(env.iter().copied())
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
@@ -149,6 +163,12 @@ impl Server {
             .status()
             .unwrap();
         assert!(sent.success());
+    }
+
+    /// SIGKILL, then all it wrote to stderr.
+    pub(crate) async fn kill_returning_logs(mut self) -> String {
+        self.child.start_kill().unwrap();
+        self.wait().await.1
     }
 
     /// Sends SIGTERM and waits; returns the exit status and all of stderr.

@@ -6,7 +6,7 @@
 use coop::storage::Store;
 use coop::storage::sessions::SessionBackend;
 
-use crate::helpers::{Engine, TestApp, cookie_jar, form_value};
+use crate::helpers::{Engine, TestApp, cookie_jar, form_value, set_cookie, set_cookie_header};
 use crate::on_both_engines;
 
 on_both_engines!(
@@ -19,17 +19,6 @@ on_both_engines!(
 
 async fn sessions(app: &TestApp) -> i64 {
     app.db_count("select count(*) from sessions").await
-}
-
-/// The `name=value` of the cookie `name` a response sets, if it sets one.
-fn set_cookie(response: &reqwest::Response, name: &str) -> Option<String> {
-    response
-        .headers()
-        .get_all("set-cookie")
-        .iter()
-        .filter_map(|v| v.to_str().ok())
-        .find(|v| v.starts_with(&format!("{name}=")))
-        .map(|v| v.split(';').next().unwrap_or_default().to_owned())
 }
 
 async fn a_thousand_anonymous_page_loads_add_no_session_row(engine: Engine) {
@@ -192,14 +181,7 @@ async fn behind_an_https_issuer_every_cookie_is_secure_and_host_only(engine: Eng
     let client = crate::helpers::no_cookies();
     let page = client.get(app.url("/login")).send().await.unwrap();
     let attributes = |response: &reqwest::Response, name: &str| -> String {
-        response
-            .headers()
-            .get_all("set-cookie")
-            .iter()
-            .filter_map(|v| v.to_str().ok())
-            .find(|v| v.starts_with(&format!("{name}=")))
-            .unwrap_or_else(|| panic!("no {name} cookie"))
-            .to_owned()
+        set_cookie_header(response, name).unwrap_or_else(|| panic!("no {name} cookie"))
     };
     let form = attributes(&page, "__Host-coop_form");
     let csrf = form_value(&page.text().await.unwrap(), "csrf").unwrap();

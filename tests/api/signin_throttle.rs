@@ -10,6 +10,7 @@ use coop::config::{Issuer, SignInLimits};
 
 use crate::helpers::{
     Browser, Engine, TestApp, TestUser, cookie_jar_builder, form_value, location, retry_after,
+    set_cookie, set_cookie_header,
 };
 use crate::on_both_engines;
 
@@ -60,6 +61,15 @@ async fn status(app: &TestApp, browser: &reqwest::Client, email: &str, password:
 
 /// Asserts a throttled sign-in: 429, `Retry-After`, and the page saying how
 /// long to wait, with the form to try again.
+/// Asserts that `user`'s right password is throttled now, then returns the
+/// status it gets a minute later.
+async fn throttled_then_a_minute_later(app: &TestApp, user: &TestUser) -> u16 {
+    assert_throttled(sign_in(app, &fresh_browser(), &user.email, &user.password).await).await;
+    // The budget refills: a minute later, one more try.
+    app.clock.advance(time::Duration::seconds(60));
+    status(app, &fresh_browser(), &user.email, &user.password).await
+}
+
 async fn assert_throttled(response: reqwest::Response) {
     assert_eq!(response.status(), 429);
     let retry_after = retry_after(&response);
@@ -106,13 +116,7 @@ async fn five_wrong_guesses(app: &TestApp, user: &TestUser) {
 async fn presenting(app: &TestApp, device: &str, email: &str, password: &str) -> reqwest::Response {
     let client = crate::helpers::no_cookies();
     let login = client.get(app.url("/login")).send().await.unwrap();
-    let form_cookie = login
-        .headers()
-        .get_all("set-cookie")
-        .iter()
-        .map(|v| v.to_str().unwrap().split(';').next().unwrap().to_owned())
-        .find(|v| v.starts_with("coop_form="))
-        .unwrap();
+    let form_cookie = set_cookie(&login, "coop_form").unwrap();
     let csrf = form_value(&login.text().await.unwrap(), "csrf").unwrap();
     client
         .post(app.url("/login"))
@@ -165,13 +169,7 @@ async fn only_failures_count_and_a_success_clears_the_accounts(engine: Engine) {
     // Five failures in a row: even the right password is refused, before
     // it is checked.
     five_wrong_guesses(&app, &user).await;
-    assert_throttled(sign_in(&app, &fresh_browser(), &user.email, &user.password).await).await;
-    // The budget refills: a minute later, one more try.
-    app.clock.advance(time::Duration::seconds(60));
-    assert_eq!(
-        status(&app, &fresh_browser(), &user.email, &user.password).await,
-        303
-    );
+    assert_eq!(throttled_then_a_minute_later(&app, &user).await, 303);
 }
 
 /// The throttle is passed before any password is hashed: with the stored
@@ -181,13 +179,8 @@ async fn a_throttled_attempt_checks_no_password(engine: Engine) {
     five_wrong_guesses(&app, &user).await;
     app.db_execute("update users set password_hash = 'not a hash'")
         .await;
-    assert_throttled(sign_in(&app, &fresh_browser(), &user.email, &user.password).await).await;
-    // (What a check of that hash answers, once the budget refills.)
-    app.clock.advance(time::Duration::seconds(60));
-    assert_eq!(
-        status(&app, &fresh_browser(), &user.email, &user.password).await,
-        500
-    );
+    // (500: what a check of that hash answers, once the budget refills.)
+    assert_eq!(throttled_then_a_minute_later(&app, &user).await, 500);
 }
 
 async fn wrong_guesses_are_one_budget_across_two_replicas(engine: Engine) {
@@ -268,13 +261,7 @@ async fn a_device_cookie_counts_only_as_issued_and_only_for_its_account(engine: 
     // Ann's device cookie, taken out of her browser.
     let browser = fresh_browser();
     let response = sign_in(&app, &browser, &user.email, &user.password).await;
-    let cookie = response
-        .headers()
-        .get_all("set-cookie")
-        .iter()
-        .map(|v| v.to_str().unwrap().to_owned())
-        .find(|v| v.starts_with("coop_device="))
-        .expect("a device cookie at sign-in");
+    let cookie = set_cookie_header(&response, "coop_device").expect("a device cookie at sign-in");
     assert!(cookie.contains("HttpOnly"), "{cookie}");
     assert!(cookie.contains("SameSite=Strict"), "{cookie}");
     assert!(cookie.contains("Max-Age="), "{cookie}");

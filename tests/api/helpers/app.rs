@@ -211,6 +211,32 @@ impl TestApp {
             .unwrap()
     }
 
+    /// GETs `path` with `MCP-Protocol-Version: version` (a version no
+    /// metadata endpoint may refuse) and asserts a 200.
+    pub async fn get_despite_mcp_version(&self, path: &str, version: &str) -> reqwest::Response {
+        let response = self.get_with(path, ("mcp-protocol-version", version)).await;
+        assert_eq!(response.status(), 200, "{path}");
+        response
+    }
+
+    /// A CORS preflight of a POST to `path` from the page `origin`, asking
+    /// to send `request_headers`.
+    pub async fn preflight(
+        &self,
+        path: &str,
+        origin: &str,
+        request_headers: &str,
+    ) -> reqwest::Response {
+        reqwest::Client::new()
+            .request(reqwest::Method::OPTIONS, self.url(path))
+            .header("origin", origin)
+            .header("access-control-request-method", "POST")
+            .header("access-control-request-headers", request_headers)
+            .send()
+            .await
+            .unwrap()
+    }
+
     /// Signs in with the app's own browser (see [`Browser::sign_in`]);
     /// returns the POST's answer.
     pub async fn sign_in(&self, email: &str, password: &str) -> reqwest::Response {
@@ -415,6 +441,18 @@ impl TestApp {
     /// (for assertions about what a refused request left behind).
     pub async fn db_count(&self, sql: &str) -> i64 {
         self.db_scalar(sql).await
+    }
+
+    /// Asserts that `sql`, a `select count(*)`, counts `expected` rows (the
+    /// failure names the query).
+    pub async fn assert_count(&self, sql: &str, expected: i64) {
+        assert_eq!(self.db_count(sql).await, expected, "{sql}");
+    }
+
+    /// How many OAuth clients are stored (registered, pre-registered or
+    /// remembered from a metadata document).
+    pub async fn client_count(&self) -> i64 {
+        self.db_count("select count(*) from oauth_clients").await
     }
 
     /// The one text value `sql` selects.

@@ -291,6 +291,24 @@ pub fn assert_no_store(response: &reqwest::Response, what: &str) {
     );
 }
 
+/// The whole `Set-Cookie` header (value and attributes) a response sets for
+/// the cookie `name`, if it sets one.
+pub fn set_cookie_header(response: &reqwest::Response, name: &str) -> Option<String> {
+    response
+        .headers()
+        .get_all("set-cookie")
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .find(|v| v.starts_with(&format!("{name}=")))
+        .map(str::to_owned)
+}
+
+/// The `name=value` of the cookie `name` a response sets (what a browser
+/// sends back), if it sets one.
+pub fn set_cookie(response: &reqwest::Response, name: &str) -> Option<String> {
+    set_cookie_header(response, name).map(|v| v.split(';').next().unwrap_or_default().to_owned())
+}
+
 /// The `Location` of a response ("" when there is none).
 pub fn location(response: &reqwest::Response) -> String {
     response

@@ -153,14 +153,20 @@ impl TestApp {
         self.mcp_post_with(token, wire, &body.to_string(), &[])
     }
 
+    /// Sends [`Self::mcp_post`] and returns the answer.
+    pub async fn mcp_send(
+        &self,
+        token: Option<&str>,
+        wire: Wire,
+        body: &Value,
+    ) -> reqwest::Response {
+        self.mcp_post(token, wire, body).send().await.unwrap()
+    }
+
     /// Sends `method` on `wire` and returns (status, JSON body).
     pub async fn rpc(&self, token: &str, wire: Wire, method: &str, params: Value) -> (u16, Value) {
         let body = request_body(wire, 1, method, params);
-        let response = self
-            .mcp_post(Some(token), wire, &body)
-            .send()
-            .await
-            .unwrap();
+        let response = self.mcp_send(Some(token), wire, &body).await;
         let status = response.status().as_u16();
         let text = response.text().await.unwrap();
         (

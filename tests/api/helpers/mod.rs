@@ -28,5 +28,5 @@ pub use crate::testing::databases::{self, Engine, TestDatabase, postgres_availab
 pub use app::{Farm, PASSWORD, Printed, TestApp, TestUser, flock_add, init_logs, run_cli};
 pub use browser::{
     Browser, assert_no_store, assert_page, cookie_jar, cookie_jar_builder, form_value, location,
-    no_cookies, retry_after,
+    no_cookies, retry_after, set_cookie, set_cookie_header,
 };
