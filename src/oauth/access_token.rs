@@ -431,75 +431,37 @@ mod tests {
         assert_eq!(claims.subject(), None);
     }
 
+    /// The same refusals for a token met for the first time and for one
+    /// already verified (whose claims the cache remembers).
     #[tokio::test]
-    async fn expiry_issuer_and_audience_are_enforced() {
+    async fn expiry_issuer_and_audience_are_enforced_seen_before_or_not() {
         let (keys, now, _db) = keys().await;
         let scope = ScopeSet::from_scopes([Scope::FarmRead]);
         let token = minted(&keys, &scope, now).await;
         let later = now + time::Duration::minutes(15);
-        assert_eq!(
-            rejection(verify(&keys, token.expose(), ISSUER, RESOURCE, later).await),
-            Err(TokenRejection::Expired)
-        );
-        assert_eq!(
-            rejection(
-                verify(
-                    &keys,
-                    token.expose(),
-                    "https://other.example",
-                    RESOURCE,
-                    now
-                )
-                .await
-            ),
-            Err(TokenRejection::WrongIssuer)
-        );
-        assert_eq!(
-            rejection(
-                verify(
-                    &keys,
-                    token.expose(),
-                    ISSUER,
-                    "https://coop.example/other",
-                    now
-                )
-                .await
-            ),
-            Err(TokenRejection::WrongAudience)
-        );
-    }
-
-    #[tokio::test]
-    async fn a_remembered_token_is_still_checked_for_its_issuer_and_audience() {
-        let (keys, now, _db) = keys().await;
-        let token = minted(&keys, &ScopeSet::from_scopes([Scope::FarmRead]), now).await;
-        verified(&keys, &token, now).await;
-        assert_eq!(
-            rejection(
-                verify(
-                    &keys,
-                    token.expose(),
-                    "https://other.example",
-                    RESOURCE,
-                    now
-                )
-                .await
-            ),
-            Err(TokenRejection::WrongIssuer)
-        );
-        assert_eq!(
-            rejection(
-                verify(
-                    &keys,
-                    token.expose(),
-                    ISSUER,
-                    "https://coop.example/other",
-                    now
-                )
-                .await
-            ),
-            Err(TokenRejection::WrongAudience)
-        );
+        for remembered in [false, true] {
+            if remembered {
+                verified(&keys, &token, now).await;
+            }
+            let refused = async |issuer, audience, at| {
+                rejection(verify(&keys, token.expose(), issuer, audience, at).await)
+            };
+            assert_eq!(
+                refused(ISSUER, RESOURCE, later).await,
+                Err(TokenRejection::Expired),
+                "remembered: {remembered}"
+            );
+            assert_eq!(
+                refused("https://other.example", RESOURCE, now).await,
+                Err(TokenRejection::WrongIssuer),
+                "remembered: {remembered}"
+            );
+            assert_eq!(
+                refused(ISSUER, "https://coop.example/other", now).await,
+                Err(TokenRejection::WrongAudience),
+                "remembered: {remembered}"
+            );
+        }
     }
 
     /// `claims` signed with Coop's own key: a token it never minted.

@@ -40,6 +40,16 @@ async fn a_body_over_64_kib_is_refused_unread(engine: Engine) {
     let response = app.mcp_send(None, Wire::V2025_11_25, &big).await;
     assert_eq!(response.status(), 413);
     assert_eq!(app.db_count("select count(*) from daily_entries").await, 0);
+    // Exactly the cap, declared in Content-Length, is read and answered.
+    let message = r#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#;
+    let exact = format!("{}{message}", " ".repeat(64 * 1024 - message.len()));
+    assert_eq!(exact.len(), 64 * 1024);
+    let response = app
+        .mcp_post_with(Some(&tokens.access_token), Wire::V2025_11_25, &exact, &[])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
     // Just under the cap is read (and then judged by the tool).
     let small = call("x".repeat(1000));
     let response = app

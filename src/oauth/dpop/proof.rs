@@ -480,6 +480,52 @@ mod tests {
             verify(&[&"a".repeat(MAX_LEN + 1)], &expected, NOW),
             Err(ProofError::TooLong)
         );
+        // The longest proof allowed is read (and is then not a JWT).
+        assert_eq!(
+            verify(&[&"a".repeat(MAX_LEN)], &expected, NOW),
+            Err(ProofError::Malformed)
+        );
+    }
+
+    #[test]
+    fn a_key_labelled_with_another_type_or_curve_is_refused() {
+        let c = claims("tok");
+        let expected = at_mcp("tok", None);
+        let (es256, ed25519, rs256) = (ProofKey::es256(), ProofKey::ed25519(), ProofKey::rs256());
+        type Relabel = fn(&mut Value);
+        let cases: [(&ProofKey, Relabel, &str); 7] = [
+            (&es256, |k| k["crv"] = "P-384".into(), "ES256 on P-384"),
+            (&es256, |k| k["kty"] = "OKP".into(), "ES256 with an OKP key"),
+            (
+                &es256,
+                |k| k["y"] = URL_SAFE_NO_PAD.encode([7u8; 33]).into(),
+                "ES256 with a 33-byte y",
+            ),
+            (&ed25519, |k| k["crv"] = "X25519".into(), "EdDSA on X25519"),
+            (&ed25519, |k| k["kty"] = "EC".into(), "EdDSA with an EC key"),
+            (&rs256, |k| k["kty"] = "EC".into(), "RS256 with an EC key"),
+            // Every member an EC key's thumbprint takes, beside the RSA ones.
+            (
+                &rs256,
+                |k| {
+                    k["kty"] = "EC".into();
+                    k["crv"] = "P-256".into();
+                    k["x"] = URL_SAFE_NO_PAD.encode([1u8; 32]).into();
+                    k["y"] = URL_SAFE_NO_PAD.encode([2u8; 32]).into();
+                },
+                "RS256 with an RSA key labelled EC",
+            ),
+        ];
+        for (key, relabel, case) in cases {
+            let mut header = key.header();
+            relabel(&mut header["jwk"]);
+            let relabelled = key.sign_with_header(&header, &c);
+            assert_eq!(
+                verify(&[&relabelled], &expected, NOW),
+                Err(ProofError::Key),
+                "{case}"
+            );
+        }
     }
 
     #[test]
