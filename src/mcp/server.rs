@@ -198,8 +198,8 @@ impl ServerHandler for FarmServer {
         }
         let arguments = request.arguments.unwrap_or_default();
         let now = self.clock.now();
-        let mut db = reader(&self.store, &context).await?;
-        match tools::call(&self.store, &mut db, &caller, name, arguments, now).await {
+        let db = reader(&self.store, &context).await?;
+        match tools::call(&self.store, db, &caller, name, arguments, now).await {
             Ok(reply) => {
                 let mut result = CallToolResult::success(vec![ContentBlock::text(reply.text)]);
                 result.structured_content = Some(reply.structured);

@@ -55,6 +55,7 @@ mod oauth_token;
 mod page_states;
 mod password_change_rule;
 mod pg_proxy;
+mod pool_pressure;
 mod private_key_jwt;
 mod real_clients;
 mod refresh_window;

@@ -226,13 +226,19 @@ async fn admit(guard: &Guard, parts: &Parts) -> Result<(CallContext, HeldReader,
     let authorized = bearer::authorize(&mut db, &claims, now)
         .await
         .map_err(deny)?;
-    if authorized.touch_last_used
-        && let Err(err) = touch_last_used(app, &authorized.context.caller, now).await
-    {
+    if !authorized.touch_last_used {
+        return Ok((authorized.context, HeldReader::new(db), scheme));
+    }
+    // One connection at a time: the reader goes back before the write waits
+    // for its own (on PostgreSQL both come from one pool, and requests that
+    // each held one while waiting for another could take every connection).
+    // The tool then acquires a reader of its own.
+    drop(db);
+    if let Err(err) = touch_last_used(app, &authorized.context.caller, now).await {
         // Bookkeeping for the connected-apps page; the call itself is fine.
         tracing::warn!(error = %err, "could not record the grant's last use");
     }
-    Ok((authorized.context, HeldReader::new(db), scheme))
+    Ok((authorized.context, HeldReader::default(), scheme))
 }
 
 async fn touch_last_used(

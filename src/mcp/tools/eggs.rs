@@ -37,7 +37,10 @@ fn lot_json(lot: &EggLotRow) -> Value {
 }
 
 pub async fn list_egg_lots(t: ToolCall<'_>, a: ListEggLotsArgs) -> ToolResult {
-    let ToolCall { db, ctx, now, .. } = t;
+    let ToolCall {
+        mut db, ctx, now, ..
+    } = t;
+    let db = &mut db;
     let period = a.period(now)?;
     let (size, after) = a.page::<EggLotKey>(LIST)?;
     let flock = resolve_if_named(db, ctx, a.flock.as_deref(), a.house.as_deref()).await?;

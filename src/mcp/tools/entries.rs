@@ -94,7 +94,10 @@ fn entry_line(entry: &EntryRow) -> String {
 }
 
 pub async fn list_daily_entries(t: ToolCall<'_>, a: ListDailyEntriesArgs) -> ToolResult {
-    let ToolCall { db, ctx, now, .. } = t;
+    let ToolCall {
+        mut db, ctx, now, ..
+    } = t;
+    let db = &mut db;
     let period = a.period(now)?;
     let (size, after) = a.page::<String>(LIST)?;
     let after = after
@@ -212,13 +215,18 @@ fn refuse_if_impossible(
 pub async fn record_daily_entry(t: ToolCall<'_>, a: RecordDailyEntryArgs) -> ToolResult {
     let ToolCall {
         store,
-        db,
+        mut db,
         ctx,
         now,
     } = t;
     let c = check(&a)?;
-    let flock = resolve(db, ctx, &a.flock, a.house.as_deref()).await?;
+    let flock = resolve(&mut db, ctx, &a.flock, a.house.as_deref()).await?;
     refuse_if_impossible(&c, &flock, now)?;
+    // Given back before the write waits for its transaction: on PostgreSQL
+    // both come from one pool, and a burst of writes that each held a
+    // reader while waiting for a writer would hold every connection and
+    // wait on each other until the pool's acquire timeout.
+    drop(db);
 
     let write = EntryWrite {
         farm: ctx.farm,

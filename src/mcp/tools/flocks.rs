@@ -124,7 +124,10 @@ fn flock_line(flock: &FlockRow, today: EntryDate) -> String {
 }
 
 pub async fn list_flocks(t: ToolCall<'_>, a: ListFlocksArgs) -> ToolResult {
-    let ToolCall { db, ctx, now, .. } = t;
+    let ToolCall {
+        mut db, ctx, now, ..
+    } = t;
+    let db = &mut db;
     let (size, after) = a.page::<FlockKey>(LIST)?;
     let filter = FlockFilter {
         status: a.status,
@@ -151,7 +154,10 @@ pub async fn list_flocks(t: ToolCall<'_>, a: ListFlocksArgs) -> ToolResult {
 }
 
 pub async fn get_flock(t: ToolCall<'_>, a: GetFlockArgs) -> ToolResult {
-    let ToolCall { db, ctx, now, .. } = t;
+    let ToolCall {
+        mut db, ctx, now, ..
+    } = t;
+    let db = &mut db;
     let flock = resolve(db, ctx, &a.flock, a.house.as_deref()).await?;
     let today = EntryDate::today(now);
     let week = Period::new(today.minus_days(6), today).map_err(invalid)?;

@@ -108,7 +108,8 @@ pub(crate) fn internal(err: StoreError) -> ToolError {
 /// writes, and the time.
 pub struct ToolCall<'a> {
     pub store: &'a Store,
-    pub db: &'a mut Reader,
+    /// The call's one connection; a tool that writes hands it back first.
+    pub db: Reader,
     pub ctx: &'a CallContext,
     pub now: OffsetDateTime,
 }
@@ -134,7 +135,7 @@ pub fn definitions() -> &'static [ToolDefinition] {
 /// role and scopes do not allow.
 pub async fn call(
     store: &Store,
-    db: &mut Reader,
+    db: Reader,
     ctx: &CallContext,
     name: &str,
     arguments: Map<String, Value>,

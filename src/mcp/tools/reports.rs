@@ -64,7 +64,10 @@ fn day_json(day: &DayTotals) -> Value {
 }
 
 pub async fn production_summary(t: ToolCall<'_>, a: ProductionSummaryArgs) -> ToolResult {
-    let ToolCall { db, ctx, now, .. } = t;
+    let ToolCall {
+        mut db, ctx, now, ..
+    } = t;
+    let db = &mut db;
     let period = a.period(now)?;
     let flock = resolve_if_named(db, ctx, a.flock.as_deref(), a.house.as_deref()).await?;
     let days = daily_entries::daily_totals(
@@ -132,7 +135,10 @@ fn deaths_json(row: &FlockDeaths) -> Value {
 }
 
 pub async fn mortality_report(t: ToolCall<'_>, a: MortalityReportArgs) -> ToolResult {
-    let ToolCall { db, ctx, now, .. } = t;
+    let ToolCall {
+        mut db, ctx, now, ..
+    } = t;
+    let db = &mut db;
     let period = a.period(now)?;
     let (size, after) = a.page::<FlockKey>(DEATHS_LIST)?;
     let flock = resolve_if_named(db, ctx, a.flock.as_deref(), a.house.as_deref()).await?;

@@ -75,7 +75,8 @@ fn item_json(p: &Priced<'_>) -> Value {
 }
 
 pub async fn stock_levels(t: ToolCall<'_>, a: StockLevelsArgs) -> ToolResult {
-    let ToolCall { db, ctx, .. } = t;
+    let ToolCall { mut db, ctx, .. } = t;
+    let db = &mut db;
     let (size, after) = a.page::<StockKey>(LIST)?;
     let page = stock::list_page(
         db,

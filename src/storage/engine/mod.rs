@@ -22,11 +22,15 @@
 //! PostgreSQL through sqlx's pool ([`postgres`]). Both keep the SQL text
 //! of docs/decisions/0001: `$n` placeholders, integer instants.
 //!
-//! Rules for callers, because the SQLite writer is one connection:
-//! a task holds at most one [`Tx`] at a time (a second `store.write()`
-//! while holding one waits for itself), and a transaction does no slow
-//! work between its statements (no password hashing, no outbound fetch):
-//! while it is open every other writer waits.
+//! Rules for callers, because the SQLite writer is one connection and
+//! PostgreSQL's readers and writers share one pool: a task holds at most
+//! one connection at a time, reader or [`Tx`] (a second `store.write()`
+//! while holding a `Tx` waits for itself on SQLite; on PostgreSQL a burst
+//! of tasks that each hold a reader while waiting for a writer takes every
+//! connection and waits on itself until the acquire timeout:
+//! `tests/api/pool_pressure.rs`), and a transaction does no slow work
+//! between its statements (no password hashing, no outbound fetch): while
+//! it is open every other writer waits.
 
 mod domain_columns;
 mod error;

@@ -188,8 +188,8 @@ pub async fn run(
     let Value::Object(arguments) = arguments else {
         panic!("arguments must be an object");
     };
-    let mut db = store.read().await.unwrap();
-    call(store, &mut db, ctx, tool, arguments, now).await
+    let db = store.read().await.unwrap();
+    call(store, db, ctx, tool, arguments, now).await
 }
 
 /// Runs `change` in a transaction of its own and commits it.

@@ -165,17 +165,11 @@ async fn a_write_refused_for_the_date_succeeds_once_the_day_has_come(engine: Eng
         unreachable!()
     };
     let later = NOW + Duration::days(1);
-    let mut db = store.read().await.unwrap();
-    let reply = crate::mcp::tools::call(
-        store,
-        &mut db,
-        &w.owner,
-        "record_daily_entry",
-        arguments,
-        later,
-    )
-    .await
-    .unwrap();
+    let db = store.read().await.unwrap();
+    let reply =
+        crate::mcp::tools::call(store, db, &w.owner, "record_daily_entry", arguments, later)
+            .await
+            .unwrap();
     // Done now, not "replayed": the refusal was not remembered as done.
     assert_eq!(reply.structured["replayed"], false);
     assert_eq!(reply.structured["change"], "created");
