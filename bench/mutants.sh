@@ -21,6 +21,9 @@
 #      run one SQL text, so the engine does not change which mutant a test
 #      catches; PostgreSQL's halves are skipped (COOP_TEST_POSTGRES_URL
 #      points at a closed port and COOP_TEST_REQUIRE_POSTGRES is unset).
+# MUTANTS_API_TESTS narrows pass 2 to the api modules that exercise the
+# files (cargo test filters, space-separated, e.g. "dpop oauth_token"; the
+# PostgreSQL halves they include skip themselves, as above).
 # MUTANTS_PASSES=unit runs pass 1 only (its survivors are then listed as
 # missed by the unit tests, for a person to read against the api tests).
 # A mutant either pass catches is caught; one that makes the tests hang past
@@ -75,7 +78,7 @@ if [[ -s "$missed" && "${MUTANTS_PASSES:-unit api}" == *api* ]]; then
   # Each missed mutant by its exact name (cargo-mutants' --re matches names).
   names=$(sed -e 's/[][\\.^$*+?(){}|/]/\\&/g' -e 's/^/^/' -e 's/$/$/' "$missed" | paste -sd'|')
   (cd "$work" && cargo mutants "${common[@]}" "${files[@]}" --re "$names" --output "$out/api" \
-    -- --test api -- sqlite) >"$out/api.log" 2>&1 || true
+    -- --test api -- ${MUTANTS_API_TESTS:-sqlite}) >"$out/api.log" 2>&1 || true
 fi
 
 python3 - "$out" <<'PY'
