@@ -105,9 +105,28 @@ mod tests {
         );
         let later = now() + LIFETIME + time::Duration::SECOND;
         assert_eq!(recognise(&key(), &cookie, "ann@farm.example", later), None);
-        let earlier = now() - time::Duration::minutes(6);
+        // A server whose clock runs up to five minutes behind still honours
+        // it; one more second behind and the cookie is from the future.
+        let behind = now() - time::Duration::minutes(5);
+        assert!(recognise(&key(), &cookie, "ann@farm.example", behind).is_some());
+        let earlier = behind - time::Duration::SECOND;
         assert_eq!(
             recognise(&key(), &cookie, "ann@farm.example", earlier),
+            None
+        );
+    }
+
+    #[test]
+    fn a_cookie_of_another_version_is_no_device_even_when_its_tag_checks() {
+        let id = "device-id";
+        let issued = now().unix_timestamp().to_string();
+        let tagged = |version: &str| {
+            let tag = key().tag(&[version, "ann@farm.example", id, &issued]);
+            DeviceCookie::new(format!("{version}.{id}.{issued}.{tag}"))
+        };
+        assert!(recognise(&key(), &tagged(VERSION), "ann@farm.example", now()).is_some());
+        assert_eq!(
+            recognise(&key(), &tagged("2"), "ann@farm.example", now()),
             None
         );
     }

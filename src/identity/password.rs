@@ -270,7 +270,10 @@ mod tests {
     #[tokio::test]
     async fn a_hash_verifies_its_password_only() {
         let (passwords, hash) = hashed(2, "correct horse battery").await;
-        assert!(hash.starts_with("$argon2id$"));
+        assert!(
+            hash.starts_with("$argon2id$v=19$m=19456,t=2,p=1$"),
+            "{hash}"
+        );
         assert!(
             verify(&passwords, "correct horse battery", Some(&hash))
                 .await
@@ -336,8 +339,28 @@ mod tests {
     }
 
     #[test]
-    fn short_passwords_are_refused() {
+    fn a_new_password_is_counted_in_characters_between_the_limits() {
+        let of = |n: usize, c: char| Password::new(c.to_string().repeat(n));
         assert!(check_new_password(&Password::new("short")).is_err());
-        assert!(check_new_password(&Password::new("long enough password")).is_ok());
+        assert!(check_new_password(&of(MIN_PASSWORD_LEN - 1, 'a')).is_err());
+        assert!(check_new_password(&of(MIN_PASSWORD_LEN, 'a')).is_ok());
+        // Characters, not bytes: twelve two-byte letters are long enough,
+        // and six of them (twelve bytes) are not.
+        assert!(check_new_password(&of(MIN_PASSWORD_LEN, 'é')).is_ok());
+        assert!(check_new_password(&of(MIN_PASSWORD_LEN / 2, 'é')).is_err());
+        assert!(check_new_password(&of(MAX_PASSWORD_LEN, 'a')).is_ok());
+        assert_eq!(
+            check_new_password(&of(MAX_PASSWORD_LEN + 1, 'a')),
+            Err("Use at most 1024 characters.".to_owned())
+        );
+    }
+
+    #[test]
+    fn the_hasher_prints_its_free_permits_and_nothing_else() {
+        let passwords = Passwords::new(3).unwrap();
+        assert_eq!(
+            format!("{passwords:?}"),
+            "Passwords { available_permits: 3 }"
+        );
     }
 }

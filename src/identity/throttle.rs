@@ -40,6 +40,11 @@ use crate::domain::network::address_group;
 use crate::secrets;
 use crate::storage::{Store, StoreResult, Tx, signin_failures};
 
+/// Where milliseconds that do not fit are held: far enough for any real
+/// window or instant, and small enough that adding one window to one instant
+/// cannot overflow.
+const FAR_MS: i64 = i64::MAX / 4;
+
 /// One budget: how many failures at once, refilled evenly over a window.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Budget {
@@ -51,7 +56,7 @@ impl Budget {
     pub fn new(failures: u32, window: Duration) -> Self {
         Self {
             failures: failures.max(1),
-            window_ms: i64::try_from(window.as_millis()).unwrap_or(i64::MAX / 4),
+            window_ms: i64::try_from(window.as_millis()).unwrap_or(FAR_MS),
         }
     }
 
@@ -137,7 +142,7 @@ fn buckets(judged: Judged<'_>, limits: &SignInLimits) -> Vec<Bucket> {
 }
 
 fn millis(now: OffsetDateTime) -> i64 {
-    i64::try_from(now.unix_timestamp_nanos() / 1_000_000).unwrap_or(i64::MAX / 4)
+    i64::try_from(now.unix_timestamp_nanos() / 1_000_000).unwrap_or(FAR_MS)
 }
 
 /// The sign-in throttle, over the shared store.
@@ -302,6 +307,14 @@ mod tests {
         let one = Budget::new(1, Duration::from_secs(60));
         assert_eq!(one.latest_ms(10), 10);
         assert_eq!(Budget::new(0, Duration::from_secs(60)), one);
+        // A window too long for milliseconds is held at a bound the
+        // arithmetic cannot overflow from: five failures then wait
+        // practically for ever, not a moment.
+        let endless = Budget::new(5, Duration::MAX);
+        let now_ms = 1_800_000_000_000;
+        let full = now_ms + 5 * endless.interval_ms();
+        let century = Duration::from_secs(100 * 365 * 24 * 3600);
+        assert!(endless.wait(full, now_ms) > century);
     }
 
     #[test]
