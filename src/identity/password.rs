@@ -287,23 +287,31 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn older_parameters_verify_in_the_reused_memory() {
+    async fn other_parameters_verify_in_the_reused_memory() {
         use argon2::password_hash::PasswordHasher;
         let (passwords, current) = hashed(1, "the current parameters").await;
-        let older = Argon2::new(
-            Algorithm::Argon2id,
-            Version::V0x13,
-            Params::new(4096, 3, 1, None).unwrap(),
-        )
-        .hash_password(b"made with older ones")
-        .unwrap()
-        .to_string();
-        // Larger, smaller, then larger again: the one buffer serves each.
+        let made_with = |m_cost, t_cost, password: &[u8]| {
+            Argon2::new(
+                Algorithm::Argon2id,
+                Version::V0x13,
+                Params::new(m_cost, t_cost, 1, None).unwrap(),
+            )
+            .hash_password(password)
+            .unwrap()
+            .to_string()
+        };
+        let older = made_with(4096, 3, b"made with older ones");
+        // A hash made with more memory than today's (a future raise, read
+        // back after a downgrade) grows the buffer instead of failing.
+        let larger = made_with(32 * 1024, 1, b"made with larger ones");
+        // Current, smaller, current, larger: the one buffer serves each.
         for (password, hash, expected) in [
             ("the current parameters", &current, true),
             ("made with older ones", &older, true),
             ("made with older one", &older, false),
             ("the current parameter", &current, false),
+            ("made with larger ones", &larger, true),
+            ("made with larger one", &larger, false),
         ] {
             assert_eq!(
                 verify(&passwords, password, Some(hash)).await.unwrap(),
