@@ -84,19 +84,10 @@ pub fn parse(form: &Params) -> Result<Request, OAuthError> {
     Ok(Request { scope, resource })
 }
 
-/// An automation that proved who it is.
+/// An automation that proved who it is: only [`authenticate`] makes one,
+/// and only [`exchange`] reads it.
 #[derive(Debug)]
 pub struct Authenticated(AutomationCredential);
-
-impl Authenticated {
-    pub fn automation(&self) -> AutomationId {
-        self.0.automation()
-    }
-
-    pub fn name(&self) -> &str {
-        &self.0.name
-    }
-}
 
 /// Whether the presented `client_id` names an automation: then only an
 /// automation may be authenticated with it.
