@@ -6,7 +6,7 @@ use serde_json::{Value, json};
 use crate::automations::{add_automation, automation_token};
 use crate::helpers::mcp::BOTH_SCOPES;
 use crate::helpers::oauth::{REDIRECT_URI, TokenRequest, assert_oauth_error, claims};
-use crate::helpers::{Engine, TestApp};
+use crate::helpers::{Engine, TestApp, TestUser};
 use crate::on_both_engines;
 
 on_both_engines!(
@@ -15,6 +15,7 @@ on_both_engines!(
     each_kind_of_revocation_answers_inactive,
     refresh_tokens_are_inactive_for_anyone_but_their_client,
     a_refresh_token_is_active_for_its_own_client_while_usable,
+    a_refresh_token_is_inactive_from_its_expiry_second,
     introspection_is_rate_limited,
 );
 
@@ -252,9 +253,12 @@ async fn refresh_tokens_are_inactive_for_anyone_but_their_client(engine: Engine)
     }
 }
 
-async fn a_refresh_token_is_active_for_its_own_client_while_usable(engine: Engine) {
-    let (app, user) = TestApp::with_flocks(engine, "owner").await;
-    // A confidential client that also introspects (a gateway that is a client).
+/// A confidential client that also introspects (a gateway that is a
+/// client), and a refresh token it got for `user`: (client, token response).
+async fn introspecting_client_with_a_refresh_token(
+    app: &TestApp,
+    user: &TestUser,
+) -> ((String, String), Value) {
     let added = app
         .add_client(&[
             "--name",
@@ -265,18 +269,31 @@ async fn a_refresh_token_is_active_for_its_own_client_while_usable(engine: Engin
         ])
         .await;
     let own = (added.field("client_id"), added.field("client_secret"));
-    let (code, verifier) = app.approved_code_for(&user, &own.0, "farm:read").await;
+    let (code, verifier) = app.approved_code_for(user, &own.0, "farm:read").await;
     let response = app
         .token(&TokenRequest::confidential_code(&code, &verifier).basic(&own.0, &own.1))
         .await;
     assert_eq!(response.status(), 200);
-    let body: Value = response.json().await.unwrap();
+    (own, response.json().await.unwrap())
+}
+
+async fn a_refresh_token_is_active_for_its_own_client_while_usable(engine: Engine) {
+    let (app, user) = TestApp::with_flocks(engine, "owner").await;
+    let (own, body) = introspecting_client_with_a_refresh_token(&app, &user).await;
     let refresh = body["refresh_token"].as_str().unwrap().to_owned();
 
     let mine = answer(&app, &own, &refresh).await;
     assert_eq!(mine["active"], true, "{mine}");
     assert_eq!(mine["client_id"], own.0.as_str());
     assert_eq!(mine["scope"], "farm:read");
+    assert_eq!(
+        mine["sub"],
+        claims(body["access_token"].as_str().unwrap())["sub"]
+    );
+    // Its own expiry, thirty days after it was issued a moment ago.
+    let thirty_days = (app.clock.now() + time::Duration::days(30)).unix_timestamp();
+    let exp = mine["exp"].as_i64().unwrap();
+    assert!((thirty_days - 5..=thirty_days).contains(&exp), "{mine}");
     assert!(mine.get("token_type").is_none(), "{mine}");
     // Another introspector learns nothing about it.
     let other = app.introspector().await;
@@ -292,6 +309,23 @@ async fn a_refresh_token_is_active_for_its_own_client_while_usable(engine: Engin
     let response = app.token(&spend.basic(&own.0, &own.1)).await;
     assert_eq!(response.status(), 200);
     assert_eq!(answer(&app, &own, &refresh).await, json!({"active": false}));
+}
+
+async fn a_refresh_token_is_inactive_from_its_expiry_second(engine: Engine) {
+    let (app, user) = TestApp::with_flocks(engine, "owner").await;
+    let (own, body) = introspecting_client_with_a_refresh_token(&app, &user).await;
+    let refresh = body["refresh_token"].as_str().unwrap();
+    let exp = answer(&app, &own, refresh).await["exp"].as_i64().unwrap();
+    // Early in a second of real time, so that the question is asked in the
+    // second the clock is moved to. Should it slip into the next, the
+    // answer is the same: this cannot fail spuriously.
+    let millis = time::OffsetDateTime::now_utc().millisecond();
+    if millis > 300 {
+        tokio::time::sleep(std::time::Duration::from_millis(u64::from(1000 - millis))).await;
+    }
+    let to_expiry = exp - app.clock.now().unix_timestamp();
+    app.clock.advance(time::Duration::seconds(to_expiry));
+    assert_eq!(answer(&app, &own, refresh).await, json!({"active": false}));
 }
 
 async fn introspection_is_rate_limited(engine: Engine) {
