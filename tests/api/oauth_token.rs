@@ -319,6 +319,16 @@ async fn refresh_checks_the_resource_and_consumes_nothing_when_refused(engine: E
     let elsewhere = tokens.refresh_request();
     let elsewhere = elsewhere.field("resource", "https://evil.example/mcp");
     assert_oauth_error(app.token(&elsewhere).await, 400, "invalid_target").await;
+    // A resource Coop serves, but not the one the grant is for: the same
+    // store under another issuer (an operator who moved Coop to a new
+    // address) names its own `/mcp`, and a grant for the old one is not
+    // stretched to it.
+    let moved = TestApp::spawn_on(app.db.clone(), |_| {}).await;
+    assert_ne!(moved.resource(), app.resource());
+    let there = tokens
+        .refresh_request()
+        .field("resource", &moved.resource());
+    assert_oauth_error(moved.token(&there).await, 400, "invalid_target").await;
     let here = tokens.refresh_request().field("resource", &app.resource());
     assert_eq!(app.token(&here).await.status(), 200);
 }
