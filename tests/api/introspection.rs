@@ -1,6 +1,7 @@
 //! Token introspection (RFC 7662, issue 12): only a client registered for
 //! it may ask, and a token is active only while `/mcp` would take it.
 
+use coop::oauth::token::REFRESH_TTL;
 use serde_json::{Value, json};
 
 use crate::automations::{add_automation, automation_token};
@@ -290,10 +291,14 @@ async fn a_refresh_token_is_active_for_its_own_client_while_usable(engine: Engin
         mine["sub"],
         claims(body["access_token"].as_str().unwrap())["sub"]
     );
-    // Its own expiry, thirty days after it was issued a moment ago.
-    let thirty_days = (app.clock.now() + time::Duration::days(30)).unix_timestamp();
+    // Its own expiry, a refresh token's lifetime after it was issued a
+    // moment ago.
+    let lifetime_from_now = (app.clock.now() + REFRESH_TTL).unix_timestamp();
     let exp = mine["exp"].as_i64().unwrap();
-    assert!((thirty_days - 5..=thirty_days).contains(&exp), "{mine}");
+    assert!(
+        (lifetime_from_now - 5..=lifetime_from_now).contains(&exp),
+        "{mine}"
+    );
     assert!(mine.get("token_type").is_none(), "{mine}");
     // Another introspector learns nothing about it.
     let other = app.introspector().await;
