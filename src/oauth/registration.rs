@@ -128,10 +128,6 @@ impl<'de> serde::de::Visitor<'de> for UniqueKeysVisitor {
         Ok(Value::String(v.to_owned()))
     }
 
-    fn visit_string<E>(self, v: String) -> Result<Value, E> {
-        Ok(Value::String(v))
-    }
-
     fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
         let mut items = Vec::new();
         while let Some(UniqueKeys(item)) = seq.next_element()? {
@@ -678,6 +674,66 @@ mod tests {
         ];
         for (body, code) in cases {
             assert_eq!(validate(&body).unwrap_err().code(), code, "{body}");
+        }
+    }
+
+    /// Each limit admits its maximum and refuses one more: a limit off by
+    /// one would refuse a client that registers at the edge.
+    #[test]
+    fn each_limit_admits_its_maximum_and_no_more() {
+        let uris: Vec<String> = (0..MAX_REDIRECT_URIS)
+            .map(|i| format!("https://a.example/cb{i}"))
+            .collect();
+        let methods: Vec<&str> = std::iter::repeat_n("client_secret_post", 15)
+            .chain(["none"])
+            .collect();
+        let at_the_limits = json!({
+            "redirect_uris": uris,
+            "client_name": "n".repeat(MAX_NAME_CHARS),
+            "software_id": "s".repeat(MAX_TEXT_CHARS),
+            "software_version": "v".repeat(MAX_TEXT_CHARS),
+            "grant_types": ["authorization_code", "refresh_token", "authorization_code", "refresh_token"],
+            "response_types": ["code", "code", "code", "code"],
+            "token_endpoint_auth_methods_supported": methods,
+            "application_type": "web",
+        });
+        let r = validate(&at_the_limits).unwrap();
+        assert_eq!(r.redirect_uris, uris);
+        assert_eq!(r.client_name.map(|n| n.len()), Some(MAX_NAME_CHARS));
+        assert_eq!(r.grant_types, vec!["authorization_code", "refresh_token"]);
+        assert_eq!(r.auth_method, AuthMethod::ClientSecretPost);
+        assert_eq!(r.extra["software_id"], "s".repeat(MAX_TEXT_CHARS));
+        assert_eq!(r.extra["software_version"], "v".repeat(MAX_TEXT_CHARS));
+        assert_eq!(r.extra["application_type"], "web");
+
+        let one_more = |field: &str, value: Value| {
+            let mut body = at_the_limits.clone();
+            body[field] = value;
+            validate(&body).unwrap_err().code()
+        };
+        let mut too_many_uris = uris.clone();
+        too_many_uris.push("https://a.example/one-more".into());
+        assert_eq!(
+            one_more("redirect_uris", json!(too_many_uris)),
+            "invalid_redirect_uri"
+        );
+        for (field, value) in [
+            ("client_name", json!("n".repeat(MAX_NAME_CHARS + 1))),
+            ("client_name", json!("   ")),
+            ("software_version", json!("v".repeat(MAX_TEXT_CHARS + 1))),
+            ("software_version", json!(7)),
+            ("grant_types", json!(vec!["authorization_code"; 5])),
+            ("response_types", json!(vec!["code"; 5])),
+            (
+                "token_endpoint_auth_methods_supported",
+                json!(vec!["none"; 17]),
+            ),
+        ] {
+            assert_eq!(
+                one_more(field, value.clone()),
+                "invalid_client_metadata",
+                "{field}: {value}"
+            );
         }
     }
 

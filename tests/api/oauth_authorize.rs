@@ -29,6 +29,7 @@ on_both_engines!(
     the_person_may_grant_read_and_refuse_write,
     ticking_nothing_grants_nothing,
     deny_redirects_access_denied_and_is_audited,
+    an_approved_form_sent_again_repeats_its_code_until_the_code_expires,
     consent_is_remembered_only_for_what_was_granted,
     consent_is_asked_again_after_the_credential_epoch_moved,
     two_tabs_answer_their_own_requests,
@@ -533,6 +534,29 @@ async fn deny_redirects_access_denied_and_is_audited(engine: Engine) {
     assert_eq!(location(&again), location(&response));
     assert_eq!(codes(&app).await, 0);
     assert_eq!(app.audit_count("consent_denied").await, 1);
+}
+
+async fn an_approved_form_sent_again_repeats_its_code_until_the_code_expires(engine: Engine) {
+    let app = TestApp::spawn(engine).await;
+    let (browser, client_id, _) = setup(&app, "manager").await;
+    let path = app.authorize_path(&client_id, &Pkce::new(), "farm:read", &[]);
+    let html = browser.open_consent(&path).await;
+    let first = browser.accept(&html, &["farm:read"]).await;
+    assert_eq!(first.status(), 303);
+    assert!(callback(&first).contains_key("code"));
+    // A double click or a reload: the same redirect, the same code.
+    let again = browser.accept(&html, &["farm:read"]).await;
+    assert_eq!(again.status(), 303);
+    assert_eq!(location(&again), location(&first));
+    assert_eq!(codes(&app).await, 1);
+    // From the second the code expires, it is not handed out again: the
+    // client could not exchange it.
+    app.clock.advance(coop::oauth::approval::CODE_TTL);
+    let late = browser.accept(&html, &["farm:read"]).await;
+    assert_eq!(late.status(), 409);
+    assert!(late.headers().get("location").is_none());
+    assert!(late.text().await.unwrap().contains("already answered"));
+    assert_eq!(codes(&app).await, 1);
 }
 
 async fn consent_is_remembered_only_for_what_was_granted(engine: Engine) {

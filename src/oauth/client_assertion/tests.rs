@@ -1,7 +1,7 @@
 //! The verifier's checks, one refusal each, with keys made on the spot
 //! (`crate::testing::client_keys`, shared with the integration suite).
 
-use std::collections::HashSet;
+use std::collections::HashMap;
 use std::sync::Mutex;
 
 use jsonwebtoken::{EncodingKey, Header};
@@ -36,13 +36,18 @@ pub fn claims_for(client: &str, now: OffsetDateTime) -> Value {
     })
 }
 
-/// `jti`s remembered in memory.
+/// `jti`s remembered in memory, each with the instant it is kept until.
 #[derive(Default)]
-pub struct MemoryJtis(Mutex<HashSet<(String, String)>>);
+pub struct MemoryJtis(Mutex<HashMap<(String, String), OffsetDateTime>>);
 
 impl MemoryJtis {
     fn len(&self) -> usize {
         self.0.lock().unwrap().len()
+    }
+
+    fn kept_until(&self, client_id: &str, jti: &str) -> Option<OffsetDateTime> {
+        let key = (client_id.to_owned(), crate::secrets::hash_secret(jti));
+        self.0.lock().unwrap().get(&key).copied()
     }
 }
 
@@ -51,14 +56,16 @@ impl JtiStore for MemoryJtis {
         &self,
         client_id: &str,
         jti_hash: &str,
-        _: OffsetDateTime,
+        until: OffsetDateTime,
         _: OffsetDateTime,
     ) -> Result<bool, StoreError> {
-        Ok(self
-            .0
-            .lock()
-            .unwrap()
-            .insert((client_id.to_owned(), jti_hash.to_owned())))
+        let mut seen = self.0.lock().unwrap();
+        let key = (client_id.to_owned(), jti_hash.to_owned());
+        if seen.contains_key(&key) {
+            return Ok(false);
+        }
+        seen.insert(key, until);
+        Ok(true)
     }
 }
 
@@ -134,6 +141,12 @@ async fn a_jti_is_single_use_per_client_and_a_refusal_spends_none() {
         verify(&assertion, &expected(), &keys, NOW, &jtis).await,
         Err(AssertionError::Replayed)
     ));
+    // Kept as long as the assertion could still be accepted: to `exp`
+    // plus the skew `exp` is allowed.
+    assert_eq!(
+        jtis.kept_until(CLIENT, claims["jti"].as_str().unwrap()),
+        Some(NOW + time::Duration::minutes(1) + CLOCK_SKEW)
+    );
     // Another assertion with the same jti is a replay too.
     let mut again = claims.clone();
     again["iat"] = json!(NOW.unix_timestamp() + 1);
@@ -477,6 +490,35 @@ async fn malformed_assertions_are_refused() {
         check(&array, &keys).await,
         Err(AssertionError::Malformed(_))
     ));
+}
+
+/// An assertion of exactly [`MAX_ASSERTION_BYTES`] is read; one byte more
+/// is not, by the verifier or by the look-up of the claimed client.
+#[tokio::test]
+async fn the_longest_assertion_read_is_max_assertion_bytes() {
+    // Base64url never has a length of 4k + 1, so the header's length (the
+    // kid's) is varied too, until one padding gives the exact length.
+    let (key, longest) = ["k", "kk", "kkk"]
+        .into_iter()
+        .find_map(|kid| {
+            let key = ClientKey::es256(kid);
+            let longest = (5_000..MAX_ASSERTION_BYTES)
+                .map(|n| key.sign(&with("pad", json!("p".repeat(n)))))
+                .take_while(|a| a.len() <= MAX_ASSERTION_BYTES)
+                .find(|a| a.len() == MAX_ASSERTION_BYTES)?;
+            Some((key, longest))
+        })
+        .unwrap();
+    let keys = set_of(&[&key]);
+    assert!(check(&longest, &keys).await.is_ok());
+    assert_eq!(claimed_client_id(&longest).as_deref(), Some(CLIENT));
+
+    let one_more = format!("{longest}A");
+    assert!(matches!(
+        check(&one_more, &keys).await,
+        Err(AssertionError::Malformed(_))
+    ));
+    assert_eq!(claimed_client_id(&one_more), None);
 }
 
 #[test]
