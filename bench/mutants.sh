@@ -56,7 +56,8 @@ export COOP_TEST_POSTGRES_URL="postgres://postgres@127.0.0.1:1/postgres"
 unset COOP_TEST_REQUIRE_POSTGRES
 
 if [[ ! -d "$work" ]]; then git worktree add -q --detach "$work" HEAD; fi
-git -C "$work" checkout -q --detach "$(git rev-parse HEAD)"
+# --hard: a run killed mid-mutant leaves that mutant in the copy.
+git -C "$work" reset -q --hard "$(git rev-parse HEAD)"
 mkdir -p "$work/.cargo"
 cat > "$work/.cargo/config.toml" <<'TOML'
 [profile.dev.package.coop]
