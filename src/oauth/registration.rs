@@ -677,6 +677,44 @@ mod tests {
         }
     }
 
+    /// Keys make `private_key_jwt` possible and are kept only when it is
+    /// the method chosen; the signing algorithm must be one Coop verifies.
+    #[test]
+    fn keys_are_kept_only_for_private_key_jwt() {
+        let key = crate::testing::client_keys::ClientKey::es256("k1");
+        let jwks = json!({"keys": [key.public]});
+        let uri = "https://app.example/jwks.json";
+        let redirect = json!(["https://app.example/cb"]);
+        for keys in [json!({"jwks": jwks}), json!({"jwks_uri": uri})] {
+            let mut body = keys.clone();
+            body["redirect_uris"] = redirect.clone();
+            body["token_endpoint_auth_method"] = json!("private_key_jwt");
+            body["token_endpoint_auth_signing_alg"] = json!("ES256");
+            let r = validate(&body).unwrap();
+            assert_eq!(r.auth_method, AuthMethod::PrivateKeyJwt, "{keys}");
+            for (name, value) in keys.as_object().unwrap() {
+                assert_eq!(&r.extra[name], value);
+            }
+            assert_eq!(r.extra["token_endpoint_auth_signing_alg"], "ES256");
+
+            // Another method chosen: the keys are not kept.
+            body["token_endpoint_auth_method"] = json!("client_secret_basic");
+            let r = validate(&body).unwrap();
+            assert_eq!(r.auth_method, AuthMethod::ClientSecretBasic);
+            assert!(r.extra.is_empty(), "{:?}", r.extra);
+
+            for alg in ["HS256", "none", "ES512"] {
+                body["token_endpoint_auth_method"] = json!("private_key_jwt");
+                body["token_endpoint_auth_signing_alg"] = json!(alg);
+                assert_eq!(
+                    validate(&body).unwrap_err().code(),
+                    "invalid_client_metadata",
+                    "{alg}"
+                );
+            }
+        }
+    }
+
     /// Each limit admits its maximum and refuses one more: a limit off by
     /// one would refuse a client that registers at the edge.
     #[test]
