@@ -2,6 +2,7 @@
 //! (`crate::testing::client_keys`, shared with the integration suite).
 
 use std::collections::HashMap;
+use std::collections::hash_map::Entry;
 use std::sync::Mutex;
 
 use jsonwebtoken::{EncodingKey, Header};
@@ -60,12 +61,13 @@ impl JtiStore for MemoryJtis {
         _: OffsetDateTime,
     ) -> Result<bool, StoreError> {
         let mut seen = self.0.lock().unwrap();
-        let key = (client_id.to_owned(), jti_hash.to_owned());
-        if seen.contains_key(&key) {
-            return Ok(false);
+        match seen.entry((client_id.to_owned(), jti_hash.to_owned())) {
+            Entry::Occupied(_) => Ok(false),
+            Entry::Vacant(first) => {
+                first.insert(until);
+                Ok(true)
+            }
         }
-        seen.insert(key, until);
-        Ok(true)
     }
 }
 
