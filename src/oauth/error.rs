@@ -170,4 +170,72 @@ mod tests {
             OAuthError::Unavailable(RETRY_AFTER_UNAVAILABLE)
         );
     }
+
+    /// The wire code of each variant, as RFC 6749 §5.2, RFC 7591 §3.2.2,
+    /// RFC 8707 and RFC 9449 spell it.
+    #[test]
+    fn each_variant_sends_its_rfc_code() {
+        let x = || "x".to_owned();
+        let second = Duration::from_secs(1);
+        for (err, code) in [
+            (OAuthError::InvalidRequest(x()), "invalid_request"),
+            (OAuthError::UnsupportedMediaType(x()), "invalid_request"),
+            (OAuthError::invalid_client(x(), true), "invalid_client"),
+            (OAuthError::InvalidGrant(x()), "invalid_grant"),
+            (OAuthError::UnauthorizedClient(x()), "unauthorized_client"),
+            (OAuthError::UnsupportedGrantType, "unsupported_grant_type"),
+            (OAuthError::InvalidScope(x()), "invalid_scope"),
+            (OAuthError::InvalidTarget(x()), "invalid_target"),
+            (OAuthError::InvalidDpopProof(x()), "invalid_dpop_proof"),
+            (OAuthError::UseDpopNonce(x()), "use_dpop_nonce"),
+            (OAuthError::InvalidRedirectUri(x()), "invalid_redirect_uri"),
+            (
+                OAuthError::InvalidClientMetadata(x()),
+                "invalid_client_metadata",
+            ),
+            (
+                OAuthError::TooManyRequests(second),
+                "temporarily_unavailable",
+            ),
+            (OAuthError::Unavailable(second), "temporarily_unavailable"),
+            (OAuthError::ServerError(x()), "server_error"),
+        ] {
+            assert_eq!(err.code(), code, "{err:?}");
+        }
+        assert_eq!(
+            OAuthError::invalid_client("why", false),
+            OAuthError::InvalidClient {
+                reason: "why".into(),
+                basic: false
+            }
+        );
+        assert_eq!(
+            OAuthError::invalid_request("why"),
+            OAuthError::InvalidRequest("why".into())
+        );
+        assert_eq!(
+            OAuthError::invalid_grant("why"),
+            OAuthError::InvalidGrant("why".into())
+        );
+    }
+
+    /// Only the requester's own fetch limit is its doing (429); the limits
+    /// everyone shares are Coop's (503). Neither blames its identity.
+    #[test]
+    fn a_fetch_limit_is_429_for_the_requester_and_503_for_everyone() {
+        let wait = Duration::from_secs(7);
+        let throttled = |limit| {
+            OAuthError::from(Throttle {
+                limit,
+                retry_after: wait,
+            })
+        };
+        assert_eq!(throttled(Limit::Address), OAuthError::TooManyRequests(wait));
+        assert_eq!(throttled(Limit::Host), OAuthError::Unavailable(wait));
+        assert_eq!(throttled(Limit::InFlight), OAuthError::Unavailable(wait));
+        assert_eq!(
+            OAuthError::from(KeyError::NoActiveKey).code(),
+            "server_error"
+        );
+    }
 }

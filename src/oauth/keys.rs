@@ -297,3 +297,256 @@ impl Keys {
         Ok(new.kid)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::oauth::verified::token_hash;
+    use crate::storage::Sql;
+    use crate::storage::keys::Withdrawal;
+    use crate::testing::TestStore;
+
+    const GRACE: time::Duration = time::Duration::hours(24);
+    const SECOND: time::Duration = time::Duration::seconds(1);
+
+    /// Now, to the whole second the store keeps.
+    fn now() -> OffsetDateTime {
+        let now = OffsetDateTime::now_utc().unix_timestamp();
+        OffsetDateTime::from_unix_timestamp(now).unwrap()
+    }
+
+    async fn loaded(db: &TestStore, now: OffsetDateTime) -> Keys {
+        Keys::load_or_create(db.store.clone(), GRACE, now)
+            .await
+            .unwrap()
+    }
+
+    /// The `kid`s of `/jwks.json`, sorted.
+    async fn published(keys: &Keys) -> Vec<String> {
+        let mut kids: Vec<String> = keys
+            .jwks()
+            .await
+            .keys
+            .into_iter()
+            .filter_map(|jwk| jwk.common.key_id)
+            .collect();
+        kids.sort();
+        kids
+    }
+
+    fn sorted<const N: usize>(mut kids: [String; N]) -> Vec<String> {
+        kids.sort();
+        kids.to_vec()
+    }
+
+    async fn verifies(keys: &Keys, kid: &str, now: OffsetDateTime) -> bool {
+        keys.decoding_key(kid, now).await.unwrap().is_some()
+    }
+
+    /// Makes the process's copy of the key set look `age` old, as if the
+    /// last read had happened that long ago.
+    async fn age(keys: &Keys, age: Duration) {
+        let mut inner = keys.inner.write().await;
+        inner.loaded_at = std::time::Instant::now().checked_sub(age).unwrap();
+    }
+
+    async fn audited(db: &TestStore, action: &str) -> i64 {
+        Sql::new("select count(*) from audit_log where detail like $1")
+            .bind(format!("%{action}%"))
+            .fetch_scalar(&mut db.store.read().await.unwrap())
+            .await
+            .unwrap()
+    }
+
+    #[tokio::test]
+    async fn the_first_start_makes_one_key_and_the_next_start_reads_it() {
+        let db = TestStore::sqlite().await;
+        let now = now();
+        let first = loaded(&db, now).await;
+        let (kid, _) = first.signing_key().await.unwrap();
+        let second = loaded(&db, now).await;
+        assert_eq!(second.signing_key().await.unwrap().0, kid);
+        assert_eq!(published(&first).await, vec![kid.clone()]);
+        assert_eq!(published(&second).await, vec![kid]);
+        let rows = stored::all(&mut db.store.read().await.unwrap())
+            .await
+            .unwrap();
+        assert_eq!(rows.len(), 1);
+    }
+
+    #[tokio::test]
+    async fn a_generated_key_publishes_only_its_public_half() {
+        let row = generate().unwrap();
+        let jwk: serde_json::Value = serde_json::from_str(&row.public_jwk).unwrap();
+        assert_eq!(jwk["kid"], row.kid.as_str());
+        assert_eq!(jwk["kty"], "EC");
+        assert_eq!(jwk["crv"], "P-256");
+        assert_eq!(jwk["use"], "sig");
+        assert_eq!(jwk["alg"], "ES256");
+        assert!(jwk.get("d").is_none(), "the private scalar is published");
+        assert_ne!(generate().unwrap().kid, row.kid);
+    }
+
+    #[tokio::test]
+    async fn the_debug_form_shows_no_key_material() {
+        let db = TestStore::sqlite().await;
+        let keys = loaded(&db, now()).await;
+        assert_eq!(format!("{keys:?}"), "Keys");
+    }
+
+    #[tokio::test]
+    async fn a_retired_key_is_published_for_the_grace_and_not_a_second_longer() {
+        let db = TestStore::sqlite().await;
+        let start = now();
+        let keys = loaded(&db, start).await;
+        let (old, _) = keys.signing_key().await.unwrap();
+        let retired_at = start + SECOND;
+        let new = Keys::rotate(&db.store, retired_at).await.unwrap();
+        assert_eq!(audited(&db, "signing_key_rotated").await, 1);
+
+        keys.reload(retired_at + GRACE).await.unwrap();
+        assert_eq!(keys.signing_key().await.unwrap().0, new);
+        assert_eq!(published(&keys).await, sorted([old.clone(), new.clone()]));
+        assert!(verifies(&keys, &old, retired_at + GRACE).await);
+
+        keys.reload(retired_at + GRACE + SECOND).await.unwrap();
+        assert_eq!(published(&keys).await, vec![new.clone()]);
+        assert!(!verifies(&keys, &old, retired_at + GRACE + SECOND).await);
+        assert!(verifies(&keys, &new, retired_at + GRACE + SECOND).await);
+    }
+
+    /// Another replica rotated: this one meets the new `kid` before its
+    /// timer reloads.
+    #[tokio::test]
+    async fn an_unknown_kid_rereads_the_store_at_most_once_per_backoff() {
+        let db = TestStore::sqlite().await;
+        let now = now();
+        let keys = loaded(&db, now).await;
+        let rotated = Keys::rotate(&db.store, now).await.unwrap();
+
+        // Just read: a flood of forged kids cannot become a flood of queries.
+        assert!(!verifies(&keys, &rotated, now).await);
+        age(&keys, RELOAD_BACKOFF - Duration::from_millis(100)).await;
+        assert!(!verifies(&keys, &rotated, now).await);
+
+        age(&keys, RELOAD_BACKOFF).await;
+        assert!(verifies(&keys, &rotated, now).await);
+
+        // The re-read of a forged kid counts as the one read of the backoff.
+        age(&keys, RELOAD_BACKOFF).await;
+        assert!(!verifies(&keys, "forged", now).await);
+        let later = Keys::rotate(&db.store, now).await.unwrap();
+        assert!(!verifies(&keys, &later, now).await);
+    }
+
+    #[tokio::test]
+    async fn the_timer_rereads_only_a_copy_older_than_its_age() {
+        let db = TestStore::sqlite().await;
+        let now = now();
+        let keys = loaded(&db, now).await;
+        let rotated = Keys::rotate(&db.store, now).await.unwrap();
+
+        keys.reload_if_older_than(Duration::from_secs(60), now)
+            .await
+            .unwrap();
+        assert_ne!(keys.signing_key().await.unwrap().0, rotated);
+        keys.reload_if_older_than(Duration::ZERO, now)
+            .await
+            .unwrap();
+        assert_eq!(keys.signing_key().await.unwrap().0, rotated);
+    }
+
+    /// The table takes only ES256 rows; a public key that no longer reads
+    /// is skipped, and then nothing signs rather than a wrong key.
+    #[tokio::test]
+    async fn an_unusable_stored_key_is_skipped_and_signs_nothing() {
+        let mut foreign = generate().unwrap();
+        foreign.algorithm = "RS256".to_owned();
+        let mut garbled = generate().unwrap();
+        garbled.public_jwk = "{\"kty\":\"EC\"}".to_owned();
+        for bad in [&foreign, &garbled] {
+            assert!(matches!(load_row(bad), Err(KeyError::Corrupt(kid, _)) if kid == bad.kid));
+        }
+        assert!(load_row(&generate().unwrap()).is_ok());
+
+        let db = TestStore::sqlite().await;
+        let now = now();
+        let keys = loaded(&db, now).await;
+        let (old, _) = keys.signing_key().await.unwrap();
+        let mut tx = db.store.write().await.unwrap();
+        stored::rotate_to(&mut tx, &garbled, now).await.unwrap();
+        tx.commit().await.unwrap();
+        keys.reload(now).await.unwrap();
+        assert!(matches!(
+            keys.signing_key().await,
+            Err(KeyError::NoActiveKey)
+        ));
+        assert_eq!(published(&keys).await, vec![old]);
+    }
+
+    #[tokio::test]
+    async fn only_a_retired_key_is_withdrawn_and_only_a_withdrawal_is_audited() {
+        let db = TestStore::sqlite().await;
+        let now = now();
+        let keys = loaded(&db, now).await;
+        let (old, _) = keys.signing_key().await.unwrap();
+        let withdraw = |kid: String| {
+            let store = db.store.clone();
+            async move { Keys::withdraw(&store, &kid, now).await.unwrap() }
+        };
+        assert_eq!(withdraw(old.clone()).await, Withdrawal::Active);
+        assert_eq!(withdraw("no-such-key".into()).await, Withdrawal::Unknown);
+        assert_eq!(audited(&db, "signing_key_withdrawn").await, 0);
+
+        let new = Keys::rotate(&db.store, now).await.unwrap();
+        assert_eq!(withdraw(old.clone()).await, Withdrawal::Withdrawn);
+        assert_eq!(withdraw(old.clone()).await, Withdrawal::AlreadyWithdrawn);
+        assert_eq!(audited(&db, "signing_key_withdrawn").await, 1);
+        keys.reload(now).await.unwrap();
+        assert_eq!(published(&keys).await, vec![new]);
+        assert!(!verifies(&keys, &old, now).await);
+    }
+
+    #[tokio::test]
+    async fn a_key_leaving_the_set_takes_its_checked_signatures_with_it() {
+        let db = TestStore::sqlite().await;
+        let now = now();
+        let keys = loaded(&db, now).await;
+        let (old, _) = keys.signing_key().await.unwrap();
+        let claims = |kid: &str| AccessClaims {
+            iss: "https://coop.example".into(),
+            sub: "u".into(),
+            aud: "https://coop.example/mcp".into(),
+            client_id: "c".into(),
+            scope: "farm:read".into(),
+            iat: now.unix_timestamp(),
+            exp: (now + time::Duration::minutes(15)).unix_timestamp(),
+            jti: kid.into(),
+            grant_id: "g".into(),
+            epoch: 0,
+            cnf: None,
+            kid: kid.into(),
+        };
+        keys.remember_verified(token_hash("old-token"), &old, claims(&old), now);
+        let new = Keys::rotate(&db.store, now).await.unwrap();
+        keys.reload(now).await.unwrap();
+        keys.remember_verified(token_hash("new-token"), &new, claims(&new), now);
+        assert!(
+            keys.verified_claims(&token_hash("old-token"), now)
+                .await
+                .is_some()
+        );
+        assert_eq!(keys.verified.len(), 2);
+
+        Keys::withdraw(&db.store, &old, now).await.unwrap();
+        keys.reload(now).await.unwrap();
+        assert_eq!(keys.verified.len(), 1, "the withdrawn key's entry stayed");
+        assert!(
+            keys.verified_claims(&token_hash("old-token"), now)
+                .await
+                .is_none()
+        );
+        let kept = keys.verified_claims(&token_hash("new-token"), now).await;
+        assert_eq!(kept.map(|claims| claims.kid.clone()), Some(new));
+    }
+}

@@ -55,5 +55,17 @@ mod tests {
         assert_eq!(p.single("c"), Err("c"));
         assert_eq!(p.all("c"), vec!["x", "y"]);
         assert_eq!(p.single("d"), Ok(Some(" sp ace")));
+        let pairs: Vec<(&str, &str)> = p.pairs().collect();
+        assert_eq!(
+            pairs,
+            vec![
+                ("a", "1"),
+                ("b", ""),
+                ("c", "x"),
+                ("c", "y"),
+                ("d", " sp ace")
+            ]
+        );
+        assert!(Params::parse(b"").pairs().next().is_none());
     }
 }

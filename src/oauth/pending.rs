@@ -168,6 +168,10 @@ pub fn code_for(id: &str) -> AuthorizationCode {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::domain::{Email, Role};
+    use crate::oauth::approval::tests::request;
+    use crate::storage::users::{self, NewMember};
+    use crate::testing::TestStore;
 
     #[test]
     fn one_request_has_one_code_and_two_requests_two() {
@@ -186,5 +190,148 @@ mod tests {
             assert_eq!(Decision::parse(d.as_str()), Some(d));
         }
         assert_eq!(Decision::parse("maybe"), None);
+    }
+
+    /// A person on a fresh store, who can have requests waiting.
+    async fn person() -> (TestStore, UserId, OffsetDateTime) {
+        let db = TestStore::sqlite().await;
+        let now = OffsetDateTime::from_unix_timestamp(OffsetDateTime::now_utc().unix_timestamp())
+            .unwrap();
+        let slug = crate::admin::add_farm(&db.store, "Hillside", None, now)
+            .await
+            .unwrap();
+        let farm = crate::admin::farm(&db.store, &slug)
+            .await
+            .unwrap()
+            .farm_id();
+        let email = Email::parse("pat@hillside.example").unwrap();
+        let member = NewMember {
+            farm,
+            email: &email,
+            password_hash: "not-a-hash",
+            role: Role::Worker,
+            flocks: None,
+            must_change_password: false,
+        };
+        let mut tx = db.store.write().await.unwrap();
+        let user = users::create_member(&mut tx, &member, now).await.unwrap();
+        tx.commit().await.unwrap();
+        (db, user, now)
+    }
+
+    async fn answer(db: &TestStore, id: &str, user: UserId, decision: Decision) -> bool {
+        let now = OffsetDateTime::now_utc();
+        let mut tx = db.store.write().await.unwrap();
+        let won = claim(&mut tx, id, user, decision, now).await.unwrap();
+        tx.commit().await.unwrap();
+        won
+    }
+
+    #[tokio::test]
+    async fn a_waiting_request_is_found_by_its_id_for_its_person_while_it_lives() {
+        let (db, user, now) = person().await;
+        let asked = request("farm:read");
+        let id = put(&db.store, user, &asked, now).await.unwrap();
+        assert_eq!(id.len(), 43, "256 random bits, base64url");
+        let other = put(&db.store, user, &request("daily-entries:write"), now)
+            .await
+            .unwrap();
+        assert_ne!(id, other);
+
+        let found = get(&db.store, &id, user, now).await.unwrap().unwrap();
+        assert_eq!((found.id.as_str(), &found.request), (id.as_str(), &asked));
+        assert!(!found.reauthenticated);
+        assert_eq!(found.answered, None);
+        let last_moment = now + PENDING_TTL - time::Duration::seconds(1);
+        assert!(
+            get(&db.store, &id, user, last_moment)
+                .await
+                .unwrap()
+                .is_some()
+        );
+
+        let stranger = UserId::new();
+        for (id, user, at) in [
+            (id.as_str(), user, now + PENDING_TTL),
+            ("", user, now),
+            ("not-an-id", user, now),
+            (id.as_str(), stranger, now),
+        ] {
+            let found = get(&db.store, id, user, at).await.unwrap();
+            assert!(found.is_none(), "{id:?} at {at}");
+        }
+    }
+
+    #[tokio::test]
+    async fn the_password_asked_again_marks_that_request_alone() {
+        let (db, user, now) = person().await;
+        let id = put(&db.store, user, &request("farm:read"), now)
+            .await
+            .unwrap();
+        let other = put(&db.store, user, &request("farm:read"), now)
+            .await
+            .unwrap();
+        reauthenticated(&db.store, &id, UserId::new(), now)
+            .await
+            .unwrap();
+        assert!(
+            !get(&db.store, &id, user, now)
+                .await
+                .unwrap()
+                .unwrap()
+                .reauthenticated
+        );
+        reauthenticated(&db.store, &id, user, now).await.unwrap();
+        assert!(
+            get(&db.store, &id, user, now)
+                .await
+                .unwrap()
+                .unwrap()
+                .reauthenticated
+        );
+        assert!(
+            !get(&db.store, &other, user, now)
+                .await
+                .unwrap()
+                .unwrap()
+                .reauthenticated
+        );
+    }
+
+    #[tokio::test]
+    async fn the_first_answer_wins_and_is_the_one_read_back() {
+        let (db, user, now) = person().await;
+        for decision in [Decision::Approve, Decision::Deny] {
+            let id = put(&db.store, user, &request("farm:read"), now)
+                .await
+                .unwrap();
+            assert!(
+                !answer(&db, &id, UserId::new(), decision).await,
+                "a stranger answered"
+            );
+            assert!(answer(&db, &id, user, decision).await);
+            assert!(!answer(&db, &id, user, Decision::Approve).await);
+            assert!(!answer(&db, &id, user, Decision::Deny).await);
+            let found = get(&db.store, &id, user, now).await.unwrap().unwrap();
+            assert_eq!(found.answered, Some(decision));
+        }
+    }
+
+    #[tokio::test]
+    async fn a_new_request_past_the_limit_pushes_out_the_oldest() {
+        let (db, user, now) = person().await;
+        let mut ids = Vec::new();
+        for n in 0..=MAX_PENDING_PER_USER {
+            let at = now + time::Duration::seconds(n.into());
+            ids.push(
+                put(&db.store, user, &request("farm:read"), at)
+                    .await
+                    .unwrap(),
+            );
+        }
+        assert!(get(&db.store, &ids[0], user, now).await.unwrap().is_none());
+        for id in &ids[1..] {
+            assert!(get(&db.store, id, user, now).await.unwrap().is_some());
+        }
     }
 }
