@@ -335,6 +335,100 @@ mod tests {
             &row("registered", t - 10 * day, None),
             now
         ));
+        // Exactly a day old: still usable (expired only once past it).
+        assert!(!is_expired_registration(
+            &row("dynamic", t - day, None),
+            now
+        ));
+    }
+
+    #[test]
+    fn only_an_https_client_id_names_a_document() {
+        assert!(is_document_id("https://app.example/client.json"));
+        assert!(!is_document_id("http://app.example/client.json"));
+        assert!(!is_document_id("q2vN0x-random"));
+        assert!(!is_document_id("xhttps://app.example/"));
+    }
+
+    fn document(auth_method: AuthMethod) -> ClientMetadataDocument {
+        ClientMetadataDocument {
+            client_id: "https://app.example/client.json".into(),
+            client_name: "App".into(),
+            redirect_uris: vec!["https://app.example/cb".into()],
+            document_host: "app.example".into(),
+            auth: Default::default(),
+            auth_method,
+            assertion_keys: None,
+            fresh_until: OffsetDateTime::UNIX_EPOCH,
+        }
+    }
+
+    #[test]
+    fn a_document_is_a_client_that_refreshes_and_never_holds_a_secret() {
+        let client = document_client(&document(AuthMethod::None)).unwrap();
+        assert_eq!(client.client_id, "https://app.example/client.json");
+        assert_eq!(
+            client.kind,
+            ClientKind::MetadataDocument {
+                document_host: "app.example".into(),
+                auth: DocumentAuth::None,
+            }
+        );
+        assert_eq!(client.name, "App");
+        assert_eq!(
+            client.redirect_uris,
+            vec!["https://app.example/cb".to_owned()]
+        );
+        assert!(client.may_refresh);
+        assert!(!client.native);
+        let client = document_client(&document(AuthMethod::PrivateKeyJwt)).unwrap();
+        assert!(matches!(
+            client.kind,
+            ClientKind::MetadataDocument {
+                auth: DocumentAuth::PrivateKeyJwt,
+                ..
+            }
+        ));
+        for secret in [AuthMethod::ClientSecretBasic, AuthMethod::ClientSecretPost] {
+            assert!(document_client(&document(secret)).is_none());
+        }
+    }
+
+    #[test]
+    fn an_unusable_document_is_explained_without_the_network_detail() {
+        let fetch = "the document could not be fetched from its address";
+        let invalid = "the document is not a valid client description";
+        for (err, reason) in [
+            (
+                CimdError::NotHttpsUrl,
+                "its client_id is not an https address Coop accepts",
+            ),
+            (
+                CimdError::ClientIdMismatch,
+                "the document names another client_id than its own address",
+            ),
+            (CimdError::SharedSecretAuth, invalid),
+            (CimdError::Invalid("x".into()), invalid),
+            (CimdError::InvalidKeySet("x".into()), invalid),
+            (CimdError::ForbiddenAddress("10.0.0.1".into()), fetch),
+            (CimdError::Resolve("x".into()), fetch),
+            (CimdError::Fetch("x".into()), fetch),
+            (CimdError::Status(404), fetch),
+            (CimdError::Redirect, fetch),
+            (CimdError::TooLarge, fetch),
+            (CimdError::Timeout, fetch),
+        ] {
+            assert_eq!(plain_reason(&err), reason, "{err:?}");
+        }
+        let refusal = crate::oauth::client::NoCommonMethod {
+            preferred: "tls_client_auth".into(),
+            supported: "none".into(),
+            offered: "none, private_key_jwt".into(),
+        };
+        assert_eq!(
+            plain_reason(&CimdError::NoCommonAuthMethod(refusal.clone())),
+            refusal.to_string()
+        );
     }
 
     #[test]
@@ -348,7 +442,16 @@ mod tests {
         assert_eq!(c.redirect_uris, vec!["https://a.example/cb".to_owned()]);
         let mut r = row("dynamic", 0, None);
         r.metadata = r#"{"application_type":"native"}"#.into();
-        assert!(from_row(r).unwrap().native);
+        let c = from_row(r).unwrap();
+        assert!(c.native);
+        // No grant_types registered: refreshing is the default.
+        assert!(c.may_refresh);
+        let mut r = row("dynamic", 0, None);
+        r.metadata = r#"{"grant_types":["authorization_code","refresh_token"]}"#.into();
+        assert!(from_row(r).unwrap().may_refresh);
+        let mut r = row("dynamic", 0, None);
+        r.redirect_uris = "not json".into();
+        assert!(from_row(r).is_none());
         let mut r = row("metadata_document", 0, None);
         r.metadata = r#"{"document_host":"app.example"}"#.into();
         assert_eq!(
@@ -401,6 +504,54 @@ mod tests {
             ("metadata_document", "none", Some("h")),
         ] {
             assert_eq!(with(kind, method, hash), None, "{kind} {method} {hash:?}");
+        }
+        assert_eq!(
+            with("dynamic", "client_secret_basic", Some("h")),
+            Some(ClientKind::Confidential {
+                origin: Origin::Dynamic,
+                method: SecretMethod::Basic,
+                secret_hash: "h".into(),
+            })
+        );
+    }
+
+    #[test]
+    fn a_private_key_jwt_row_carries_its_keys_and_algorithm() {
+        let with = |metadata: serde_json::Value| {
+            let mut r = row("registered", 0, None);
+            r.token_endpoint_auth_method = AuthMethod::PrivateKeyJwt;
+            r.metadata = metadata.to_string();
+            from_row(r).map(|c| c.kind)
+        };
+        let set = crate::oauth::cimd::key_set::tests::public_keys(&["k1"]);
+        let Some(ClientKind::PrivateKeyJwt { origin, keys }) = with(serde_json::json!({
+            "jwks": set, "token_endpoint_auth_signing_alg": "ES256"
+        })) else {
+            panic!("an inline key set makes a private_key_jwt client");
+        };
+        assert_eq!(origin, Origin::Registered);
+        assert!(matches!(&keys.keys, ClientKeys::Inline(set) if set.keys.len() == 1));
+        assert_eq!(keys.algorithm, Some(jsonwebtoken::Algorithm::ES256));
+        assert_eq!(
+            with(serde_json::json!({ "jwks_uri": "https://app.example/jwks" })),
+            Some(ClientKind::PrivateKeyJwt {
+                origin: Origin::Registered,
+                keys: AssertionKeys {
+                    keys: ClientKeys::Uri("https://app.example/jwks".into()),
+                    algorithm: None,
+                },
+            })
+        );
+        for unusable in [
+            serde_json::json!({ "jwks": set, "jwks_uri": "https://app.example/jwks" }),
+            serde_json::json!({ "jwks": { "keys": [] } }),
+            serde_json::json!({ "jwks_uri": 7 }),
+            serde_json::json!({ "jwks_uri": "https://app.example/jwks",
+                                "token_endpoint_auth_signing_alg": "HS256" }),
+            serde_json::json!({ "jwks_uri": "https://app.example/jwks",
+                                "token_endpoint_auth_signing_alg": 7 }),
+        ] {
+            assert_eq!(with(unusable.clone()), None, "{unusable}");
         }
     }
 }
