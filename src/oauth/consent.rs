@@ -393,6 +393,22 @@ mod tests {
         let mut s = approved(&r, &read);
         s.existing = None;
         assert_eq!(next_step(&s), ask(""));
+        // A grant for another server's /mcp vouches for nothing here.
+        let mut elsewhere = grant("farm:read", 2, false);
+        elsewhere.grant_resource = "https://other.example/mcp".into();
+        assert_eq!(next_step(&approved(&r, &elsewhere)), ask(""));
+    }
+
+    #[test]
+    fn each_farm_refusal_tells_the_person_why_and_whom_to_ask() {
+        let suspended = FarmRefusal::Suspended.message();
+        assert!(
+            suspended.starts_with("Your farm is suspended"),
+            "{suspended}"
+        );
+        let off = FarmRefusal::ConnectedAppsOff.message();
+        assert!(off.starts_with("Connected apps are turned off"), "{off}");
+        assert!(off.contains("owner"), "{off}");
     }
 
     #[test]
