@@ -30,6 +30,7 @@ on_both_engines!(
     ticking_nothing_grants_nothing,
     deny_redirects_access_denied_and_is_audited,
     an_approved_form_sent_again_repeats_its_code_until_the_code_expires,
+    an_approved_form_sent_again_after_its_code_was_exchanged_gets_no_code,
     consent_is_remembered_only_for_what_was_granted,
     consent_is_asked_again_after_the_credential_epoch_moved,
     two_tabs_answer_their_own_requests,
@@ -557,6 +558,34 @@ async fn an_approved_form_sent_again_repeats_its_code_until_the_code_expires(eng
     assert!(late.headers().get("location").is_none());
     assert!(late.text().await.unwrap().contains("already answered"));
     assert_eq!(codes(&app).await, 1);
+}
+
+async fn an_approved_form_sent_again_after_its_code_was_exchanged_gets_no_code(engine: Engine) {
+    let app = TestApp::spawn(engine).await;
+    let (browser, client_id, _) = setup(&app, "manager").await;
+    let pkce = Pkce::new();
+    let path = app.authorize_path(&client_id, &pkce, "farm:read", &[]);
+    let html = browser.open_consent(&path).await;
+    let first = browser.accept(&html, &["farm:read"]).await;
+    let code = callback(&first)["code"].clone();
+    let exchanged = app.exchange_code(&client_id, &code, &pkce.verifier).await;
+    assert_eq!(exchanged.status(), 200);
+    // Still within the code's minute: handing the spent code out again
+    // would make the client present it twice and lose its grant to reuse
+    // detection.
+    let again = browser.accept(&html, &["farm:read"]).await;
+    assert_eq!(again.status(), 409);
+    assert!(again.headers().get("location").is_none());
+    assert!(again.text().await.unwrap().contains("already answered"));
+    let refresh = app
+        .refresh(
+            &client_id,
+            exchanged.json::<serde_json::Value>().await.unwrap()["refresh_token"]
+                .as_str()
+                .unwrap(),
+        )
+        .await;
+    assert_eq!(refresh.status(), 200, "the grant is untouched");
 }
 
 async fn consent_is_remembered_only_for_what_was_granted(engine: Engine) {
