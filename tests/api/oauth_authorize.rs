@@ -344,6 +344,10 @@ async fn an_old_sign_in_is_asked_for_the_password_before_consent(engine: Engine)
     assert_eq!(response.headers()["cache-control"], "no-store");
     let page = response.text().await.unwrap();
     assert!(page.contains("Confirm it is you"), "{page}");
+    // Why: the sign-in's age, not the client's asking.
+    let step_up = "You signed in a while ago";
+    assert!(page.contains(step_up), "{page}");
+    assert!(!page.contains("asks that you confirm"), "{page}");
     assert!(!page.contains("name=\"decision\""));
     let csrf = form_value(&page, "csrf").unwrap();
     let request = form_value(&page, "request").unwrap();
@@ -358,7 +362,10 @@ async fn an_old_sign_in_is_asked_for_the_password_before_consent(engine: Engine)
         .send()
         .await
         .unwrap();
-    assert_page(wrong, 401, "not right").await;
+    assert_eq!(wrong.status(), 401);
+    let page = wrong.text().await.unwrap();
+    assert!(page.contains("not right"), "{page}");
+    assert!(page.contains(step_up), "{page}");
     assert_eq!(codes(&app).await, 0);
 
     let right = browser

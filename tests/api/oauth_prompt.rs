@@ -65,11 +65,18 @@ fn assert_sent_back(response: &reqwest::Response, app: &TestApp, redirect: &str,
     assert!(!params.contains_key("code"));
 }
 
-/// Asserts the password page, and returns its form's (csrf, request).
+/// What the password page says when the client asked for the password
+/// (rather than the sign-in having grown old).
+const ASKED_BY_THE_CLIENT: &str = "asks that you confirm it is you";
+
+/// Asserts the password page the client asked for, and returns its form's
+/// (csrf, request).
 async fn password_page(response: reqwest::Response) -> (String, String) {
     assert_eq!(response.status(), 200);
     let page = response.text().await.unwrap();
     assert!(page.contains("Confirm it is you"), "{page}");
+    assert!(page.contains(ASKED_BY_THE_CLIENT), "{page}");
+    assert!(!page.contains("You signed in a while ago"), "{page}");
     assert!(!page.contains("name=\"decision\""));
     (
         form_value(&page, "csrf").unwrap(),
@@ -122,6 +129,9 @@ async fn prompt_login_asks_for_the_password_however_fresh_the_sign_in(engine: En
     let form = password_page(browser.open(&path).await).await;
     let wrong = confirm(&app, &browser, &form, "not the password").await;
     assert_eq!(wrong.status(), 401);
+    // Asked again, for the same reason.
+    let page = wrong.text().await.unwrap();
+    assert!(page.contains(ASKED_BY_THE_CLIENT), "{page}");
     assert_eq!(codes(&app).await, before);
     let right = confirm(&app, &browser, &form, &user.password).await;
     assert_eq!(right.status(), 303);
