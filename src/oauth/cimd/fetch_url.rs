@@ -70,6 +70,18 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_url_of_the_longest_length_is_read_and_one_byte_more_is_not() {
+        let base = "https://app.example/";
+        let longest = format!("{base}{}", "a".repeat(MAX_URL_BYTES - base.len()));
+        assert_eq!(longest.len(), MAX_URL_BYTES);
+        assert!(parse_client_id(&longest).is_ok());
+        assert!(parse_key_set_url(&longest).is_ok());
+        let longer = format!("{longest}a");
+        assert_eq!(parse_client_id(&longer), Err(CimdError::NotHttpsUrl));
+        assert_eq!(parse_key_set_url(&longer), Err(CimdError::NotHttpsUrl));
+    }
+
+    #[test]
     fn client_ids_must_be_canonical_https_urls_with_a_path() {
         assert!(parse_client_id("https://app.example/client.json").is_ok());
         assert!(parse_client_id("https://app.example:8443/c?v=1").is_ok());

@@ -110,6 +110,24 @@ pub mod tests {
         json!({ "keys": keys })
     }
 
+    /// What the limit is for: a client rotating its keys publishes the old
+    /// and the new side by side, and a few 4096-bit RSA keys must fit.
+    #[test]
+    fn a_few_4096_bit_rsa_keys_fit_the_fetch_limit() {
+        let modulus = "q".repeat(683); // 4096 bits, base64url
+        let keys: Vec<Value> = (0..4)
+            .map(|i| {
+                json!({
+                    "kty": "RSA", "alg": "RS256", "use": "sig",
+                    "kid": format!("rotation-2026-{i}"), "e": "AQAB", "n": modulus
+                })
+            })
+            .collect();
+        let body = serde_json::to_vec_pretty(&json!({ "keys": keys })).unwrap();
+        assert!(body.len() <= MAX_KEY_SET_BYTES, "{} bytes", body.len());
+        assert!(parse(&body).is_ok());
+    }
+
     fn refused(value: &Value, part: &str) {
         match from_value(value) {
             Err(CimdError::InvalidKeySet(why)) => assert!(why.contains(part), "{why} / {part}"),
