@@ -8,7 +8,10 @@ use serde_json::json;
 use crate::helpers::oauth::{
     self, HTTPS_REDIRECT, Pkce, REDIRECT_URI, TokenRequest, callback, https_callback,
 };
-use crate::helpers::{Browser, Engine, TestApp, TestUser, assert_page, form_value, location};
+use crate::helpers::{
+    Browser, Engine, PASSWORD_SIGN_IN_GREW_OLD, TestApp, TestUser, assert_page, form_value,
+    location,
+};
 use crate::on_both_engines;
 
 on_both_engines!(
@@ -345,8 +348,7 @@ async fn an_old_sign_in_is_asked_for_the_password_before_consent(engine: Engine)
     let page = response.text().await.unwrap();
     assert!(page.contains("Confirm it is you"), "{page}");
     // Why: the sign-in's age, not the client's asking.
-    let step_up = "You signed in a while ago";
-    assert!(page.contains(step_up), "{page}");
+    assert!(page.contains(PASSWORD_SIGN_IN_GREW_OLD), "{page}");
     assert!(!page.contains("asks that you confirm"), "{page}");
     assert!(!page.contains("name=\"decision\""));
     let csrf = form_value(&page, "csrf").unwrap();
@@ -365,7 +367,7 @@ async fn an_old_sign_in_is_asked_for_the_password_before_consent(engine: Engine)
     assert_eq!(wrong.status(), 401);
     let page = wrong.text().await.unwrap();
     assert!(page.contains("not right"), "{page}");
-    assert!(page.contains(step_up), "{page}");
+    assert!(page.contains(PASSWORD_SIGN_IN_GREW_OLD), "{page}");
     assert_eq!(codes(&app).await, 0);
 
     let right = browser

@@ -8,7 +8,10 @@ use std::collections::HashMap;
 use serde_json::{Value, json};
 
 use crate::helpers::oauth::{self, HTTPS_REDIRECT, Pkce, TokenRequest, callback, https_callback};
-use crate::helpers::{Browser, Engine, TestApp, TestUser, form_value, location};
+use crate::helpers::{
+    Browser, Engine, PASSWORD_ASKED_BY_THE_CLIENT, PASSWORD_SIGN_IN_GREW_OLD, TestApp, TestUser,
+    form_value, location,
+};
 use crate::on_both_engines;
 
 on_both_engines!(
@@ -65,18 +68,14 @@ fn assert_sent_back(response: &reqwest::Response, app: &TestApp, redirect: &str,
     assert!(!params.contains_key("code"));
 }
 
-/// What the password page says when the client asked for the password
-/// (rather than the sign-in having grown old).
-const ASKED_BY_THE_CLIENT: &str = "asks that you confirm it is you";
-
 /// Asserts the password page the client asked for, and returns its form's
 /// (csrf, request).
 async fn password_page(response: reqwest::Response) -> (String, String) {
     assert_eq!(response.status(), 200);
     let page = response.text().await.unwrap();
     assert!(page.contains("Confirm it is you"), "{page}");
-    assert!(page.contains(ASKED_BY_THE_CLIENT), "{page}");
-    assert!(!page.contains("You signed in a while ago"), "{page}");
+    assert!(page.contains(PASSWORD_ASKED_BY_THE_CLIENT), "{page}");
+    assert!(!page.contains(PASSWORD_SIGN_IN_GREW_OLD), "{page}");
     assert!(!page.contains("name=\"decision\""));
     (
         form_value(&page, "csrf").unwrap(),
@@ -131,7 +130,7 @@ async fn prompt_login_asks_for_the_password_however_fresh_the_sign_in(engine: En
     assert_eq!(wrong.status(), 401);
     // Asked again, for the same reason.
     let page = wrong.text().await.unwrap();
-    assert!(page.contains(ASKED_BY_THE_CLIENT), "{page}");
+    assert!(page.contains(PASSWORD_ASKED_BY_THE_CLIENT), "{page}");
     assert_eq!(codes(&app).await, before);
     let right = confirm(&app, &browser, &form, &user.password).await;
     assert_eq!(right.status(), 303);

@@ -318,6 +318,11 @@ pub fn location(response: &reqwest::Response) -> String {
         .unwrap_or_default()
 }
 
+/// The password page's two reasons for asking (`consent_password.html`):
+/// the client asked (`prompt=login`, `max_age`), or the sign-in grew old.
+pub const PASSWORD_ASKED_BY_THE_CLIENT: &str = "asks that you confirm it is you";
+pub const PASSWORD_SIGN_IN_GREW_OLD: &str = "You signed in a while ago";
+
 /// Asserts a page refusal: the status and words of the error page.
 pub async fn assert_page(response: reqwest::Response, status: u16, words: &str) {
     assert_eq!(response.status(), status);

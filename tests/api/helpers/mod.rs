@@ -27,6 +27,7 @@ pub use crate::testing::client_keys::{self, ClientKey};
 pub use crate::testing::databases::{self, Engine, TestDatabase, postgres_available};
 pub use app::{Farm, PASSWORD, Printed, TestApp, TestUser, flock_add, init_logs, run_cli};
 pub use browser::{
-    Browser, assert_no_store, assert_page, cookie_jar, cookie_jar_builder, form_value, location,
-    no_cookies, retry_after, set_cookie, set_cookie_header,
+    Browser, PASSWORD_ASKED_BY_THE_CLIENT, PASSWORD_SIGN_IN_GREW_OLD, assert_no_store, assert_page,
+    cookie_jar, cookie_jar_builder, form_value, location, no_cookies, retry_after, set_cookie,
+    set_cookie_header,
 };
