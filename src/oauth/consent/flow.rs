@@ -212,39 +212,54 @@ pub async fn answer(
     ticked: &[&str],
 ) -> Result<Next, ConsentError> {
     let (pending, client) = load_waiting(place, person, id).await?;
+    answer_as_read(place, person, &pending, &client, decision, ticked).await
+}
+
+/// The form's answer to `pending` as this submit read it. Another submit
+/// of the same form may have answered it since that read: the claim in
+/// [`approval`] decides which one counts, and the one that lost it repeats
+/// the winner's answer.
+async fn answer_as_read(
+    place: Place<'_>,
+    person: Person<'_>,
+    pending: &Pending,
+    client: &Client,
+    decision: Decision,
+    ticked: &[&str],
+) -> Result<Next, ConsentError> {
     if pending.answered.is_some() {
-        return answered_before(place, &pending).await;
+        return answered_before(place, pending).await;
     }
-    let waiting = Waiting::Stored(&pending);
+    let waiting = Waiting::Stored(pending);
     let request = &pending.request;
     let account = person.account;
 
     // The farm may have been suspended, the password change required, or
     // the sign-in grown old, while the screen was open.
     let facts = facts(place, person, request).await?;
-    let situation = situation(place, person, &client, waiting, &facts);
+    let situation = situation(place, person, client, waiting, &facts);
     if let Err(step) = super::may_answer(&situation) {
-        return carry_out(place, person, &client, waiting, step, None).await;
+        return carry_out(place, person, client, waiting, step, None).await;
     }
     match decision {
         Decision::Deny => {
-            if !approval::deny(place.store, &pending, account, place.now).await? {
-                return lost_claim(place, person, &pending).await;
+            if !approval::deny(place.store, pending, account, place.now).await? {
+                return lost_claim(place, person, pending).await;
             }
             to_client_refused(place, request, &approval::denied())
         }
         Decision::Approve => match approval::approved_scopes(&request.scopes(), ticked) {
             Ok(scopes) => {
-                match approval::approve(place.store, &pending, account, &scopes, place.now).await? {
+                match approval::approve(place.store, pending, account, &scopes, place.now).await? {
                     Some(code) => to_client_code(place, request, &code),
-                    None => lost_claim(place, person, &pending).await,
+                    None => lost_claim(place, person, pending).await,
                 }
             }
             Err(why) => {
                 let step = NextStep::AskConsent {
                     remembered: super::remembered(&situation),
                 };
-                carry_out(place, person, &client, waiting, step, Some(why)).await
+                carry_out(place, person, client, waiting, step, Some(why)).await
             }
         },
     }
@@ -443,4 +458,158 @@ async fn load_waiting(
         .await?
         .ok_or(ConsentError::ClientGone)?;
     Ok((pending, client))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::domain::{Email, Role};
+    use crate::oauth::approval::tests::request;
+    use crate::oauth::cimd::ClientMetadataDocument;
+    use crate::oauth::client::AuthMethod;
+    use crate::storage::users::{self, NewMember};
+    use crate::testing::TestStore;
+
+    const CLIENT_ID: &str = "https://app.example/client.json";
+
+    /// A signed-in member of a farm, a client whose document was fetched,
+    /// and one of its requests waiting for the member's answer.
+    struct WaitingRequest {
+        db: TestStore,
+        issuer: Issuer,
+        account: Account,
+        id: String,
+        now: OffsetDateTime,
+    }
+
+    impl WaitingRequest {
+        async fn new() -> Self {
+            let db = TestStore::sqlite().await;
+            let now =
+                OffsetDateTime::from_unix_timestamp(OffsetDateTime::now_utc().unix_timestamp())
+                    .unwrap();
+            let slug = crate::admin::add_farm(&db.store, "Hillside", None, now)
+                .await
+                .unwrap();
+            let farm = crate::admin::farm(&db.store, &slug)
+                .await
+                .unwrap()
+                .farm_id();
+            let email = Email::parse("pat@hillside.example").unwrap();
+            let member = NewMember {
+                farm,
+                email: &email,
+                password_hash: "not-a-hash",
+                role: Role::Worker,
+                flocks: None,
+                must_change_password: false,
+            };
+            let mut tx = db.store.write().await.unwrap();
+            let user = users::create_member(&mut tx, &member, now).await.unwrap();
+            tx.commit().await.unwrap();
+            let account = users::find(&mut db.store.read().await.unwrap(), user)
+                .await
+                .unwrap()
+                .unwrap();
+            let document = ClientMetadataDocument {
+                client_id: CLIENT_ID.into(),
+                client_name: "App".into(),
+                redirect_uris: vec!["https://app.example/cb?keep=1".into()],
+                document_host: "app.example".into(),
+                auth: Default::default(),
+                auth_method: AuthMethod::None,
+                assertion_keys: None,
+                fresh_until: now + time::Duration::hours(1),
+            };
+            clients::record_document(&db.store, &document, now)
+                .await
+                .unwrap();
+            let mut asked = request("farm:read");
+            asked.client_id = CLIENT_ID.into();
+            let id = pending::put(&db.store, user, &asked, now).await.unwrap();
+            Self {
+                db,
+                issuer: Issuer::parse("https://coop.example").unwrap(),
+                account,
+                id,
+                now,
+            }
+        }
+
+        fn place(&self) -> Place<'_> {
+            Place {
+                store: &self.db.store,
+                issuer: &self.issuer,
+                now: self.now,
+            }
+        }
+
+        fn person(&self) -> Person<'_> {
+            Person {
+                account: &self.account,
+                password_entered_at: self.now.unix_timestamp(),
+            }
+        }
+
+        /// The request and its client as a submit reads them before it
+        /// claims the request.
+        async fn read(&self) -> (Pending, Client) {
+            load_waiting(self.place(), self.person(), &self.id)
+                .await
+                .unwrap()
+        }
+
+        async fn submit(&self, decision: Decision) -> Next {
+            answer(
+                self.place(),
+                self.person(),
+                &self.id,
+                decision,
+                &["farm:read"],
+            )
+            .await
+            .unwrap()
+        }
+    }
+
+    fn to_client(next: Next) -> String {
+        match next {
+            Next::ToClient(url) => url,
+            other => panic!("expected a redirect to the client, got {other:?}"),
+        }
+    }
+
+    /// Two submits of one form that both read the request before either
+    /// answered it: the second loses the claim and repeats the first's
+    /// answer, whatever it asked itself. (The black-box suite cannot hold
+    /// a submit between its read and its claim; this test does.)
+    #[tokio::test]
+    async fn a_submit_that_loses_the_claim_repeats_the_winners_answer() {
+        for (first, second) in [
+            (Decision::Approve, Decision::Deny),
+            (Decision::Approve, Decision::Approve),
+            (Decision::Deny, Decision::Approve),
+            (Decision::Deny, Decision::Deny),
+        ] {
+            let waiting = WaitingRequest::new().await;
+            let (stale, client) = waiting.read().await;
+            assert!(stale.answered.is_none());
+            let won = to_client(waiting.submit(first).await);
+            match first {
+                Decision::Approve => assert!(won.contains("code="), "{won}"),
+                Decision::Deny => assert!(won.contains("error=access_denied"), "{won}"),
+            }
+            let lost = answer_as_read(
+                waiting.place(),
+                waiting.person(),
+                &stale,
+                &client,
+                second,
+                &["farm:read"],
+            )
+            .await
+            .unwrap();
+            assert_eq!(to_client(lost), won, "{first:?} then {second:?}");
+        }
+    }
 }
