@@ -275,7 +275,14 @@ async fn a_host_whose_certificate_is_not_trusted_is_refused() {
     })
     .unwrap();
     let err = fetch(&untrusting, &host.url(PATH), NOW).await.unwrap_err();
-    assert!(matches!(err, CimdError::Fetch(_)), "{err:?}");
+    // The log says why, down to the innermost cause.
+    match &err {
+        CimdError::Fetch(why) => assert!(
+            why.contains(&host.url(PATH)) && why.contains("certificate"),
+            "{why}"
+        ),
+        other => panic!("{other:?}"),
+    }
     assert_eq!(host.hits(PATH), 0, "the TLS handshake failed first");
 }
 
@@ -319,6 +326,28 @@ async fn a_fresh_document_is_served_from_the_cache() {
     let refreshed = fetch(&fetcher, &host.url(PATH), later).await.unwrap();
     assert_eq!(host.hits(PATH), 2, "stale after max-age");
     assert_eq!(refreshed.fresh_until, later + time::Duration::seconds(600));
+}
+
+/// Without `Cache-Control`, `Expires` says how long, measured from the
+/// host's own `Date` (its clock here is an hour behind Coop's).
+#[tokio::test]
+async fn expires_keeps_a_document_for_as_long_as_the_hosts_date_says() {
+    let host = TlsHost::start().await;
+    host.serve(
+        PATH,
+        Reply::json(&document(&host.url(PATH)))
+            .header("date", "Tue, 01 Dec 2026 11:00:00 GMT")
+            .header("expires", "Tue, 01 Dec 2026 11:20:00 GMT"),
+    );
+    let fetcher = fetcher(&host);
+    let doc = fetch(&fetcher, &host.url(PATH), NOW).await.unwrap();
+    assert_eq!(doc.fresh_until, at(20 * 60));
+    fetch(&fetcher, &host.url(PATH), at(20 * 60 - 1))
+        .await
+        .unwrap();
+    assert_eq!(host.hits(PATH), 1);
+    fetch(&fetcher, &host.url(PATH), at(20 * 60)).await.unwrap();
+    assert_eq!(host.hits(PATH), 2);
 }
 
 #[tokio::test]

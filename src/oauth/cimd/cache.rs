@@ -353,5 +353,23 @@ mod tests {
         put(&cache, "https://a.example/1", 900, NOW);
         assert_eq!(cache.len(), 2);
         assert!(cache.get("https://a.example/2", NOW).is_some());
+        // Not even the entry that would expire soonest (now /2).
+        put(&cache, "https://a.example/1", 1200, NOW);
+        assert_eq!(cache.len(), 2);
+        assert!(cache.get("https://a.example/2", NOW).is_some());
+    }
+
+    #[test]
+    fn an_entry_is_stale_from_its_last_second_when_room_is_made() {
+        let cache = Cache::new(3);
+        put(&cache, "https://a.example/1", 60, NOW);
+        put(&cache, "https://a.example/2", 120, NOW);
+        put(&cache, "https://a.example/3", 900, NOW);
+        // /2 expires exactly now and /1 before: both make room.
+        let later = NOW + Duration::seconds(120);
+        put(&cache, "https://a.example/4", 900, later);
+        assert_eq!(cache.len(), 2);
+        assert!(cache.get("https://a.example/3", later).is_some());
+        assert!(cache.get("https://a.example/4", later).is_some());
     }
 }

@@ -379,6 +379,28 @@ mod tests {
     }
 
     #[test]
+    fn after_a_prune_that_kept_most_the_next_waits_until_the_map_has_doubled() {
+        let limits = Limits::new(1, 1_000_000, 1_000_000, MINUTE);
+        let admit = |i: u32, at| {
+            let from = IpAddr::from(std::net::Ipv4Addr::from(0x0a00_0000 + i));
+            drop(limits.admit(from, "h.example", at).unwrap());
+        };
+        // One past the threshold, all busy: the prune keeps every one.
+        for i in 0..=PRUNE_ABOVE as u32 {
+            admit(i, NOW);
+        }
+        let kept = PRUNE_ABOVE + 1;
+        assert_eq!(limits.counters().addresses.tats.len(), kept);
+        // A minute later all are idle, but the map has not doubled since.
+        let later = NOW + MINUTE;
+        for i in 0..10 {
+            admit(1_000_000 + i, later);
+        }
+        assert_eq!(limits.counters().addresses.tats.len(), kept + 10);
+        assert_eq!(limits.counters().addresses.prune_at, kept * 2);
+    }
+
+    #[test]
     fn the_production_figures_refill_one_fetch_every_30_s_per_address_and_10_s_per_host() {
         let limits = Limits::default();
         let a = ip("192.0.2.1");

@@ -607,6 +607,47 @@ mod tests {
         assert!(matches!(err, CimdError::Resolve(_)), "{err:?}");
     }
 
+    /// What the limit is for: a `private_key_jwt` client that carries its
+    /// keys inline (the current 2048-bit RSA key beside its successor, as
+    /// during a rotation), with a web, a desktop and a mobile redirect,
+    /// must fit. (The HTTP-level tests size their bodies from the constant,
+    /// so they hold it to nothing.)
+    #[test]
+    fn a_document_with_two_rsa_keys_inline_fits_the_size_limit() {
+        let client_id = "https://assistant.example/.well-known/oauth-client/connector.json";
+        let modulus = "q".repeat(342); // 2048 bits, base64url
+        let keys: Vec<serde_json::Value> = ["2026-11", "2026-12"]
+            .iter()
+            .map(|kid| {
+                serde_json::json!({
+                    "kty": "RSA", "alg": "RS256", "use": "sig",
+                    "kid": kid, "e": "AQAB", "n": modulus
+                })
+            })
+            .collect();
+        let document = serde_json::json!({
+            "client_id": client_id,
+            "client_name": "Assistant Farm Connector",
+            "client_uri": "https://assistant.example/connectors/farm",
+            "logo_uri": "https://assistant.example/static/connectors/farm/logo-512.png",
+            "redirect_uris": [
+                "https://assistant.example/connector/oauth/callback",
+                "https://eu.assistant.example/connector/oauth/callback",
+                "http://127.0.0.1/oauth/callback",
+                "https://assistant.example/mobile/oauth/callback"
+            ],
+            "grant_types": ["authorization_code", "refresh_token"],
+            "response_types": ["code"],
+            "token_endpoint_auth_method": "private_key_jwt",
+            "token_endpoint_auth_signing_alg": "RS256",
+            "jwks": { "keys": keys }
+        });
+        let body = serde_json::to_vec_pretty(&document).unwrap();
+        assert!(body.len() <= MAX_DOCUMENT_BYTES, "{} bytes", body.len());
+        let valid = document::validate(&body, client_id).unwrap();
+        assert_eq!(valid.auth_method, AuthMethod::PrivateKeyJwt);
+    }
+
     #[test]
     fn a_missing_extra_ca_is_a_settings_error_naming_the_setting() {
         let err = CimdFetcher::new(CimdTestSettings {

@@ -204,6 +204,26 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn its_debug_form_counts_the_fetches_in_progress() {
+        let flights = Arc::new(SingleFlight::<u32>::default());
+        assert_eq!(format!("{flights:?}"), "SingleFlight { in_progress: 0 }");
+        let (_hold, held) = oneshot::channel::<u32>();
+        let slow = {
+            let flights = flights.clone();
+            tokio::spawn(async move {
+                flights
+                    .run("slow", || {
+                        Decision::Start(Box::pin(async move { held.await.unwrap_or(0) }) as Fetch)
+                    })
+                    .await
+            })
+        };
+        until(|| flights.len() == 1).await;
+        assert_eq!(format!("{flights:?}"), "SingleFlight { in_progress: 1 }");
+        slow.abort();
+    }
+
+    #[tokio::test]
     async fn other_keys_do_not_wait_on_each_other() {
         let flights = Arc::new(SingleFlight::<u32>::default());
         let (_hold, held) = oneshot::channel::<u32>();
