@@ -317,3 +317,34 @@ pub async fn guard(State(guard): State<Guard>, request: Request, next: Next) -> 
     }
     response
 }
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::request_id;
+
+    /// The id a store failure's JSON-RPC error answers to (on SQLite the
+    /// guard's reads do not fail, so only PostgreSQL's fault tests reach
+    /// it over HTTP).
+    #[test]
+    fn a_store_failure_answers_to_the_requests_own_id() {
+        let id = |body: &[u8]| request_id(Some(body));
+        assert_eq!(id(br#"{"jsonrpc":"2.0","id":7,"method":"x"}"#), json!(7));
+        assert_eq!(
+            id(br#"{"jsonrpc":"2.0","id":"a-1","method":"x"}"#),
+            json!("a-1")
+        );
+        // No id JSON-RPC allows to answer to: null.
+        for body in [
+            &br#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#[..],
+            br#"{"jsonrpc":"2.0","id":{"n":1},"method":"x"}"#,
+            br#"{"jsonrpc":"2.0","id":null,"method":"x"}"#,
+            br#"[{"jsonrpc":"2.0","id":1,"method":"x"}]"#,
+            b"not json",
+        ] {
+            assert_eq!(id(body), json!(null), "{}", String::from_utf8_lossy(body));
+        }
+        assert_eq!(request_id(None), json!(null), "a GET has no body");
+    }
+}
