@@ -294,7 +294,9 @@ mod tests {
     #[test]
     fn a_document_is_served_until_its_freshness_ends() {
         let cache = Cache::new(8);
+        assert!(cache.is_empty());
         put(&cache, "https://a.example/c", 300, NOW);
+        assert!(!cache.is_empty());
         assert_eq!(
             cache.get("https://a.example/c", NOW).as_deref(),
             Some("value of https://a.example/c")

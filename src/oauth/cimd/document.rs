@@ -474,6 +474,12 @@ mod tests {
         invalid_because(&with(member, json!(["none", 7])), "not a string");
         invalid_because(&with(member, json!([""])), "empty");
         invalid_because(&with(member, json!(["pri vate"])), "plain ASCII");
+        let most: Vec<String> = (1..=MAX_AUTH_METHODS).map(|i| format!("m{i}")).collect();
+        let kept = check(&with(member, json!(most))).unwrap().auth;
+        assert_eq!(
+            kept.token_endpoint_auth_methods_supported.map(|m| m.len()),
+            Some(MAX_AUTH_METHODS)
+        );
         let many: Vec<String> = (0..=MAX_AUTH_METHODS).map(|i| format!("m{i}")).collect();
         invalid_because(&with(member, json!(many)), "more than");
         let empty = check(&with(member, json!([]))).unwrap().auth;
@@ -484,6 +490,9 @@ mod tests {
 
         let member = "token_endpoint_auth_signing_alg";
         invalid_because(&with(member, json!(256)), "not a string");
+        let longest = "A".repeat(MAX_NAME_BYTES);
+        let kept = check(&with(member, json!(longest))).unwrap().auth;
+        assert_eq!(kept.token_endpoint_auth_signing_alg, Some(longest));
         invalid_because(
             &with(member, json!("A".repeat(MAX_NAME_BYTES + 1))),
             "longer than",
@@ -527,6 +536,21 @@ mod tests {
             doc.assertion_keys.unwrap().keys,
             ClientKeys::Inline(set) if set.find("k1").is_some()
         ));
+        // Naming no algorithm: any Coop verifies, checked per assertion.
+        let mut unnamed = chatgpt();
+        unnamed
+            .as_object_mut()
+            .unwrap()
+            .remove("token_endpoint_auth_signing_alg");
+        let doc = check(&unnamed).unwrap();
+        assert_eq!(doc.auth_method, AuthMethod::PrivateKeyJwt);
+        assert_eq!(
+            doc.assertion_keys,
+            Some(AssertionKeys {
+                keys: ClientKeys::Uri("https://app.example/.well-known/jwks.json".into()),
+                algorithm: None,
+            })
+        );
     }
 
     #[test]
@@ -631,10 +655,31 @@ mod tests {
             "not an array",
         );
         invalid_because(&with("redirect_uris", json!([1])), "not a string");
+        let most: Vec<String> = (1..=MAX_REDIRECT_URIS)
+            .map(|i| format!("https://app.example/cb{i}"))
+            .collect();
+        let kept = check(&with("redirect_uris", json!(most))).unwrap();
+        assert_eq!(kept.redirect_uris, most);
         let many: Vec<String> = (0..=MAX_REDIRECT_URIS)
             .map(|i| format!("https://app.example/cb{i}"))
             .collect();
         invalid_because(&with("redirect_uris", json!(many)), "more than");
+    }
+
+    #[test]
+    fn a_redirect_uri_may_be_as_long_as_the_limit_and_no_longer() {
+        let prefix = "https://app.example/cb?state=";
+        let longest = format!(
+            "{prefix}{}",
+            "s".repeat(MAX_REDIRECT_URI_BYTES - prefix.len())
+        );
+        assert_eq!(longest.len(), MAX_REDIRECT_URI_BYTES);
+        let kept = check(&with("redirect_uris", json!([longest]))).unwrap();
+        assert_eq!(kept.redirect_uris, std::slice::from_ref(&longest));
+        invalid_because(
+            &with("redirect_uris", json!([format!("{longest}s")])),
+            "longer than",
+        );
     }
 
     #[test]
