@@ -166,7 +166,7 @@ pub fn code_for(id: &str) -> AuthorizationCode {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::domain::{Email, Role};
     use crate::oauth::approval::tests::request;
@@ -192,8 +192,9 @@ mod tests {
         assert_eq!(Decision::parse("maybe"), None);
     }
 
-    /// A person on a fresh store, who can have requests waiting.
-    async fn person() -> (TestStore, UserId, OffsetDateTime) {
+    /// A person on a fresh store, who can have requests waiting (shared
+    /// with the consent flow's tests).
+    pub(crate) async fn person() -> (TestStore, UserId, OffsetDateTime) {
         let db = TestStore::sqlite().await;
         let now = OffsetDateTime::from_unix_timestamp(OffsetDateTime::now_utc().unix_timestamp())
             .unwrap();

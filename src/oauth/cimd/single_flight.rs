@@ -203,22 +203,32 @@ mod tests {
         assert_eq!(flights.len(), 0, "an answer leaves nothing behind");
     }
 
-    #[tokio::test]
-    async fn its_debug_form_counts_the_fetches_in_progress() {
-        let flights = Arc::new(SingleFlight::<u32>::default());
-        assert_eq!(format!("{flights:?}"), "SingleFlight { in_progress: 0 }");
-        let (_hold, held) = oneshot::channel::<u32>();
-        let slow = {
+    /// Starts a fetch of `key` that lasts until the sender returned is
+    /// used or dropped, and waits until it is in progress.
+    async fn start_held(
+        flights: &Arc<SingleFlight<u32>>,
+        key: &'static str,
+    ) -> (oneshot::Sender<u32>, tokio::task::JoinHandle<Option<u32>>) {
+        let (hold, held) = oneshot::channel::<u32>();
+        let request = {
             let flights = flights.clone();
             tokio::spawn(async move {
                 flights
-                    .run("slow", || {
+                    .run(key, || {
                         Decision::Start(Box::pin(async move { held.await.unwrap_or(0) }) as Fetch)
                     })
                     .await
             })
         };
         until(|| flights.len() == 1).await;
+        (hold, request)
+    }
+
+    #[tokio::test]
+    async fn its_debug_form_counts_the_fetches_in_progress() {
+        let flights = Arc::new(SingleFlight::<u32>::default());
+        assert_eq!(format!("{flights:?}"), "SingleFlight { in_progress: 0 }");
+        let (_hold, slow) = start_held(&flights, "slow").await;
         assert_eq!(format!("{flights:?}"), "SingleFlight { in_progress: 1 }");
         slow.abort();
     }
@@ -226,18 +236,7 @@ mod tests {
     #[tokio::test]
     async fn other_keys_do_not_wait_on_each_other() {
         let flights = Arc::new(SingleFlight::<u32>::default());
-        let (_hold, held) = oneshot::channel::<u32>();
-        let slow = {
-            let flights = flights.clone();
-            tokio::spawn(async move {
-                flights
-                    .run("slow", || {
-                        Decision::Start(Box::pin(async move { held.await.unwrap_or(0) }) as Fetch)
-                    })
-                    .await
-            })
-        };
-        until(|| flights.len() == 1).await;
+        let (_hold, slow) = start_held(&flights, "slow").await;
         let quick = flights.run("quick", || Decision::Start(ready(5))).await;
         assert_eq!(quick, Some(5));
         slow.abort();

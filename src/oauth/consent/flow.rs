@@ -463,11 +463,10 @@ async fn load_waiting(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::domain::{Email, Role};
     use crate::oauth::approval::tests::request;
     use crate::oauth::cimd::ClientMetadataDocument;
     use crate::oauth::client::AuthMethod;
-    use crate::storage::users::{self, NewMember};
+    use crate::storage::users;
     use crate::testing::TestStore;
 
     const CLIENT_ID: &str = "https://app.example/client.json";
@@ -484,29 +483,7 @@ mod tests {
 
     impl WaitingRequest {
         async fn new() -> Self {
-            let db = TestStore::sqlite().await;
-            let now =
-                OffsetDateTime::from_unix_timestamp(OffsetDateTime::now_utc().unix_timestamp())
-                    .unwrap();
-            let slug = crate::admin::add_farm(&db.store, "Hillside", None, now)
-                .await
-                .unwrap();
-            let farm = crate::admin::farm(&db.store, &slug)
-                .await
-                .unwrap()
-                .farm_id();
-            let email = Email::parse("pat@hillside.example").unwrap();
-            let member = NewMember {
-                farm,
-                email: &email,
-                password_hash: "not-a-hash",
-                role: Role::Worker,
-                flocks: None,
-                must_change_password: false,
-            };
-            let mut tx = db.store.write().await.unwrap();
-            let user = users::create_member(&mut tx, &member, now).await.unwrap();
-            tx.commit().await.unwrap();
+            let (db, user, now) = pending::tests::person().await;
             let account = users::find(&mut db.store.read().await.unwrap(), user)
                 .await
                 .unwrap()
