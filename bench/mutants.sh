@@ -29,6 +29,9 @@
 # more, and pass 1 runs once per mutant); a mutant only the other unit
 # tests would catch goes on to pass 2, and if that misses it too it is
 # counted missed: the narrowing can only lower the score.
+# MUTANTS_ONLY=FILE runs only the mutants named in FILE, one per line (an
+# earlier run's mutants.out/missed.txt): its survivors against the tests
+# written since, without running the rest again.
 # MUTANTS_PASSES=unit runs pass 1 only (its survivors are then listed as
 # missed by the unit tests, for a person to read against the api tests).
 # A mutant either pass catches is caught; one that makes the tests hang past
@@ -71,19 +74,21 @@ if [[ -f .cargo/mutants-equivalent.txt ]]; then
     exclude+=(--exclude-re "${line%% #*}")
   done < .cargo/mutants-equivalent.txt
 fi
+# Mutant names as exact regular expressions (cargo-mutants' --re matches names).
+exact_names() { sed -e 's/[][\\.^$*+?(){}|/]/\\&/g' -e 's/^/^/' -e 's/$/$/' "$1" | paste -sd'|'; }
+only=()
+if [[ -n "${MUTANTS_ONLY:-}" ]]; then only=(--re "$(exact_names "$MUTANTS_ONLY")"); fi
 files=()
 for part in "${parts[@]}"; do
   if [[ -d "$part" ]]; then files+=(-f "$part/**/*.rs"); else files+=(-f "$part"); fi
 done
 common=(--in-place --no-shuffle --baseline skip --timeout 300 --build-timeout 1200 "${exclude[@]}")
 
-echo "$(date -u +%FT%TZ) cargo-mutants $(cargo mutants --version | awk '{print $2}') on $(git rev-parse --short HEAD), $(cd "$work" && cargo mutants --list "${files[@]}" "${exclude[@]}" | wc -l) mutants"
-(cd "$work" && cargo mutants "${common[@]}" "${files[@]}" --output "$out/unit" -- --lib -- ${MUTANTS_UNIT_TESTS:-}) >"$out/unit.log" 2>&1 || true
+echo "$(date -u +%FT%TZ) cargo-mutants $(cargo mutants --version | awk '{print $2}') on $(git rev-parse --short HEAD), $(cd "$work" && cargo mutants --list "${files[@]}" "${exclude[@]}" "${only[@]}" | wc -l) mutants"
+(cd "$work" && cargo mutants "${common[@]}" "${files[@]}" "${only[@]}" --output "$out/unit" -- --lib -- ${MUTANTS_UNIT_TESTS:-}) >"$out/unit.log" 2>&1 || true
 missed="$out/unit/mutants.out/missed.txt"
 if [[ -s "$missed" && "${MUTANTS_PASSES:-unit api}" == *api* ]]; then
-  # Each missed mutant by its exact name (cargo-mutants' --re matches names).
-  names=$(sed -e 's/[][\\.^$*+?(){}|/]/\\&/g' -e 's/^/^/' -e 's/$/$/' "$missed" | paste -sd'|')
-  (cd "$work" && cargo mutants "${common[@]}" "${files[@]}" --re "$names" --output "$out/api" \
+  (cd "$work" && cargo mutants "${common[@]}" "${files[@]}" --re "$(exact_names "$missed")" --output "$out/api" \
     -- --test api -- ${MUTANTS_API_TESTS:-sqlite}) >"$out/api.log" 2>&1 || true
 fi
 
