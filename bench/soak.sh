@@ -24,7 +24,8 @@ minutes="${1:-10}"
 engines="${2:-sqlite postgres}"
 connections=64
 bench_require
-trap 'kill "${side_pid:-0}" 2>/dev/null || true; bench_cleanup' EXIT
+# Not `kill "${side_pid:-0}"`: pid 0 is this process group, the caller's too.
+trap '[[ -z "${side_pid:-}" ]] || kill "$side_pid" 2>/dev/null || true; bench_cleanup' EXIT
 bench_failed=0
 
 rss_kb() { awk '/^VmRSS/ {print $2}' "/proc/$coop_pid/status"; }
