@@ -440,10 +440,12 @@ mod tests {
         let token = minted(&keys, &scope, now).await;
         let later = now + time::Duration::minutes(15);
         for remembered in [false, true] {
-            if remembered {
-                verified(&keys, &token, now).await;
-            }
+            // Remembered again before each check: the expired one drops
+            // the entry, and the next would meet the token afresh.
             let refused = async |issuer, audience, at| {
+                if remembered {
+                    verified(&keys, &token, now).await;
+                }
                 rejection(verify(&keys, token.expose(), issuer, audience, at).await)
             };
             assert_eq!(
