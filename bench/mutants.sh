@@ -33,7 +33,11 @@
 # earlier run's mutants.out/missed.txt): its survivors against the tests
 # written since, without running the rest again.
 # MUTANTS_PASSES=unit runs pass 1 only (its survivors are then listed as
-# missed by the unit tests, for a person to read against the api tests).
+# missed by the unit tests, for a person to read against the api tests);
+# MUTANTS_PASSES=api runs pass 2 only, for the survivors of a pass 1 already
+# in $MUTANTS_OUT/unit: with the files narrowed, each part's survivors can
+# meet only the api tests that exercise that part (a shorter pass 2), each
+# group under its own MUTANTS_API_GROUP name; the score counts them all.
 # A mutant either pass catches is caught; one that makes the tests hang past
 # the timeout is counted as caught too (the suite noticed). Mutants known to be equivalent
 # (the program behaves the same) are listed with a reason in
@@ -85,11 +89,14 @@ done
 common=(--in-place --no-shuffle --baseline skip --timeout 300 --build-timeout 1200 "${exclude[@]}")
 
 echo "$(date -u +%FT%TZ) cargo-mutants $(cargo mutants --version | awk '{print $2}') on $(git rev-parse --short HEAD), $(cd "$work" && cargo mutants --list "${files[@]}" "${exclude[@]}" "${only[@]}" | wc -l) mutants"
-(cd "$work" && cargo mutants "${common[@]}" "${files[@]}" "${only[@]}" --output "$out/unit" -- --lib -- ${MUTANTS_UNIT_TESTS:-}) >"$out/unit.log" 2>&1 || true
+if [[ "${MUTANTS_PASSES:-unit api}" == *unit* ]]; then
+  (cd "$work" && cargo mutants "${common[@]}" "${files[@]}" "${only[@]}" --output "$out/unit" -- --lib -- ${MUTANTS_UNIT_TESTS:-}) >"$out/unit.log" 2>&1 || true
+fi
 missed="$out/unit/mutants.out/missed.txt"
+api="api${MUTANTS_API_GROUP:+-$MUTANTS_API_GROUP}"
 if [[ -s "$missed" && "${MUTANTS_PASSES:-unit api}" == *api* ]]; then
-  (cd "$work" && cargo mutants "${common[@]}" "${files[@]}" --re "$(exact_names "$missed")" --output "$out/api" \
-    -- --test api -- ${MUTANTS_API_TESTS:-sqlite}) >"$out/api.log" 2>&1 || true
+  (cd "$work" && cargo mutants "${common[@]}" "${files[@]}" --re "$(exact_names "$missed")" --output "$out/$api" \
+    -- --test api -- ${MUTANTS_API_TESTS:-sqlite}) >"$out/$api.log" 2>&1 || true
 fi
 
 python3 - "$out" <<'PY'
@@ -98,16 +105,19 @@ out = pathlib.Path(sys.argv[1])
 def read(phase, outcome):
     f = out / phase / "mutants.out" / f"{outcome}.txt"
     return f.read_text().splitlines() if f.exists() else []
-unit_missed = set(read("unit", "missed"))
-api_missed = set(read("api", "missed")) if (out / "api").exists() else unit_missed
-api_caught = set(read("api", "caught"))
+# Pass 2 may have run in groups (api, api-NAME), each for some files.
+api_dirs = sorted(d.name for d in out.iterdir() if d.is_dir() and d.name.startswith("api"))
+def read_api(outcome): return {name for d in api_dirs for name in read(d, outcome)}
+api_caught = read_api("caught")
+api_timeout = read_api("timeout")
+missed = set(read("unit", "missed")) - api_caught - api_timeout
 rows = collections.defaultdict(lambda: collections.Counter())
 def file_of(name): return re.sub(r":\d+:\d+:.*", "", name)
 for name in read("unit", "caught"): rows[file_of(name)]["caught by unit tests"] += 1
 for name in api_caught: rows[file_of(name)]["caught by api tests"] += 1
-for name in unit_missed & api_missed: rows[file_of(name)]["missed"] += 1
+for name in missed: rows[file_of(name)]["missed"] += 1
 for name in read("unit", "unviable"): rows[file_of(name)]["unviable"] += 1
-for name in read("unit", "timeout") + read("api", "timeout"): rows[file_of(name)]["timeout"] += 1
+for name in set(read("unit", "timeout")) | api_timeout: rows[file_of(name)]["timeout"] += 1
 cols = ["caught by unit tests", "caught by api tests", "missed", "unviable", "timeout"]
 print(f"{'file':40} {'unit':>5} {'api':>5} {'missed':>6} {'unviable':>8} {'timeout':>7} {'score':>6}")
 total = collections.Counter()
@@ -121,7 +131,7 @@ caught = total[cols[0]] + total[cols[1]] + total["timeout"]
 viable = caught + total["missed"]
 if viable:
     print(f"{'all':40} {total[cols[0]]:5} {total[cols[1]]:5} {total['missed']:6} {total['unviable']:8} {total['timeout']:7} {100 * caught / viable:5.1f}%")
-for name in sorted(unit_missed & api_missed):
+for name in sorted(missed):
     print("    missed:", name)
 PY
 echo "(full reports under $out)"

@@ -411,6 +411,23 @@ mod tests {
     }
 
     #[test]
+    fn a_proof_issued_at_either_edge_of_its_window_is_accepted() {
+        let key = ProofKey::es256();
+        let now = NOW.unix_timestamp();
+        for (iat, answer) in [
+            (now - MAX_AGE - 1, Err(ProofError::Stale)),
+            (now - MAX_AGE, Ok(())),
+            (now + MAX_AHEAD, Ok(())),
+            (now + MAX_AHEAD + 1, Err(ProofError::Early)),
+        ] {
+            let mut c = claims("tok");
+            c["iat"] = iat.into();
+            let verified = verify(&[&proof(&key, &c)], &at_mcp("tok", None), NOW);
+            assert_eq!(verified.map(|_| ()), answer, "iat {}", iat - now);
+        }
+    }
+
+    #[test]
     fn a_wrong_header_key_or_signature_is_refused() {
         let key = ProofKey::es256();
         let c = claims("tok");
