@@ -89,12 +89,13 @@ done
 common=(--in-place --no-shuffle --baseline skip --timeout 300 --build-timeout 1200 "${exclude[@]}")
 
 echo "$(date -u +%FT%TZ) cargo-mutants $(cargo mutants --version | awk '{print $2}') on $(git rev-parse --short HEAD), $(cd "$work" && cargo mutants --list "${files[@]}" "${exclude[@]}" "${only[@]}" | wc -l) mutants"
-if [[ "${MUTANTS_PASSES:-unit api}" == *unit* ]]; then
+passes="${MUTANTS_PASSES:-unit api}"
+if [[ "$passes" == *unit* ]]; then
   (cd "$work" && cargo mutants "${common[@]}" "${files[@]}" "${only[@]}" --output "$out/unit" -- --lib -- ${MUTANTS_UNIT_TESTS:-}) >"$out/unit.log" 2>&1 || true
 fi
 missed="$out/unit/mutants.out/missed.txt"
 api="api${MUTANTS_API_GROUP:+-$MUTANTS_API_GROUP}"
-if [[ -s "$missed" && "${MUTANTS_PASSES:-unit api}" == *api* ]]; then
+if [[ -s "$missed" && "$passes" == *api* ]]; then
   (cd "$work" && cargo mutants "${common[@]}" "${files[@]}" --re "$(exact_names "$missed")" --output "$out/$api" \
     -- --test api -- ${MUTANTS_API_TESTS:-sqlite}) >"$out/$api.log" 2>&1 || true
 fi
