@@ -36,7 +36,7 @@ use time::OffsetDateTime;
 use super::device::Device;
 use super::signin::SignInError;
 use crate::config::SignInLimits;
-use crate::domain::network::address_group;
+use crate::domain::network::Network;
 use crate::secrets;
 use crate::storage::{Store, StoreResult, Tx, signin_failures};
 
@@ -134,7 +134,7 @@ fn buckets(judged: Judged<'_>, limits: &SignInLimits) -> Vec<Bucket> {
             bucket(Kind::Account, email, budget(limits.account_failures)),
             bucket(
                 Kind::Network,
-                &address_group(address).to_string(),
+                &Network::of(address).to_string(),
                 budget(limits.address_failures),
             ),
         ],
