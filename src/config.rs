@@ -145,11 +145,12 @@ pub struct Config {
     /// Requests per minute per subject (person or automation) on `/mcp`,
     /// over all its grants; 0 turns the limit off.
     pub mcp_subject_rate_limit: u32,
-    /// Token requests per minute per client address; 0 turns it off.
+    /// Token requests per minute per network, and as many revocations
+    /// (a budget of their own); 0 turns both off.
     pub token_rate_limit: u32,
-    /// Client registrations per hour per client address; 0 turns it off.
+    /// Client registrations per hour per network; 0 turns it off.
     pub register_rate_limit: u32,
-    /// Introspection requests per minute per client address; 0 turns it off.
+    /// Introspection requests per minute per network; 0 turns it off.
     pub introspection_rate_limit: u32,
     pub cimd_test: CimdTestSettings,
     /// Concurrent password hashes; defaults to the number of cores.

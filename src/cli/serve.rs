@@ -44,7 +44,8 @@ pub(super) struct ServeArgs {
         allow_negative_numbers = true
     )]
     mcp_subject_rate_limit: String,
-    /// Token requests per minute per client address; 0 turns the limit off.
+    /// Token requests per minute per network (an IPv4 address, an IPv6 /64),
+    /// and as many revocations (a budget of their own); 0 turns both off.
     #[arg(
         long,
         env = "COOP_TOKEN_RATE_LIMIT",
@@ -66,7 +67,8 @@ pub(super) struct ServeArgs {
     /// DPoP-Nonce header otherwise), at /token and /mcp.
     #[arg(long, env = "COOP_DPOP_REQUIRE_NONCE")]
     dpop_require_nonce: bool,
-    /// Introspection requests per minute per client address; 0 turns the limit off.
+    /// Introspection requests per minute per network (an IPv4 address, an
+    /// IPv6 /64); 0 turns the limit off.
     #[arg(
         long,
         env = "COOP_INTROSPECTION_RATE_LIMIT",
@@ -74,7 +76,8 @@ pub(super) struct ServeArgs {
         allow_negative_numbers = true
     )]
     introspection_rate_limit: String,
-    /// Client registrations per hour per client address; 0 turns the limit off.
+    /// Client registrations per hour per network (an IPv4 address, an IPv6
+    /// /64); 0 turns the limit off.
     #[arg(
         long,
         env = "COOP_REGISTER_RATE_LIMIT",

@@ -1,6 +1,6 @@
 //! One budget of requests per period per key, in memory and per replica:
-//! the `/token`, `/register` and `/introspect` limits per client address
-//! ([`super::oauth::rate_limit`]) and the `/mcp` budgets per grant and per
+//! the `/register`, `/token`, `/revoke` and `/introspect` limits per
+//! network ([`super::oauth::rate_limit`]) and the `/mcp` budgets per grant and per
 //! subject ([`super::mcp::rate_limit`]) are each one of these.
 
 use std::hash::Hash;

@@ -25,7 +25,7 @@
 //!
 //! Any other field is ignored and not echoed. The response echoes exactly
 //! what was registered and contains no `null`. The body size and the rate
-//! per client address are limited by the HTTP layer.
+//! per network are limited by the HTTP layer.
 
 use serde_json::{Map, Value};
 use time::OffsetDateTime;

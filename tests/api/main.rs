@@ -41,6 +41,7 @@ mod mcp_metadata;
 mod mcp_tools;
 mod mcp_wire;
 mod metrics;
+mod network_limits;
 mod oauth_auth_method;
 mod oauth_authorize;
 mod oauth_cli;

@@ -11,7 +11,7 @@ on_both_engines!(
     a_confidential_client_gets_its_secret_once,
     unknown_fields_are_ignored_and_not_echoed,
     refused_registrations_store_nothing,
-    registration_is_rate_limited_per_address,
+    registration_is_rate_limited_per_network,
     an_oversized_registration_is_refused,
     an_unused_registration_expires_after_a_day,
     a_used_registration_does_not_expire,
@@ -173,7 +173,7 @@ async fn refused_registrations_store_nothing(engine: Engine) {
     assert_eq!(app.client_count().await, 0);
 }
 
-async fn registration_is_rate_limited_per_address(engine: Engine) {
+async fn registration_is_rate_limited_per_network(engine: Engine) {
     let app = TestApp::spawn_with(engine, |config| config.register_rate_limit = 3).await;
     for _ in 0..3 {
         app.register_public_client().await;

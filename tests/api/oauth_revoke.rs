@@ -3,7 +3,7 @@
 use serde_json::{Value, json};
 
 use crate::helpers::oauth::{self, REDIRECT_URI, assert_oauth_error};
-use crate::helpers::{Engine, TestApp};
+use crate::helpers::{Engine, TestApp, retry_after};
 use crate::on_both_engines;
 
 on_both_engines!(
@@ -13,6 +13,7 @@ on_both_engines!(
     a_token_of_another_client_is_refused_and_kept,
     a_confidential_client_must_authenticate_to_revoke,
     a_revocation_without_a_token_is_invalid_request,
+    revocation_is_rate_limited_per_network_apart_from_token_requests,
 );
 
 async fn revoke_form(app: &TestApp, form: &[(&str, &str)]) -> reqwest::Response {
@@ -159,4 +160,35 @@ async fn a_revocation_without_a_token_is_invalid_request(engine: Engine) {
     )
     .await;
     assert_oauth_error(response, 400, "invalid_request").await;
+}
+
+async fn revocation_is_rate_limited_per_network_apart_from_token_requests(engine: Engine) {
+    let app = TestApp::spawn_with(engine, |config| config.token_rate_limit = 3).await;
+    let client_id = app.register_public_client().await;
+    for _ in 0..3 {
+        assert_eq!(app.revoke(&client_id, "made-up").await.status(), 200);
+    }
+    let response = app.revoke(&client_id, "made-up").await;
+    let wait = retry_after(&response);
+    assert!((1..=20).contains(&wait), "Retry-After {wait}");
+    assert_oauth_error(response, 429, "temporarily_unavailable").await;
+    // A budget of its own: the network's token requests are still served.
+    let refresh = [
+        ("grant_type", "refresh_token"),
+        ("client_id", client_id.as_str()),
+        ("refresh_token", "made-up"),
+    ];
+    assert_oauth_error(app.token_request(&refresh).await, 400, "invalid_grant").await;
+    // And another network revokes.
+    let elsewhere = reqwest::Client::builder()
+        .local_address(std::net::IpAddr::from([127, 0, 0, 2]))
+        .build()
+        .unwrap();
+    let response = elsewhere
+        .post(app.url("/revoke"))
+        .form(&[("client_id", client_id.as_str()), ("token", "made-up")])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
 }

@@ -25,7 +25,7 @@ on_both_engines!(
     unsupported_and_malformed_token_requests,
     a_storage_failure_is_a_server_error_not_invalid_grant,
     a_storage_failure_during_a_code_exchange_is_a_server_error,
-    token_requests_are_rate_limited_per_address,
+    token_requests_are_rate_limited_per_network,
     an_oversized_token_request_is_refused,
     a_client_registered_without_refresh_gets_none,
 );
@@ -549,7 +549,7 @@ async fn an_oversized_token_request_is_refused(engine: Engine) {
     assert_eq!(response.status(), 200);
 }
 
-async fn token_requests_are_rate_limited_per_address(engine: Engine) {
+async fn token_requests_are_rate_limited_per_network(engine: Engine) {
     let app = TestApp::spawn_with(engine, |config| config.token_rate_limit = 3).await;
     let client_id = app.register_public_client().await;
     let form = [

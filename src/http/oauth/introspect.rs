@@ -5,7 +5,7 @@
 //! client registered for introspection; anyone else is 401
 //! `invalid_client`. The answer is 200 JSON, `{"active": false}` for any
 //! token that `/mcp` would refuse now (see [`crate::mcp::introspection`]).
-//! `Cache-Control: no-store`; rate limited per client address.
+//! `Cache-Control: no-store`; rate limited per network ([`super::rate_limit`]).
 
 use axum::Json;
 use axum::extract::State;

@@ -13,8 +13,9 @@
 //!
 //! Two routers: [`api_router`] for the JSON endpoints that clients call
 //! directly (no cookies, CORS open to any origin since nothing there rests
-//! on ambient credentials, small body caps, per-address rate limits on
-//! `/token`, `/register` and `/introspect`), and [`browser_router`] for the pages, which
+//! on ambient credentials, small body caps, per-network rate limits on
+//! `/register`, `/token`, `/revoke` and `/introspect`: [`rate_limit`]), and
+//! [`browser_router`] for the pages, which
 //! the caller puts behind the session layer and the same-origin POST check.
 //! [`error`] is where an OAuth error becomes a response; a refusal shown
 //! as a page goes through [`crate::http::error::PageError`] (the rule:
@@ -41,7 +42,7 @@ use axum::routing::{MethodRouter, get, post};
 
 use crate::config::Config;
 use crate::state::AppState;
-use rate_limit::AddressLimit;
+use rate_limit::NetworkLimit;
 
 /// Token, revocation and consent forms are a few hundred bytes.
 const FORM_LIMIT: usize = 8 * 1024;
@@ -50,10 +51,14 @@ const REGISTRATION_LIMIT: usize = 16 * 1024;
 
 /// The JSON endpoints clients call directly.
 pub fn api_router(config: &Config) -> Router<AppState> {
-    let token_limit = AddressLimit::new(config.token_rate_limit, Duration::from_secs(60));
-    let register_limit = AddressLimit::new(config.register_rate_limit, Duration::from_secs(3600));
-    let introspection_limit =
-        AddressLimit::new(config.introspection_rate_limit, Duration::from_secs(60));
+    let token_limit = NetworkLimit::per_minute(config.token_rate_limit);
+    // A budget of its own, of the token endpoint's size: revocation is
+    // called by the same clients, far more rarely, and costs the same (a
+    // client check, a look-up); sharing `/token`'s budget would let a
+    // flood of revocations hold back a network's refreshes.
+    let revocation_limit = NetworkLimit::per_minute(config.token_rate_limit);
+    let register_limit = NetworkLimit::new(config.register_rate_limit, Duration::from_secs(3600));
+    let introspection_limit = NetworkLimit::per_minute(config.introspection_rate_limit);
     Router::new()
         .route(
             "/.well-known/oauth-authorization-server",
@@ -71,7 +76,7 @@ pub fn api_router(config: &Config) -> Router<AppState> {
         )
         .route(
             "/revoke",
-            post(revoke::revoke).layer(DefaultBodyLimit::max(FORM_LIMIT)),
+            limited(post(revoke::revoke), FORM_LIMIT, revocation_limit),
         )
         .route(
             "/introspect",
@@ -84,11 +89,11 @@ pub fn api_router(config: &Config) -> Router<AppState> {
         .layer(axum::middleware::from_fn(cors::allow_any_origin))
 }
 
-/// `route` with its body cap, behind its per-address rate limit.
+/// `route` with its body cap, behind its per-network rate limit.
 fn limited(
     route: MethodRouter<AppState>,
     body_limit: usize,
-    limit: AddressLimit,
+    limit: NetworkLimit,
 ) -> MethodRouter<AppState> {
     route
         .layer(DefaultBodyLimit::max(body_limit))

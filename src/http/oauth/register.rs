@@ -1,6 +1,6 @@
 //! `POST /register`: Dynamic Client Registration (RFC 7591).
 //!
-//! Behind the per-address rate limit and a 16 KiB body cap (see
+//! Behind the per-network rate limit and a 16 KiB body cap (see
 //! [`super::api_router`]). The body must be declared `application/json`
 //! (415 `invalid_request` otherwise: a page on another site can post
 //! `text/plain` or a form without asking, but not JSON, whose CORS

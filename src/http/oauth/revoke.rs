@@ -4,6 +4,8 @@
 //! `client_id`). The answer is 200 with an empty body whether or not the
 //! token was known, so revocation reveals nothing; see
 //! [`crate::oauth::revocation`] for what revoking each kind of token does.
+//! Rate limited per network, by a budget of its own as large as `/token`'s
+//! ([`super::rate_limit`], `--token-rate-limit`).
 
 use axum::extract::State;
 use axum::http::StatusCode;

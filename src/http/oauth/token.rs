@@ -6,7 +6,8 @@
 //! possibly only in the header, or `client_secret_post`), then the grant
 //! ([`crate::oauth::token`]: check everything, then spend). Parameters must
 //! not repeat. Every answer has `Cache-Control: no-store`; errors are RFC
-//! 6749 JSON (see [`super::error`]). Rate limited per client address.
+//! 6749 JSON (see [`super::error`]). Rate limited per network
+//! ([`super::rate_limit`]).
 //!
 //! A `DPoP` header makes the tokens bound to its key: the proof is checked
 //! ([`crate::oauth::dpop::at_token_endpoint`]) after the client is known

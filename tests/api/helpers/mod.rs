@@ -11,6 +11,7 @@
 //! | DPoP proofs, bound tokens, calls with the DPoP scheme | [`dpop`] |
 //! | `private_key_jwt` client keys and their key sets | [`client_keys`] |
 //! | a real headless browser | [`chromium`] |
+//! | requests from several IPv6 addresses of one /64, and of another | [`ipv6`] |
 //!
 //! Databases, `on_both_engines!`, DPoP proof keys and client keys are
 //! shared with the unit tests: `src/testing/` (mounted as `crate::testing`
@@ -20,6 +21,7 @@ pub mod app;
 pub mod browser;
 pub mod chromium;
 pub mod dpop;
+pub mod ipv6;
 pub mod mcp;
 pub mod oauth;
 
