@@ -154,11 +154,11 @@ impl IntoResponse for PageError {
             }
             Self::DocumentNotFetched(throttle) => {
                 let (status, why) = match throttle.limit {
-                    Limit::Address => (
+                    Limit::Network => (
                         StatusCode::TOO_MANY_REQUESTS,
                         "too many application descriptions were fetched for your network address",
                     ),
-                    Limit::Host | Limit::InFlight => (
+                    Limit::Host | Limit::InFlight | Limit::NetworkInFlight => (
                         StatusCode::SERVICE_UNAVAILABLE,
                         "Coop is fetching too many application descriptions at the moment",
                     ),
@@ -237,9 +237,10 @@ mod tests {
     #[tokio::test]
     async fn a_throttled_document_fetch_is_a_page_saying_when_to_retry() {
         for (limit, status) in [
-            (Limit::Address, 429),
+            (Limit::Network, 429),
             (Limit::Host, 503),
             (Limit::InFlight, 503),
+            (Limit::NetworkInFlight, 503),
         ] {
             let response = PageError::DocumentNotFetched(Throttle {
                 limit,

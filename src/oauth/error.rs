@@ -57,7 +57,7 @@ pub enum OAuthError {
     /// a CORS preflight). `invalid_request` on the wire, with status 415.
     #[error("unsupported media type: {0}")]
     UnsupportedMediaType(String),
-    /// A per-address rate limit; retry after the duration.
+    /// A per-network rate limit; retry after the duration.
     #[error("rate limited for {0:?}")]
     TooManyRequests(Duration),
     /// Coop cannot serve the request now for reasons that are not this
@@ -121,13 +121,16 @@ impl From<StoreError> for OAuthError {
 /// A metadata document or key set that a fetch limit keeps Coop from
 /// fetching now (threat 33): the client is not at fault, so never
 /// `invalid_client` (which would tell it its identity is bad). The
-/// requester's own address limit is 429, like the endpoint's own rate
-/// limit; the limits shared by everyone (per host, in flight) are 503.
+/// requester's own network's budget is 429, like the endpoint's own rate
+/// limit; the limits on fetches in progress (over everyone, and a network's
+/// share of them) and per host are 503: a place frees within seconds.
 impl From<Throttle> for OAuthError {
     fn from(throttle: Throttle) -> Self {
         match throttle.limit {
-            Limit::Address => Self::TooManyRequests(throttle.retry_after),
-            Limit::Host | Limit::InFlight => Self::Unavailable(throttle.retry_after),
+            Limit::Network => Self::TooManyRequests(throttle.retry_after),
+            Limit::Host | Limit::InFlight | Limit::NetworkInFlight => {
+                Self::Unavailable(throttle.retry_after)
+            }
         }
     }
 }
@@ -230,9 +233,13 @@ mod tests {
                 retry_after: wait,
             })
         };
-        assert_eq!(throttled(Limit::Address), OAuthError::TooManyRequests(wait));
+        assert_eq!(throttled(Limit::Network), OAuthError::TooManyRequests(wait));
         assert_eq!(throttled(Limit::Host), OAuthError::Unavailable(wait));
         assert_eq!(throttled(Limit::InFlight), OAuthError::Unavailable(wait));
+        assert_eq!(
+            throttled(Limit::NetworkInFlight),
+            OAuthError::Unavailable(wait)
+        );
         assert_eq!(
             OAuthError::from(KeyError::NoActiveKey).code(),
             "server_error"

@@ -1,14 +1,16 @@
-//! What anonymous requests can make Coop fetch (threat 33): one fetch per
-//! URL at a time, failures remembered, a budget per requesting address, a
-//! cap on fetches in flight, a budget per target host; and key sets behind
-//! a `jwks_uri` fetched under the same rules, fetched again for an unknown
-//! `kid` at most once per interval.
+//! What anonymous requests can make Coop fetch (threats 33 and 48): one
+//! fetch per URL at a time, failures remembered, a budget per requesting
+//! network, a cap on fetches in flight and each network's share of it, a
+//! budget per target host; and key sets behind a `jwks_uri` fetched under
+//! the same rules, fetched again for an unknown `kid` at most once per
+//! interval.
 //!
 //! Every count is read on the test host (`tls_host`), which counts the
 //! requests that reach it. The endpoint tests drive `/authorize` (no one
 //! signed in: a usable document sends the browser to `/login`), `/token`
-//! and `/revoke` from several loopback source addresses (127.0.0.x), so
-//! that the per-address budget can be shown per address. They build the
+//! and `/revoke` from several loopback source addresses (127.0.0.x, each
+//! an IPv4 network of its own), so that the per-network limits can be
+//! shown per network. They build the
 //! server themselves (as `helpers::TestApp` does) to keep a handle on its
 //! fetcher, whose count of requests joining a fetch in progress shows the
 //! coalescing without relying on timing.
@@ -21,7 +23,9 @@ use std::time::Duration;
 
 use coop::clock::Clock;
 use coop::config::Config;
-use coop::oauth::cimd::limits::{FETCHES_PER_ADDRESS, FETCHES_PER_HOST, MAX_IN_FLIGHT};
+use coop::oauth::cimd::limits::{
+    FETCHES_PER_HOST, FETCHES_PER_NETWORK, MAX_IN_FLIGHT, MAX_IN_FLIGHT_PER_NETWORK,
+};
 use coop::oauth::cimd::{CimdError, CimdFetcher, Limit, MAX_KEY_SET_BYTES};
 use coop::startup::Application;
 use reqwest::redirect::Policy;
@@ -40,6 +44,7 @@ on_both_engines!(
     a_failing_document_is_fetched_once_then_answered_from_memory,
     an_address_may_start_only_so_many_fetches_while_cache_hits_stay_free,
     fetches_in_flight_are_capped_and_the_next_is_refused_at_once,
+    one_network_holds_only_its_share_of_the_fetches_in_flight,
     one_host_is_fetched_only_so_often_whoever_asks,
 );
 
@@ -210,7 +215,7 @@ async fn concurrent_requests_for_one_uncached_document_make_one_fetch(engine: En
     let coop = Coop::spawn(engine, &host).await;
     // More requests than one address may cause fetches: joining a fetch in
     // progress costs nothing.
-    let count = FETCHES_PER_ADDRESS as usize + 10;
+    let count = FETCHES_PER_NETWORK as usize + 10;
     let client = from(1);
     let mut requests = Vec::new();
     for _ in 0..count {
@@ -278,7 +283,7 @@ async fn an_address_may_start_only_so_many_fetches_while_cache_hits_stay_free(en
     let coop = Coop::spawn(engine, &host).await;
     let client = from(1);
     // The attack: one document URL after another, varied by the query.
-    let ids: Vec<String> = (0..FETCHES_PER_ADDRESS)
+    let ids: Vec<String> = (0..FETCHES_PER_NETWORK)
         .map(|i| serve_document(&host, &format!("{DOC}?attempt={i}")))
         .collect();
     for id in &ids {
@@ -305,43 +310,78 @@ async fn an_address_may_start_only_so_many_fetches_while_cache_hits_stay_free(en
     assert_eq!(host.hits(&extra_path), 1);
 }
 
-async fn fetches_in_flight_are_capped_and_the_next_is_refused_at_once(engine: Engine) {
-    let host = TlsHost::start().await;
-    let coop = Coop::spawn(engine, &host).await;
-    let slow: Vec<String> = (0..MAX_IN_FLIGHT)
-        .map(|i| {
-            let path = format!("{DOC}?slow={i}");
+/// Serves `count` documents that stall until the host lets them go, at
+/// `DOC?slow=<tag>-<n>`; their client ids.
+fn stalling_documents(host: &TlsHost, tag: &str, count: usize) -> Vec<String> {
+    (0..count)
+        .map(|n| {
+            let path = format!("{DOC}?slow={tag}-{n}");
             let client_id = host.url(&path);
             host.serve(&path, Reply::json(&document(&client_id)).held());
             client_id
         })
-        .collect();
-    let mut requests = Vec::new();
-    for client_id in &slow {
-        let url = coop.authorize_url(client_id);
-        let client = from(1);
-        requests.push(tokio::spawn(async move {
-            client.get(url).send().await.unwrap()
-        }));
-    }
-    until("every slow fetch reached the host", || {
-        host.hits_on(DOC) == MAX_IN_FLIGHT && coop.fetcher.in_flight() == MAX_IN_FLIGHT
-    })
-    .await;
+        .collect()
+}
 
-    // From an address with its whole budget: refused at once, not queued.
-    let other = from(2);
-    let extra = serve_document(&host, "/app/extra.json");
-    assert_throttled_page(authorize(&other, &coop, &extra).await, 503, 5).await;
-    let response = token(&other, &coop, &extra).await;
+/// Starts an `/authorize` for each of `client_ids` from 127.0.0.`n`,
+/// without waiting for the answers.
+fn authorize_in_background(
+    coop: &Coop,
+    n: u8,
+    client_ids: &[String],
+) -> Vec<tokio::task::JoinHandle<reqwest::Response>> {
+    client_ids
+        .iter()
+        .map(|client_id| {
+            let url = coop.authorize_url(client_id);
+            let client = from(n);
+            tokio::spawn(async move { client.get(url).send().await.unwrap() })
+        })
+        .collect()
+}
+
+/// `/authorize`, `/token` and `/revoke` from `client` naming `client_id`
+/// are each refused at once with 503 and `Retry-After: 5` (a place frees
+/// within one fetch's time limit), and nothing is fetched.
+async fn assert_refused_for_fetches_in_flight(
+    coop: &Coop,
+    host: &TlsHost,
+    client: &reqwest::Client,
+    client_id: &str,
+    path: &str,
+) {
+    assert_throttled_page(authorize(client, coop, client_id).await, 503, 5).await;
+    let response = token(client, coop, client_id).await;
     assert_eq!(
         retry_after(&response),
         5,
         "a place frees within one fetch's time limit"
     );
     assert_retry_later(response, 503, 5).await;
-    assert_retry_later(revoke(&other, &coop, &extra).await, 503, 5).await;
-    assert_eq!(host.hits("/app/extra.json"), 0);
+    assert_retry_later(revoke(client, coop, client_id).await, 503, 5).await;
+    assert_eq!(host.hits(path), 0);
+}
+
+async fn fetches_in_flight_are_capped_and_the_next_is_refused_at_once(engine: Engine) {
+    let host = TlsHost::start().await;
+    let coop = Coop::spawn(engine, &host).await;
+    // Enough networks, each with its share of slow fetches, to fill the cap.
+    let networks = MAX_IN_FLIGHT / MAX_IN_FLIGHT_PER_NETWORK;
+    let mut requests = Vec::new();
+    for n in 1..=networks as u8 {
+        let slow = stalling_documents(&host, &n.to_string(), MAX_IN_FLIGHT_PER_NETWORK);
+        requests.extend(authorize_in_background(&coop, n, &slow));
+    }
+    until("every slow fetch reached the host", || {
+        host.hits_on(DOC) == MAX_IN_FLIGHT && coop.fetcher.in_flight() == MAX_IN_FLIGHT
+    })
+    .await;
+
+    // From a network with nothing in flight and its whole budget: refused
+    // at once, not queued.
+    let other = from(100);
+    let extra = serve_document(&host, "/app/extra.json");
+    assert_refused_for_fetches_in_flight(&coop, &host, &other, &extra, "/app/extra.json").await;
 
     host.release();
     for request in requests {
@@ -355,17 +395,56 @@ async fn fetches_in_flight_are_capped_and_the_next_is_refused_at_once(engine: En
     assert_eq!(host.hits("/app/extra.json"), 1);
 }
 
+async fn one_network_holds_only_its_share_of_the_fetches_in_flight(engine: Engine) {
+    let host = TlsHost::start().await;
+    let coop = Coop::spawn(engine, &host).await;
+    // The attack: documents on a host that never answers, named from one
+    // network, one after another.
+    let slow = stalling_documents(&host, "mine", MAX_IN_FLIGHT_PER_NETWORK);
+    let requests = authorize_in_background(&coop, 1, &slow);
+    until("the network's slow fetches reached the host", || {
+        host.hits_on(DOC) == MAX_IN_FLIGHT_PER_NETWORK
+            && coop.fetcher.in_flight() == MAX_IN_FLIGHT_PER_NETWORK
+    })
+    .await;
+
+    // Its next is refused, though the cap over everyone is far off...
+    let attacker = from(1);
+    let more = stalling_documents(&host, "more", 1);
+    let more_path = format!("{DOC}?slow=more-0");
+    assert_refused_for_fetches_in_flight(&coop, &host, &attacker, &more[0], &more_path).await;
+    assert_eq!(coop.fetcher.in_flight(), MAX_IN_FLIGHT_PER_NETWORK);
+
+    // ...while another network's new client is fetched and served.
+    let newcomer = serve_document(&host, "/app/newcomer.json");
+    assert_sent_to_sign_in(&authorize(&from(2), &coop, &newcomer).await);
+    assert_eq!(host.hits("/app/newcomer.json"), 1);
+
+    // Once its fetches end, the network may fetch again.
+    host.release();
+    for request in requests {
+        assert_sent_to_sign_in(&request.await.unwrap());
+    }
+    until("the slow fetches gave their places back", || {
+        coop.fetcher.in_flight() == 0
+    })
+    .await;
+    assert_sent_to_sign_in(&authorize(&attacker, &coop, &more[0]).await);
+    assert_eq!(host.hits(&more_path), 1);
+}
+
 async fn one_host_is_fetched_only_so_often_whoever_asks(engine: Engine) {
     let host = TlsHost::start().await;
     let coop = Coop::spawn(engine, &host).await;
     let ids: Vec<String> = (0..FETCHES_PER_HOST)
         .map(|i| serve_document(&host, &format!("{DOC}?n={i}")))
         .collect();
-    // Spread over enough addresses that none runs out of its own budget,
-    // ten at a time (fewer than the cap in flight).
-    let per_address = FETCHES_PER_ADDRESS as usize;
-    for (batch, chunk) in ids.chunks(10).enumerate() {
-        let client = from(1 + (batch * 10 / per_address) as u8);
+    // Spread over enough networks that none runs out of its own budget, a
+    // network's share of the fetches in flight at a time.
+    let per_network = FETCHES_PER_NETWORK as usize;
+    let at_once = MAX_IN_FLIGHT_PER_NETWORK;
+    for (batch, chunk) in ids.chunks(at_once).enumerate() {
+        let client = from(1 + (batch * at_once / per_network) as u8);
         let responses =
             futures::future::join_all(chunk.iter().map(|id| authorize(&client, &coop, id))).await;
         for response in &responses {
@@ -606,13 +685,13 @@ async fn key_sets_share_the_documents_limits_and_coalescing() {
 
     // Documents and key sets spend one budget per address.
     let coop = fetcher.for_peer(PEER);
-    for i in 1..FETCHES_PER_ADDRESS {
+    for i in 1..FETCHES_PER_NETWORK {
         let client_id = serve_document(&host, &format!("{DOC}?k={i}"));
         coop.fetch(&client_id, NOW).await.unwrap();
     }
     host.serve("/other-jwks.json", Reply::json(&key_set(&["k"])));
     match coop.key_set(&host.url("/other-jwks.json"), NOW).await {
-        Err(CimdError::Throttled(throttle)) => assert_eq!(throttle.limit, Limit::Address),
+        Err(CimdError::Throttled(throttle)) => assert_eq!(throttle.limit, Limit::Network),
         other => panic!("{other:?}"),
     }
     // A refusal is not remembered as a failure: another address fetches it.

@@ -37,14 +37,15 @@
 //!   remembered for 30 s ([`cache::FAILURE_FRESHNESS`]);
 //! - concurrent requests for a URL being fetched wait for that one fetch
 //!   and share its result ([`single_flight`]);
-//! - a request that would start a fetch must pass three limits
-//!   ([`limits`]): per requesting address (IPv6 per /64), per target host,
-//!   and a cap on fetches in flight; beyond them it is refused at once with
+//! - a request that would start a fetch must pass four limits
+//!   ([`limits`]): per requesting network (an IPv4 address, an IPv6 /64),
+//!   per target host, a cap on fetches in flight and each network's share
+//!   of them; beyond them it is refused at once with
 //!   [`CimdError::Throttled`] and when to try again;
 //! - a key set is fetched again before its freshness ends only when a `kid`
 //!   is not in it, and then at most once per [`KEY_SET_REFETCH_INTERVAL`].
 //!
-//! The per-address limit needs the address, so the fetcher is used through
+//! The per-network limits need the address, so the fetcher is used through
 //! [`CimdFetcher::for_peer`], which every handler calls with the peer
 //! address of its connection.
 //!
@@ -319,7 +320,7 @@ impl CimdFetcher {
     }
 
     /// The fetcher as used by a request from `address` (the peer address of
-    /// its connection), which the per-address limit counts.
+    /// its connection), whose network the per-network limits count.
     pub fn for_peer(&self, address: IpAddr) -> CimdRequest<'_> {
         CimdRequest {
             fetcher: self,
@@ -466,7 +467,7 @@ pub struct CimdRequest<'a> {
 }
 
 impl CimdRequest<'_> {
-    /// The address the per-address limit counts this request under.
+    /// The address this request came from, whose network the limits count.
     pub fn address(&self) -> IpAddr {
         self.from
     }
