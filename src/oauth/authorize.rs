@@ -14,7 +14,12 @@
 //! Once step 2 has passed, every refusal is a redirect to the client's URI
 //! carrying `error`, `state` (when sent) and `iss` (RFC 9207, threat 4). A
 //! parameter sent twice is refused (RFC 6749 §3.1): as a page when it is
-//! `client_id` or `redirect_uri`, as `invalid_request` otherwise.
+//! `client_id` or `redirect_uri`, as `invalid_request` otherwise. A `state`
+//! sent twice or longer than [`MAX_STATE_BYTES`] is `invalid_request` too,
+//! redirected without it (RFC 6749 §4.1.2.1 sends every error after the
+//! redirect URI is known back to the client): it is echoed in the redirect
+//! and kept while the person signs in, so its size is bounded like the
+//! other parameters Coop keeps.
 //!
 //! `prompt` (OpenID Connect Core §3.1.2.1) takes `none`, `login` and
 //! `consent`; any other value, and `none` with another, is refused
@@ -146,12 +151,24 @@ pub fn check_redirect_uri(
     }
 }
 
-/// The `state` to echo; a repeated `state` cannot be echoed faithfully.
+/// The longest `state` echoed, in bytes: the size of the longest
+/// `client_id`. Clients send a random value of a few dozen characters, or
+/// at most an encoded return address; no client needs kilobytes echoed.
+pub const MAX_STATE_BYTES: usize = 2048;
+
+/// The `state` to echo; a repeated `state` cannot be echoed faithfully,
+/// and an over-long one is not kept.
 pub fn state(params: &AuthorizeParams) -> Result<Option<String>, RedirectRefusal> {
-    params
+    let state = params
         .single("state")
-        .map(|s| s.map(str::to_owned))
-        .map_err(|_| RedirectRefusal::new("invalid_request", "state is repeated"))
+        .map_err(|_| RedirectRefusal::new("invalid_request", "state is repeated"))?;
+    if state.is_some_and(|s| s.len() > MAX_STATE_BYTES) {
+        return Err(RedirectRefusal::new(
+            "invalid_request",
+            format!("state is longer than {MAX_STATE_BYTES} bytes"),
+        ));
+    }
+    Ok(state.map(str::to_owned))
 }
 
 /// Step 3: `response_type=code`, the only flow Coop runs.
@@ -387,6 +404,30 @@ mod tests {
                 &c
             ),
             Err(PageRefusal::Repeated("redirect_uri"))
+        );
+    }
+
+    #[test]
+    fn state_is_echoed_unless_repeated_or_longer_than_its_cap() {
+        assert_eq!(state(&params("client_id=c1")), Ok(None));
+        assert_eq!(state(&params("state=")), Ok(None));
+        assert_eq!(state(&params("state=a+b%26c")), Ok(Some("a b&c".into())));
+        let longest = "s".repeat(MAX_STATE_BYTES);
+        assert_eq!(
+            state(&params(&format!("state={longest}"))),
+            Ok(Some(longest.clone()))
+        );
+        let refused = state(&params(&format!("state={longest}s"))).unwrap_err();
+        assert_eq!(refused.error, "invalid_request");
+        assert_eq!(refused.description, "state is longer than 2048 bytes");
+        // Bytes as decoded: 683 three-byte characters are 2049 bytes.
+        let wide = "%E2%82%AC".repeat(683);
+        assert!(state(&params(&format!("state={wide}"))).is_err());
+        assert!(state(&params(&format!("state={}", "%E2%82%AC".repeat(682)))).is_ok());
+        let repeated = state(&params("state=a&state=b")).unwrap_err();
+        assert_eq!(
+            repeated,
+            RedirectRefusal::new("invalid_request", "state is repeated")
         );
     }
 

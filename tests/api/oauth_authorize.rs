@@ -3,6 +3,7 @@
 
 use std::collections::HashMap;
 
+use coop::oauth::authorize::MAX_STATE_BYTES;
 use serde_json::json;
 
 use crate::helpers::oauth::{
@@ -39,6 +40,7 @@ on_both_engines!(
     two_tabs_answer_their_own_requests,
     the_consent_form_needs_its_csrf_token_and_our_origin,
     state_is_optional_and_iss_always_present,
+    an_overlong_state_is_invalid_request_sent_back_without_it,
 );
 
 /// Signs in, registers a client and returns (browser, client_id).
@@ -791,4 +793,46 @@ async fn state_is_optional_and_iss_always_present(engine: Engine) {
     assert!(!params.contains_key("state"));
     assert_eq!(params["iss"], app.issuer);
     assert_eq!(params["error"], "invalid_scope");
+}
+
+async fn an_overlong_state_is_invalid_request_sent_back_without_it(engine: Engine) {
+    let app = TestApp::spawn(engine).await;
+    let (browser, client_id, _) = setup(&app, "manager").await;
+    // The longest state is kept through consent and echoed whole.
+    let longest = "s".repeat(MAX_STATE_BYTES);
+    let path = app.authorize_path(
+        &client_id,
+        &Pkce::new(),
+        "farm:read",
+        &[("state", Some(&longest))],
+    );
+    let html = browser.open_consent(&path).await;
+    let params = callback(&browser.accept(&html, &["farm:read"]).await);
+    assert_eq!(params["state"], longest);
+    assert!(params.contains_key("code"));
+
+    // One byte more: sent back to the client (its redirect URI is known),
+    // without the state, signed in or not.
+    let too_long = format!("{longest}s");
+    let path = app.authorize_path(
+        &client_id,
+        &Pkce::new(),
+        "farm:read",
+        &[("state", Some(&too_long))],
+    );
+    for response in [
+        browser.open(&path).await,
+        Browser::new(&app).open(&path).await,
+    ] {
+        let params = callback(&response);
+        assert_eq!(params["error"], "invalid_request", "{params:?}");
+        assert_eq!(
+            params["error_description"],
+            format!("state is longer than {MAX_STATE_BYTES} bytes")
+        );
+        assert_eq!(params["iss"], app.issuer);
+        assert!(!params.contains_key("state"));
+        assert!(!params.contains_key("code"));
+    }
+    assert_eq!(codes(&app).await, 1);
 }
