@@ -350,7 +350,14 @@ pub(super) async fn run(database: &DatabaseArgs, args: ServeArgs) -> Result<(), 
     let app = Application::build(config, Clock::system())
         .await
         .map_err(|e| e.to_string())?;
-    tracing::info!(issuer = %app.issuer(), address = %app.address(), "Coop is serving");
+    // `/metrics` has no setting to hide it, so the operator is told where
+    // they look first that anyone who reaches the listener can read it.
+    tracing::info!(
+        issuer = %app.issuer(),
+        address = %app.address(),
+        metrics = %format_args!("{}/metrics", app.issuer()),
+        "Coop is serving; /metrics is public (request counts and timings) to anyone who reaches this address: block the path at the proxy in front to keep it private"
+    );
     if args.demo {
         let printed = admin::demo::seed_if_empty(
             &app.state().store,

@@ -1,6 +1,6 @@
 //! The real `coop serve` process: the demo a newcomer starts, graceful
-//! shutdown on SIGTERM, and what its logs hold (a request id on every line
-//! of a request, never a password).
+//! shutdown on SIGTERM, and what its logs hold (that `/metrics` is public,
+//! a request id on every line of a request, never a password).
 
 use std::process::{ExitStatus, Stdio};
 use std::sync::{Arc, Mutex};
@@ -374,6 +374,31 @@ async fn sigterm_drains_in_flight_requests_and_exits_zero() {
     let (status, logs) = server.wait().await;
     assert_eq!(status.code(), Some(0), "{logs}");
     assert!(logs.contains("finished processing request"), "{logs}");
+}
+
+#[tokio::test]
+async fn the_startup_line_says_metrics_is_public() {
+    let db = TestDatabase::create(Engine::Sqlite).await;
+    let server = Server::start(&db.url_string(), &[], &[]).await;
+    let metrics = format!("{}/metrics", server.issuer);
+    server
+        .wait_for_log(&[
+            "Coop is serving; /metrics is public",
+            "block the path at the proxy",
+            &format!("metrics={metrics}"),
+        ])
+        .await;
+    // As it says: a stranger reads it.
+    let health = reqwest::get(server.url("/healthz")).await.unwrap();
+    assert_eq!(health.status(), 200);
+    let response = reqwest::get(&metrics).await.unwrap();
+    assert_eq!(response.status(), 200);
+    let text = response.text().await.unwrap();
+    assert!(
+        text.contains(r#"coop_http_requests_total{method="GET",route="/healthz",status="200"} 1"#),
+        "{text}"
+    );
+    server.kill().await;
 }
 
 #[tokio::test]
