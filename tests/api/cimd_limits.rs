@@ -362,6 +362,23 @@ async fn assert_refused_for_fetches_in_flight(
     assert_eq!(host.hits(path), 0);
 }
 
+/// Lets the host answer the held fetches; each of `requests` then ends at
+/// sign-in, and every place in flight is given back.
+async fn let_the_held_fetches_end(
+    host: &TlsHost,
+    coop: &Coop,
+    requests: Vec<tokio::task::JoinHandle<reqwest::Response>>,
+) {
+    host.release();
+    for request in requests {
+        assert_sent_to_sign_in(&request.await.unwrap());
+    }
+    until("the slow fetches gave their places back", || {
+        coop.fetcher.in_flight() == 0
+    })
+    .await;
+}
+
 async fn fetches_in_flight_are_capped_and_the_next_is_refused_at_once(engine: Engine) {
     let host = TlsHost::start().await;
     let coop = Coop::spawn(engine, &host).await;
@@ -383,14 +400,7 @@ async fn fetches_in_flight_are_capped_and_the_next_is_refused_at_once(engine: En
     let extra = serve_document(&host, "/app/extra.json");
     assert_refused_for_fetches_in_flight(&coop, &host, &other, &extra, "/app/extra.json").await;
 
-    host.release();
-    for request in requests {
-        assert_sent_to_sign_in(&request.await.unwrap());
-    }
-    until("the slow fetches gave their places back", || {
-        coop.fetcher.in_flight() == 0
-    })
-    .await;
+    let_the_held_fetches_end(&host, &coop, requests).await;
     assert_sent_to_sign_in(&authorize(&other, &coop, &extra).await);
     assert_eq!(host.hits("/app/extra.json"), 1);
 }
@@ -421,14 +431,7 @@ async fn one_network_holds_only_its_share_of_the_fetches_in_flight(engine: Engin
     assert_eq!(host.hits("/app/newcomer.json"), 1);
 
     // Once its fetches end, the network may fetch again.
-    host.release();
-    for request in requests {
-        assert_sent_to_sign_in(&request.await.unwrap());
-    }
-    until("the slow fetches gave their places back", || {
-        coop.fetcher.in_flight() == 0
-    })
-    .await;
+    let_the_held_fetches_end(&host, &coop, requests).await;
     assert_sent_to_sign_in(&authorize(&attacker, &coop, &more[0]).await);
     assert_eq!(host.hits(&more_path), 1);
 }
