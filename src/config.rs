@@ -153,6 +153,12 @@ pub struct Config {
     /// Introspection requests per minute per network; 0 turns it off.
     pub introspection_rate_limit: u32,
     pub cimd_test: CimdTestSettings,
+    /// The proxy client metadata documents and key sets are fetched
+    /// through; `None`: directly.
+    pub outbound_proxy: Option<crate::oauth::cimd::OutboundProxy>,
+    /// How long the last good copy of a document or key set may be served
+    /// while its host is down; zero: never.
+    pub cimd_stale_grace: Duration,
     /// Concurrent password hashes; defaults to the number of cores.
     pub password_hash_concurrency: usize,
     /// How long a just-rotated refresh token may be presented again and
@@ -186,6 +192,8 @@ impl Config {
             register_rate_limit: 20,
             introspection_rate_limit: 1200,
             cimd_test: CimdTestSettings::default(),
+            outbound_proxy: None,
+            cimd_stale_grace: crate::oauth::cimd::copies::DEFAULT_GRACE.unsigned_abs(),
             password_hash_concurrency: std::thread::available_parallelism()
                 .map(|n| n.get())
                 .unwrap_or(2),
@@ -265,6 +273,20 @@ impl Default for SignInLimits {
             window: Duration::from_secs(300),
         }
     }
+}
+
+/// Parses `--outbound-proxy`: an `http://` proxy URL; empty is unset.
+pub fn parse_outbound_proxy(
+    raw: &str,
+) -> Result<Option<crate::oauth::cimd::OutboundProxy>, ConfigError> {
+    use crate::oauth::cimd::{OUTBOUND_PROXY_SETTING, OutboundProxy};
+    if raw.trim().is_empty() {
+        return Ok(None);
+    }
+    // The reason never quotes the value: it may carry a password.
+    OutboundProxy::parse(raw)
+        .map(Some)
+        .map_err(|why| ConfigError::new(OUTBOUND_PROXY_SETTING, why))
 }
 
 /// Parses a bind address, naming the setting on failure.
@@ -484,6 +506,22 @@ mod tests {
             let err = parse_allowed_hosts(&format!("ok.example,{bad}")).unwrap_err();
             assert_eq!(err.setting, ALLOWED_HOSTS_SETTING, "{bad}");
             assert!(err.reason.contains(&format!("{bad:?}")), "{bad}: {err}");
+        }
+    }
+
+    #[test]
+    fn an_outbound_proxy_is_an_http_url_and_its_errors_show_no_password() {
+        assert_eq!(parse_outbound_proxy(" ").unwrap(), None);
+        let proxy = parse_outbound_proxy("http://proxy.internal:3128").unwrap();
+        assert_eq!(proxy.unwrap().address(), "proxy.internal:3128");
+        for bad in [
+            "https://coop:hunter2@proxy.internal:3128",
+            "http://coop:hunter2@proxy.internal:3128/x",
+            "http://coop:hunter2@[proxy.internal:3128",
+        ] {
+            let err = parse_outbound_proxy(bad).unwrap_err();
+            assert_eq!(err.setting, crate::oauth::cimd::OUTBOUND_PROXY_SETTING);
+            assert!(!err.to_string().contains("hunter2"), "{err}");
         }
     }
 

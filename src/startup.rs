@@ -21,6 +21,7 @@ use crate::domain::Issuer;
 use crate::http::metrics::Metrics;
 use crate::identity::{Passwords, SignIn};
 use crate::oauth::cimd::CimdFetcher;
+use crate::oauth::cimd::copies::{self, LastGoodCopies};
 use crate::oauth::keys::Keys;
 use crate::secrets::{self, MacKey, MasterSecret};
 use crate::state::{AppState, Shared};
@@ -117,6 +118,17 @@ impl Application {
             config.dpop_require_nonce,
         );
 
+        let metrics = Metrics::new().map_err(|e| StartupError::Other(format!("metrics: {e}")))?;
+        let grace = time::Duration::try_from(config.cimd_stale_grace)
+            .map_err(|e| StartupError::Other(format!("--cimd-stale-grace: {e}")))?;
+        let cimd = cimd.keeping_copies(LastGoodCopies::new(store.clone(), grace, |kind| {
+            metrics.counter(
+                copies::STALE_SERVED_TOTAL,
+                copies::STALE_SERVED_HELP,
+                &[("kind", kind)],
+            )
+        }));
+
         let state = AppState::new(Shared {
             config: Arc::new(config),
             issuer,
@@ -126,7 +138,7 @@ impl Application {
             keys,
             signin,
             form_key,
-            metrics: Metrics::new().map_err(|e| StartupError::Other(format!("metrics: {e}")))?,
+            metrics,
             cimd,
             dpop,
         });
@@ -186,7 +198,7 @@ impl Application {
 }
 
 /// The metadata-document fetcher, with a loud warning when the test-only
-/// settings relax it.
+/// settings relax it, and through the outbound proxy when one is set.
 fn build_cimd_fetcher(config: &Config) -> Result<CimdFetcher, StartupError> {
     let settings = &config.cimd_test;
     if settings.is_on() {
@@ -197,7 +209,14 @@ fn build_cimd_fetcher(config: &Config) -> Result<CimdFetcher, StartupError> {
              with an extra trusted CA and/or from loopback hosts. Never use this in production."
         );
     }
-    CimdFetcher::new(settings.clone()).map_err(|e| StartupError::Other(e.to_string()))
+    if let Some(proxy) = &config.outbound_proxy {
+        tracing::info!(
+            proxy = %proxy.address(),
+            "client metadata documents and key sets are fetched through the outbound proxy"
+        );
+    }
+    CimdFetcher::with_proxy(settings.clone(), config.outbound_proxy.clone())
+        .map_err(|e| StartupError::Other(e.to_string()))
 }
 
 /// Session cookies: HttpOnly and SameSite=Lax always (Lax, so the top-level
@@ -228,6 +247,7 @@ fn spawn_housekeeping(state: &AppState, sessions: SessionBackend) {
     let keys = state.keys.clone();
     let clock = state.clock.clone();
     let store = state.store.clone();
+    let cimd = state.cimd.clone();
     tokio::spawn(async move {
         let mut tick = tokio::time::interval(Duration::from_secs(60));
         loop {
@@ -249,6 +269,9 @@ fn spawn_housekeeping(state: &AppState, sessions: SessionBackend) {
             match crate::oauth::housekeeping::sweep(&store, clock.now()).await {
                 Ok(swept) => tracing::debug!(?swept, "OAuth housekeeping"),
                 Err(err) => tracing::warn!(error = %err, "OAuth housekeeping failed"),
+            }
+            if let Err(err) = cimd.sweep_copies(clock.now()).await {
+                tracing::warn!(error = %err, "could not delete last good copies past their grace");
             }
         }
     });

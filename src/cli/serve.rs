@@ -97,6 +97,21 @@ pub(super) struct ServeArgs {
     /// Host): comma-separated host or host:port.
     #[arg(long, env = "COOP_ALLOWED_HOSTS", value_name = "HOSTS")]
     allowed_hosts: Option<String>,
+    /// Fetch client metadata documents and key sets through this proxy: an
+    /// http:// URL (user:password@ optional) of a proxy that opens tunnels
+    /// with CONNECT.
+    #[arg(long, env = "COOP_OUTBOUND_PROXY", value_name = "URL")]
+    outbound_proxy: Option<String>,
+    /// Seconds the last good copy of a client metadata document or key set
+    /// is served while its host is down (unreachable, timing out, or
+    /// answering 5xx); 0 turns it off (0–2592000).
+    #[arg(
+        long,
+        env = "COOP_CIMD_STALE_GRACE",
+        default_value = "604800",
+        allow_negative_numbers = true
+    )]
+    cimd_stale_grace: String,
     #[command(flatten)]
     connections: ConnectionArgs,
     #[command(flatten)]
@@ -329,6 +344,14 @@ fn serve_config(database: &DatabaseArgs, args: &ServeArgs) -> Result<Config, con
         config.allowed_hosts = config::parse_allowed_hosts(raw)?;
     }
     config.signin = args.signin.limits()?;
+    if let Some(raw) = &args.outbound_proxy {
+        config.outbound_proxy = config::parse_outbound_proxy(raw)?;
+    }
+    config.cimd_stale_grace = config::parse_seconds(
+        "--cimd-stale-grace / COOP_CIMD_STALE_GRACE",
+        &args.cimd_stale_grace,
+        0..=30 * 86_400,
+    )?;
     config.cimd_test = config::CimdTestSettings::parse(
         args.cimd_test_extra_ca.as_deref(),
         args.cimd_test_allow_loopback,

@@ -83,6 +83,20 @@ impl Metrics {
         })
     }
 
+    /// A counter of this registry (described by `help`), for what counts
+    /// outside the HTTP layer.
+    pub fn counter(
+        &self,
+        name: &'static str,
+        help: &'static str,
+        labels: &[(&'static str, &'static str)],
+    ) -> metrics::Counter {
+        metrics::with_local_recorder(self.recorder.as_ref(), || {
+            metrics::describe_counter!(name, help);
+            metrics::counter!(name, labels)
+        })
+    }
+
     /// The Prometheus text exposition of everything recorded so far.
     pub fn render(&self) -> String {
         self.handle.render()
@@ -181,6 +195,19 @@ mod tests {
             "{text}"
         );
         assert!(!b.render().contains("/healthz"));
+    }
+
+    #[test]
+    fn a_counter_handed_out_counts_into_its_registry() {
+        let metrics = Metrics::new().unwrap();
+        let counter = metrics.counter("coop_test_total", "A test counter", &[("kind", "a")]);
+        counter.increment(2);
+        let text = metrics.render();
+        assert!(
+            text.contains("# HELP coop_test_total A test counter"),
+            "{text}"
+        );
+        assert!(text.contains(r#"coop_test_total{kind="a"} 2"#), "{text}");
     }
 
     #[test]

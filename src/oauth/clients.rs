@@ -27,6 +27,7 @@ use crate::oauth::client::{
 };
 use crate::oauth::client_assertion;
 use crate::storage::clients::{self as stored, ClientRow, DocumentClient};
+use crate::storage::last_good_copies::{self, CopyKind};
 use crate::storage::{Store, StoreError};
 
 /// How long a self-registered client may go unused before it expires.
@@ -125,12 +126,22 @@ fn document_auth(method: AuthMethod) -> Option<DocumentAuth> {
 }
 
 /// Stores (or refreshes) the copy of a document client that grants
-/// reference and the consent and connected-apps pages read.
+/// reference and the consent and connected-apps pages read, and the
+/// document's last good copy: from now on a known client relies on it, so
+/// it is served while its host is down (`cimd::copies`), from the first
+/// connection on.
 pub async fn record_document(
     store: &Store,
     document: &ClientMetadataDocument,
     now: OffsetDateTime,
 ) -> Result<(), StoreError> {
+    let jwks_uri = match &document.assertion_keys {
+        Some(AssertionKeys {
+            keys: ClientKeys::Uri(uri),
+            ..
+        }) => Some(uri.as_str()),
+        _ => None,
+    };
     let mut tx = store.write().await?;
     stored::upsert_metadata_document(
         &mut tx,
@@ -141,8 +152,17 @@ pub async fn record_document(
             auth_method: document.auth_method,
             document_host: &document.document_host,
             fresh_until: document.fresh_until,
+            jwks_uri,
         },
         now,
+    )
+    .await?;
+    last_good_copies::save(
+        &mut tx,
+        CopyKind::Document,
+        &document.client_id,
+        &document.source.body,
+        document.source.fetched_at,
     )
     .await?;
     tx.commit().await
@@ -360,6 +380,10 @@ mod tests {
             auth_method,
             assertion_keys: None,
             fresh_until: OffsetDateTime::UNIX_EPOCH,
+            source: crate::oauth::cimd::Source {
+                body: "{}".into(),
+                fetched_at: OffsetDateTime::UNIX_EPOCH,
+            },
         }
     }
 

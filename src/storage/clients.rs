@@ -44,8 +44,8 @@ pub async fn insert(tx: &mut Tx, client: &NewClient<'_>, now: OffsetDateTime) ->
     let uris = serde_json::Value::from(client.redirect_uris.to_vec()).to_string();
     Sql::new(
         "insert into oauth_clients (client_id, kind, client_name, redirect_uris,
-             token_endpoint_auth_method, secret_hash, metadata, created_at)
-         values ($1, $2, $3, $4, $5, $6, $7, $8)",
+             token_endpoint_auth_method, secret_hash, metadata, created_at, jwks_uri)
+         values ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
     )
     .bind(client.client_id)
     .bind(client.kind)
@@ -55,6 +55,7 @@ pub async fn insert(tx: &mut Tx, client: &NewClient<'_>, now: OffsetDateTime) ->
     .bind(client.secret_hash)
     .bind(client.metadata.to_string())
     .bind(now)
+    .bind(client.metadata.get("jwks_uri").and_then(|uri| uri.as_str()))
     .execute(tx)
     .await?;
     Ok(())
@@ -111,6 +112,8 @@ pub struct DocumentClient<'a> {
     pub auth_method: AuthMethod,
     pub document_host: &'a str,
     pub fresh_until: OffsetDateTime,
+    /// Where its keys are, when the document names a `jwks_uri`.
+    pub jwks_uri: Option<&'a str>,
 }
 
 pub async fn upsert_metadata_document(
@@ -122,14 +125,15 @@ pub async fn upsert_metadata_document(
     let metadata = serde_json::json!({ "document_host": doc.document_host }).to_string();
     Sql::new(
         "insert into oauth_clients (client_id, kind, client_name, redirect_uris,
-             token_endpoint_auth_method, metadata, created_at, cache_expires_at)
-         values ($1, 'metadata_document', $2, $3, $7, $4, $5, $6)
+             token_endpoint_auth_method, metadata, created_at, cache_expires_at, jwks_uri)
+         values ($1, 'metadata_document', $2, $3, $7, $4, $5, $6, $8)
          on conflict (client_id) do update set
              client_name = excluded.client_name,
              redirect_uris = excluded.redirect_uris,
              token_endpoint_auth_method = excluded.token_endpoint_auth_method,
              metadata = excluded.metadata,
-             cache_expires_at = excluded.cache_expires_at
+             cache_expires_at = excluded.cache_expires_at,
+             jwks_uri = excluded.jwks_uri
          where oauth_clients.kind = 'metadata_document'",
     )
     .bind(doc.client_id)
@@ -139,6 +143,7 @@ pub async fn upsert_metadata_document(
     .bind(now)
     .bind(doc.fresh_until)
     .bind(doc.auth_method)
+    .bind(doc.jwks_uri)
     .execute(tx)
     .await?;
     Ok(())

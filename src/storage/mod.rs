@@ -33,6 +33,7 @@ pub mod flock_limits;
 pub mod flocks;
 pub mod grants;
 pub mod keys;
+pub mod last_good_copies;
 pub mod members;
 pub mod pending_authorizations;
 pub mod refresh_tokens;

@@ -3,7 +3,9 @@
 
 use crate::helpers::run_cli;
 
-async fn serve_refuses(args: &[&str], setting: &str) {
+/// Runs `coop serve` with `args`, which must be refused in one line naming
+/// `setting`, leaving no database behind; returns the line.
+pub async fn serve_refuses(args: &[&str], setting: &str) -> String {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("never.db");
     let url = format!("sqlite://{}", db.display());
@@ -15,6 +17,7 @@ async fn serve_refuses(args: &[&str], setting: &str) {
     assert_eq!(line.lines().count(), 1, "one line: {line}");
     assert!(line.contains(setting), "{line} should name {setting}");
     assert!(!db.exists(), "a refused configuration created the database");
+    line.to_owned()
 }
 
 #[tokio::test]

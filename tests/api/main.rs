@@ -15,6 +15,7 @@ mod testing {
     pub mod dpop_keys;
 }
 
+mod connect_proxy;
 mod helpers;
 mod tls_host;
 
@@ -24,6 +25,8 @@ mod canonical_inputs;
 mod cimd;
 mod cimd_authorize;
 mod cimd_limits;
+mod cimd_outage;
+mod cimd_proxy;
 mod cli;
 mod config;
 mod crash;

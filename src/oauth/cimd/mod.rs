@@ -14,12 +14,14 @@
 //!    ([`fetch_url`]);
 //! 2. refuses an IP-literal host outright when its address is not public
 //!    ([`address`]), before any connection;
-//! 3. resolves a host name itself, through the one resolver its HTTP client
-//!    has, and refuses the host if *any* address it resolves to is not
-//!    public. The client connects only to the addresses that resolver
-//!    returned, so a DNS answer that changes between check and use cannot
-//!    slip in another address, and no proxy is ever used;
-//! 4. verifies TLS with rustls against the platform's root certificates;
+//! 3. resolves a host name itself and refuses the host if *any* address it
+//!    resolves to is not public ([`resolver`]). The transport connects only
+//!    to the addresses returned, so a DNS answer that changes between check
+//!    and use cannot slip in another address; behind the outbound proxy
+//!    ([`proxy`]) it asks for a tunnel to the checked address, never to the
+//!    name, so the proxy resolves nothing;
+//! 4. verifies TLS with rustls against the platform's root certificates,
+//!    with the host's name ([`tls`]);
 //! 5. refuses redirects (a 3xx is an error, not followed), any status but
 //!    200, a body larger than 5 KiB (documents) or 16 KiB (key sets), read
 //!    in chunks and cut off, and anything that takes longer than 5 s in
@@ -49,6 +51,14 @@
 //! [`CimdFetcher::for_peer`], which every handler calls with the peer
 //! address of its connection.
 //!
+//! # When a host is down
+//!
+//! The last good copy of each document and key set a known client relies on
+//! is kept in the shared store and served, within a grace period, when
+//! fetching it again fails because its host is down; never when the host
+//! answered with a refusal or a document that fails the checks
+//! ([`copies`]).
+//!
 //! For tests and development only, [`CimdTestSettings`] may add a trusted CA
 //! certificate and admit loopback addresses (and nothing else: private
 //! ranges stay refused). Both are off by default and logged as a warning at
@@ -56,33 +66,40 @@
 
 pub mod address;
 pub mod cache;
+pub mod copies;
 pub mod document;
 pub mod fetch_url;
 pub mod key_set;
 pub mod limits;
+pub mod proxy;
 mod resolver;
 mod single_flight;
+mod tls;
 mod transport;
 
 use std::net::IpAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
+use http::header::{CACHE_CONTROL, DATE, EXPIRES};
 use jsonwebtoken::jwk::JwkSet;
-use reqwest::header::{CACHE_CONTROL, DATE, EXPIRES};
 use time::OffsetDateTime;
 use url::{Host, Url};
 
 use crate::config::CimdTestSettings;
 use crate::oauth::client::{AssertionKeys, AuthMethod, NoCommonMethod};
 use cache::Cache;
+use copies::LastGoodCopies;
 pub use document::AuthMetadata;
 pub use key_set::MAX_KEY_SET_BYTES;
 pub use limits::{Limit, Throttle};
 use limits::{Limits, Permit};
+pub use proxy::{OUTBOUND_PROXY_SETTING, OutboundProxy};
 use single_flight::{Decision, SingleFlight};
-pub use transport::{EXTRA_CA_SETTING, load_extra_ca};
+pub use tls::{EXTRA_CA_SETTING, load_extra_ca};
 use transport::{Transport, header, joined};
+
+use crate::storage::last_good_copies::CopyKind;
 
 /// The whole fetch, from resolving the host to the last byte of the body.
 pub const FETCH_TIMEOUT: Duration = Duration::from_secs(5);
@@ -121,6 +138,16 @@ pub struct ClientMetadataDocument {
     pub assertion_keys: Option<AssertionKeys>,
     /// Until when the cached copy may be used without fetching again.
     pub fresh_until: OffsetDateTime,
+    /// What it was read from, kept as its last good copy when its client
+    /// is recorded.
+    pub source: Source,
+}
+
+/// The body a document was read from and when it was fetched.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Source {
+    pub body: Arc<str>,
+    pub fetched_at: OffsetDateTime,
 }
 
 /// Why a document or key set cannot be used. `Throttled` means "not now"
@@ -170,6 +197,8 @@ pub enum CimdError {
 pub struct CimdFetcher {
     shared: Arc<Shared>,
     timeout: Duration,
+    /// Where last good copies are kept; none: nothing is kept or served.
+    copies: Option<Arc<LastGoodCopies>>,
 }
 
 #[derive(Debug)]
@@ -232,21 +261,25 @@ impl<R> Kept<R> {
 trait Resource: Sized + Send + Sync + 'static {
     /// For the log.
     const WHAT: &'static str;
+    /// Its last good copies' kind.
+    const KIND: CopyKind;
     const ACCEPT: &'static str;
     const MAX_BYTES: usize;
     fn parse_url(raw: &str) -> Result<Url, CimdError>;
     fn kept(shared: &Shared) -> &Kept<Self>;
-    /// Checks the body fetched from `url` (`raw` as given).
+    /// Checks the body fetched from `url` (`raw` as given) at `fetched_at`.
     fn build(
         body: &[u8],
         raw: &str,
         url: &Url,
+        fetched_at: OffsetDateTime,
         fresh_until: OffsetDateTime,
     ) -> Result<Self, CimdError>;
 }
 
 impl Resource for ClientMetadataDocument {
     const WHAT: &'static str = "client metadata document";
+    const KIND: CopyKind = CopyKind::Document;
     const ACCEPT: &'static str = "application/json";
     const MAX_BYTES: usize = MAX_DOCUMENT_BYTES;
 
@@ -262,9 +295,12 @@ impl Resource for ClientMetadataDocument {
         body: &[u8],
         raw: &str,
         url: &Url,
+        fetched_at: OffsetDateTime,
         fresh_until: OffsetDateTime,
     ) -> Result<Self, CimdError> {
         let valid = document::validate(body, raw)?;
+        let body =
+            std::str::from_utf8(body).map_err(|_| CimdError::Invalid("not UTF-8".to_owned()))?;
         Ok(Self {
             client_id: raw.to_owned(),
             client_name: valid.client_name,
@@ -274,12 +310,17 @@ impl Resource for ClientMetadataDocument {
             auth_method: valid.auth_method,
             assertion_keys: valid.assertion_keys,
             fresh_until,
+            source: Source {
+                body: Arc::from(body),
+                fetched_at,
+            },
         })
     }
 }
 
 impl Resource for JwkSet {
     const WHAT: &'static str = "key set";
+    const KIND: CopyKind = CopyKind::KeySet;
     const ACCEPT: &'static str = "application/jwk-set+json, application/json";
     const MAX_BYTES: usize = MAX_KEY_SET_BYTES;
 
@@ -291,24 +332,58 @@ impl Resource for JwkSet {
         &shared.key_sets
     }
 
-    fn build(body: &[u8], _: &str, _: &Url, _: OffsetDateTime) -> Result<Self, CimdError> {
+    fn build(
+        body: &[u8],
+        _: &str,
+        _: &Url,
+        _: OffsetDateTime,
+        _: OffsetDateTime,
+    ) -> Result<Self, CimdError> {
         key_set::parse(body)
     }
 }
 
 impl CimdFetcher {
-    /// A fetcher with the production limits and, when set, the test settings.
+    /// A fetcher with the production limits and, when set, the test
+    /// settings, connecting directly.
     pub fn new(settings: CimdTestSettings) -> Result<Self, CimdError> {
+        Self::with_proxy(settings, None)
+    }
+
+    /// A fetcher that reaches document hosts through `proxy`, when given.
+    pub fn with_proxy(
+        settings: CimdTestSettings,
+        proxy: Option<OutboundProxy>,
+    ) -> Result<Self, CimdError> {
         Ok(Self {
             shared: Arc::new(Shared {
-                transport: Transport::new(&settings)?,
+                transport: Transport::new(&settings, proxy)?,
                 allow_loopback: settings.allow_loopback,
                 limits: Limits::default(),
                 documents: Kept::new(CACHE_CAPACITY),
                 key_sets: Kept::new(KEY_SET_CACHE_CAPACITY),
             }),
             timeout: FETCH_TIMEOUT,
+            copies: None,
         })
+    }
+
+    /// The same fetcher, keeping last good copies in `copies` and serving
+    /// them while a host is down.
+    pub fn keeping_copies(mut self, copies: Arc<LastGoodCopies>) -> Self {
+        self.copies = Some(copies);
+        self
+    }
+
+    /// Deletes last good copies past their grace (housekeeping).
+    pub async fn sweep_copies(
+        &self,
+        now: OffsetDateTime,
+    ) -> Result<u64, crate::storage::StoreError> {
+        match &self.copies {
+            Some(copies) => copies.sweep(now).await,
+            None => Ok(0),
+        }
     }
 
     /// The same fetcher (sharing its caches and limits) with another total
@@ -401,9 +476,7 @@ impl CimdFetcher {
         let result = async {
             let fetched = tokio::time::timeout(
                 self.timeout,
-                shared
-                    .transport
-                    .get(url.clone(), R::ACCEPT, R::MAX_BYTES, self.timeout),
+                shared.transport.get(&url, R::ACCEPT, R::MAX_BYTES),
             )
             .await
             .map_err(|_| CimdError::Timeout)??;
@@ -413,14 +486,14 @@ impl CimdFetcher {
                 header(&fetched.headers, DATE),
                 now,
             );
-            let value = R::build(&fetched.body, &raw, &url, now + fresh_for)?;
-            Ok::<_, CimdError>((Arc::new(value), fresh_for))
+            let value = R::build(&fetched.body, &raw, &url, now, now + fresh_for)?;
+            Ok::<_, CimdError>((Arc::new(value), fresh_for, fetched.body))
         }
         .await;
         drop(permit);
         let kept = R::kept(shared);
         match result {
-            Ok((value, fresh_for)) => {
+            Ok((value, fresh_for, body)) => {
                 tracing::info!(
                     url = raw,
                     fresh_seconds = fresh_for.whole_seconds(),
@@ -428,6 +501,9 @@ impl CimdFetcher {
                     R::WHAT
                 );
                 kept.fresh.insert(&raw, value.clone(), now, now + fresh_for);
+                if let Some(copies) = &self.copies {
+                    copies.keep(R::KIND, &raw, &body, now).await;
+                }
                 Ok(value)
             }
             Err(err) => {
@@ -438,11 +514,45 @@ impl CimdFetcher {
                     "fetching a {} failed",
                     R::WHAT
                 );
+                if let Some(copy) = self.copy_instead::<R>(&url, &raw, &err, now).await {
+                    return Ok(copy);
+                }
                 kept.failed
                     .insert(&raw, err.clone(), now, now + cache::FAILURE_FRESHNESS);
                 Err(err)
             }
         }
+    }
+
+    /// After a failed fetch of `raw`: the last good copy if the host is
+    /// down ([`copies`]), standing in for a fetched one until the host is
+    /// tried again. A host that refused loses its copy.
+    async fn copy_instead<R: Resource>(
+        &self,
+        url: &Url,
+        raw: &str,
+        failure: &CimdError,
+        now: OffsetDateTime,
+    ) -> Option<Arc<R>> {
+        let copies = self.copies.as_ref()?;
+        let kept = R::kept(&self.shared);
+        if !copies::host_is_down(failure) {
+            copies.forget(R::KIND, raw).await;
+            return None;
+        }
+        // A copy still fresh (a `kid` refetch) stays what is held.
+        if kept.fresh.entry(raw, now).is_some() {
+            return None;
+        }
+        let until = now + cache::FAILURE_FRESHNESS;
+        let copy = copies
+            .serve(R::KIND, raw, failure, now, |body, fetched_at| {
+                R::build(body, raw, url, fetched_at, until)
+            })
+            .await?;
+        let copy = Arc::new(copy);
+        kept.fresh.insert(raw, copy.clone(), now, until);
+        Some(copy)
     }
 
     /// An IP-literal host never reaches the resolver, so it is checked here.

@@ -1,87 +1,56 @@
-//! The only name resolver the fetcher's HTTP client has.
+//! Where a fetch may connect: the host's addresses, each one checked.
 //!
-//! It resolves a host with the system resolver and hands the client the
-//! addresses only if every one of them is permitted ([`super::address`]).
-//! Because the client connects to exactly the addresses returned here, the
-//! check and the connection cannot disagree (no second lookup that a DNS
-//! rebinding answer could change). One forbidden address refuses the whole
-//! host rather than being filtered out: a name that points inside the
-//! network is not a client's public document host.
+//! A host name is resolved with the system resolver, and the addresses are
+//! used only if every one of them is permitted ([`super::address`]). The
+//! transport connects to exactly the addresses returned here, directly or
+//! by asking the outbound proxy for a tunnel to one of them, so the check
+//! and the connection cannot disagree: there is no second lookup, by Coop
+//! or by a proxy, that a DNS rebinding answer could change. One forbidden
+//! address refuses the whole host rather than being filtered out: a name
+//! that points inside the network is not a client's public document host.
+//! An IP-literal host is checked the same way, without a lookup.
 
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
 
-use reqwest::dns::{Addrs, Name, Resolve, Resolving};
+use url::{Host, Url};
 
-use super::address;
+use super::{CimdError, address};
 
-/// A host whose addresses include one Coop does not connect to.
-#[derive(Debug, thiserror::Error)]
-#[error("{host} resolves to {ip} ({reason})")]
-pub struct AddressRefused {
-    host: String,
-    ip: std::net::IpAddr,
-    reason: &'static str,
+/// The addresses to connect to for `url`, every one of them permitted.
+pub async fn addresses(url: &Url, allow_loopback: bool) -> Result<Vec<SocketAddr>, CimdError> {
+    let port = url.port_or_known_default().ok_or(CimdError::NotHttpsUrl)?;
+    let (host, found) = match url.host() {
+        Some(Host::Domain(name)) => {
+            let found = tokio::net::lookup_host((name, port))
+                .await
+                .map_err(|e| CimdError::Resolve(format!("{name}: {e}")))?;
+            (name.to_owned(), found.collect())
+        }
+        Some(Host::Ipv4(ip)) => (ip.to_string(), vec![SocketAddr::new(IpAddr::V4(ip), port)]),
+        Some(Host::Ipv6(ip)) => (ip.to_string(), vec![SocketAddr::new(IpAddr::V6(ip), port)]),
+        None => return Err(CimdError::NotHttpsUrl),
+    };
+    check_all(&host, found, allow_loopback)
 }
 
-/// A host that does not resolve.
-#[derive(Debug, thiserror::Error)]
-#[error("{host}: {reason}")]
-pub struct ResolveFailed {
-    host: String,
-    reason: String,
-}
-
-#[derive(Debug)]
-pub struct CheckedResolver {
-    allow_loopback: bool,
-}
-
-impl CheckedResolver {
-    pub fn new(allow_loopback: bool) -> Self {
-        Self { allow_loopback }
-    }
-}
-
-/// `Ok(addresses)` only when every address is permitted.
+/// `Ok(addresses)` only when there is one and every one is permitted.
 pub fn check_all(
     host: &str,
     addresses: Vec<SocketAddr>,
     allow_loopback: bool,
-) -> Result<Vec<SocketAddr>, Box<dyn std::error::Error + Send + Sync>> {
+) -> Result<Vec<SocketAddr>, CimdError> {
     if addresses.is_empty() {
-        return Err(Box::new(ResolveFailed {
-            host: host.to_owned(),
-            reason: "no addresses".to_owned(),
-        }));
+        return Err(CimdError::Resolve(format!("{host}: no addresses")));
     }
     for addr in &addresses {
         if let Err(reason) = address::permitted(addr.ip(), allow_loopback) {
-            return Err(Box::new(AddressRefused {
-                host: host.to_owned(),
-                ip: addr.ip(),
-                reason,
-            }));
+            return Err(CimdError::ForbiddenAddress(format!(
+                "{host} resolves to {} ({reason})",
+                addr.ip()
+            )));
         }
     }
     Ok(addresses)
-}
-
-impl Resolve for CheckedResolver {
-    fn resolve(&self, name: Name) -> Resolving {
-        let allow_loopback = self.allow_loopback;
-        let host = name.as_str().to_owned();
-        Box::pin(async move {
-            let found = tokio::net::lookup_host((host.as_str(), 0))
-                .await
-                .map_err(|e| ResolveFailed {
-                    host: host.clone(),
-                    reason: e.to_string(),
-                })?;
-            let checked = check_all(&host, found.collect(), allow_loopback)?;
-            let addrs: Addrs = Box::new(checked.into_iter());
-            Ok(addrs)
-        })
-    }
 }
 
 #[cfg(test)]
@@ -97,11 +66,15 @@ mod tests {
     #[test]
     fn one_forbidden_address_refuses_the_whole_host() {
         let err = check_all("mixed.example", addrs(&["8.8.8.8", "10.0.0.1"]), false).unwrap_err();
-        let refused = err.downcast_ref::<AddressRefused>().unwrap();
-        assert_eq!(refused.ip.to_string(), "10.0.0.1");
+        assert_eq!(
+            err,
+            CimdError::ForbiddenAddress(
+                "mixed.example resolves to 10.0.0.1 (private (10/8))".into()
+            )
+        );
         let err =
             check_all("mixed.example", addrs(&["127.0.0.1", "192.168.0.1"]), true).unwrap_err();
-        assert!(err.downcast_ref::<AddressRefused>().is_some());
+        assert!(matches!(err, CimdError::ForbiddenAddress(_)), "{err:?}");
     }
 
     #[test]
@@ -120,6 +93,21 @@ mod tests {
     #[test]
     fn no_addresses_is_a_resolution_failure() {
         let err = check_all("empty.example", Vec::new(), false).unwrap_err();
-        assert!(err.downcast_ref::<ResolveFailed>().is_some());
+        assert_eq!(
+            err,
+            CimdError::Resolve("empty.example: no addresses".into())
+        );
+    }
+
+    #[tokio::test]
+    async fn an_ip_literal_is_checked_without_a_lookup() {
+        let url = Url::parse("https://10.1.2.3:8443/x").unwrap();
+        let err = addresses(&url, true).await.unwrap_err();
+        assert!(matches!(err, CimdError::ForbiddenAddress(_)), "{err:?}");
+        let url = Url::parse("https://[::1]/x").unwrap();
+        assert_eq!(
+            addresses(&url, true).await.unwrap(),
+            vec!["[::1]:443".parse::<SocketAddr>().unwrap()]
+        );
     }
 }

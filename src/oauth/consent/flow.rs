@@ -497,6 +497,10 @@ mod tests {
                 auth_method: AuthMethod::None,
                 assertion_keys: None,
                 fresh_until: now + time::Duration::hours(1),
+                source: crate::oauth::cimd::Source {
+                    body: "{}".into(),
+                    fetched_at: now,
+                },
             };
             clients::record_document(&db.store, &document, now)
                 .await
