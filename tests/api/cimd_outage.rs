@@ -22,6 +22,7 @@ on_both_engines!(
     a_host_that_refuses_after_a_good_fetch_is_refused_and_its_copy_deleted,
     nothing_is_kept_for_a_document_nobody_connected,
     a_key_set_host_that_goes_down_still_verifies_assertions_within_the_grace,
+    key_sets_of_automations_and_registered_clients_are_kept_not_of_unused_registrations,
     the_grace_is_a_setting_and_zero_turns_copies_off,
 );
 
@@ -361,4 +362,117 @@ async fn the_grace_is_a_setting_and_zero_turns_copies_off(engine: Engine) {
     app.clock.advance(seconds(61));
     assert_oauth_error(app.refresh(&client_id, &token).await, 401, "invalid_client").await;
     assert_eq!(stale_served(&app, "document").await, 0);
+}
+
+async fn key_sets_of_automations_and_registered_clients_are_kept_not_of_unused_registrations(
+    engine: Engine,
+) {
+    let host = TlsHost::start().await;
+    let settings = host.cimd_settings(true);
+    let app = TestApp::spawn_with(engine, |c| c.cimd_test = settings).await;
+    let key = ClientKey::es256("k-1");
+    for path in [
+        "/automation/jwks.json",
+        "/registered/jwks.json",
+        "/dynamic/jwks.json",
+    ] {
+        host.serve(path, Reply::json(&key_set(&[&key])));
+    }
+    let with_assertion = |client_id: String, form: &'static [(&'static str, &'static str)]| {
+        let app = &app;
+        let key = &key;
+        async move {
+            let assertion = key.sign(&claims(app, &client_id));
+            let mut fields: Vec<(&str, &str)> = form.to_vec();
+            fields.push(("client_assertion_type", ASSERTION_TYPE));
+            fields.push(("client_assertion", &assertion));
+            let url = if form.iter().any(|(name, _)| *name == "grant_type") {
+                app.url("/token")
+            } else {
+                app.url("/revoke")
+            };
+            let response = reqwest::Client::new()
+                .post(url)
+                .form(&fields)
+                .send()
+                .await
+                .unwrap();
+            response.status()
+        }
+    };
+
+    // An automation with its keys behind a URL.
+    let slug = app.add_farm("Barn Farm").await;
+    let automation_keys = host.url("/automation/jwks.json");
+    let (code, out, err) = app
+        .cli(&[
+            "admin",
+            "automation",
+            "add",
+            "--farm",
+            &slug,
+            "--name",
+            "Barn scale",
+            "--role",
+            "worker",
+            "--scope",
+            "daily-entries:write",
+            "--jwks-uri",
+            &automation_keys,
+        ])
+        .await;
+    assert_eq!(code, 0, "{err}");
+    let automation = crate::helpers::app::printed(&out, "client_id").unwrap();
+    const CREDENTIALS: &[(&str, &str)] = &[("grant_type", "client_credentials")];
+    assert_eq!(with_assertion(automation.clone(), CREDENTIALS).await, 200);
+
+    // A client registered by the operator, authenticating at /revoke.
+    let registered_keys = host.url("/registered/jwks.json");
+    let printed = app
+        .add_client(&[
+            "--name",
+            "Barn Sync",
+            "--redirect-uri",
+            "https://sync.example/cb",
+            "--jwks-uri",
+            &registered_keys,
+        ])
+        .await;
+    const REVOKE: &[(&str, &str)] = &[("token", "not-a-token")];
+    assert_eq!(
+        with_assertion(printed.field("client_id"), REVOKE).await,
+        200
+    );
+
+    // A self-registered client never used: anyone can make one, so its key
+    // set is not kept.
+    let response = app
+        .register(&json!({
+            "client_name": "Signed App",
+            "redirect_uris": ["https://signed.example/cb"],
+            "token_endpoint_auth_method": "private_key_jwt",
+            "token_endpoint_auth_signing_alg": "ES256",
+            "jwks_uri": host.url("/dynamic/jwks.json"),
+        }))
+        .await;
+    assert_eq!(response.status(), 201);
+    let registered: Value = response.json().await.unwrap();
+    let dynamic = registered["client_id"].as_str().unwrap().to_owned();
+    assert_eq!(with_assertion(dynamic, REVOKE).await, 200);
+
+    assert_eq!(host.hits("/dynamic/jwks.json"), 1);
+    let kept = app
+        .db_count(&format!(
+            "select count(*) from last_good_copies where kind = 'key_set' \
+             and url in ('{automation_keys}', '{registered_keys}')"
+        ))
+        .await;
+    assert_eq!(kept, 2);
+    assert_eq!(copies(&app).await, 2, "nothing for the unused registration");
+
+    // The automation's key host goes down: it still gets tokens.
+    host.serve("/automation/jwks.json", Reply::status(503));
+    app.clock.advance(seconds(61));
+    assert_eq!(with_assertion(automation, CREDENTIALS).await, 200);
+    assert_eq!(stale_served(&app, "key_set").await, 1);
 }
