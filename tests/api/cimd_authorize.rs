@@ -53,7 +53,8 @@ async fn codes(app: &TestApp) -> i64 {
         .await
 }
 
-async fn assert_page_refusal(response: reqwest::Response, words: &str) {
+/// A 400 error page saying `words`, and no redirect.
+pub async fn assert_page_refusal(response: reqwest::Response, words: &str) {
     assert_eq!(response.status(), 400);
     assert!(
         response.headers().get("location").is_none(),

@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
+use crate::cimd_authorize::assert_page_refusal;
 use crate::helpers::client_keys::key_set;
 use crate::helpers::oauth::{Pkce, REDIRECT_URI, assert_oauth_error, callback};
 use crate::helpers::{ClientKey, Engine, TestApp, TestUser};
@@ -263,13 +264,11 @@ async fn nothing_is_kept_for_a_document_nobody_connected(engine: Engine) {
 
     host.serve(DOCUMENT, Reply::status(503));
     app.clock.advance(seconds(61));
-    let response = app.get(&path).await;
-    assert_eq!(response.status(), 400);
-    let body = response.text().await.unwrap();
-    assert!(
-        body.contains("could not be fetched from its address"),
-        "{body}"
-    );
+    assert_page_refusal(
+        app.get(&path).await,
+        "could not be fetched from its address",
+    )
+    .await;
     assert_eq!(stale_served(&app, "document").await, 0);
 }
 

@@ -4,6 +4,7 @@
 //! refuses a host resolving to a forbidden address before the proxy hears
 //! of it. Plus the settings' one-line refusals.
 
+use crate::cimd_authorize::assert_page_refusal;
 use crate::config::serve_refuses;
 use crate::connect_proxy::ConnectProxy;
 use crate::helpers::oauth::{Pkce, REDIRECT_URI};
@@ -19,16 +20,23 @@ on_both_engines!(
 const DOCUMENT: &str = "/app/client.json";
 const NAME: &str = "Proxied Eggs";
 
-async fn documents_are_fetched_through_the_proxy_by_their_checked_address(engine: Engine) {
+/// A host serving a document, a proxy, and Coop fetching through the
+/// proxy, loopback hosts admitted or not.
+async fn setup(engine: Engine, allow_loopback: bool) -> (TlsHost, ConnectProxy, TestApp, String) {
     let host = TlsHost::start().await;
     let client_id = host.serve_client_document(DOCUMENT, NAME, &[REDIRECT_URI]);
     let proxy = ConnectProxy::start().await;
-    let (settings, setting) = (host.cimd_settings(true), proxy.setting());
+    let (settings, setting) = (host.cimd_settings(allow_loopback), proxy.setting());
     let app = TestApp::spawn_with(engine, |c| {
         c.cimd_test = settings;
         c.outbound_proxy = Some(setting);
     })
     .await;
+    (host, proxy, app, client_id)
+}
+
+async fn documents_are_fetched_through_the_proxy_by_their_checked_address(engine: Engine) {
+    let (host, proxy, app, client_id) = setup(engine, true).await;
 
     let user = app.farm_with_member("manager").await;
     let browser = app.signed_in(&user).await;
@@ -55,25 +63,14 @@ async fn documents_are_fetched_through_the_proxy_by_their_checked_address(engine
 }
 
 async fn with_the_proxy_a_host_resolving_to_a_forbidden_address_is_still_refused(engine: Engine) {
-    let host = TlsHost::start().await;
-    let client_id = host.serve_client_document(DOCUMENT, NAME, &[REDIRECT_URI]);
-    let proxy = ConnectProxy::start().await;
     // Loopback is not admitted: localhost resolves to forbidden addresses.
-    let (settings, setting) = (host.cimd_settings(false), proxy.setting());
-    let app = TestApp::spawn_with(engine, |c| {
-        c.cimd_test = settings;
-        c.outbound_proxy = Some(setting);
-    })
-    .await;
+    let (host, proxy, app, client_id) = setup(engine, false).await;
     let path = app.authorize_path(&client_id, &Pkce::new(), "farm:read", &[]);
-    let response = app.get(&path).await;
-    assert_eq!(response.status(), 400);
-    assert!(response.headers().get("location").is_none());
-    let body = response.text().await.unwrap();
-    assert!(
-        body.contains("could not be fetched from its address"),
-        "{body}"
-    );
+    assert_page_refusal(
+        app.get(&path).await,
+        "could not be fetched from its address",
+    )
+    .await;
     assert!(proxy.targets().is_empty(), "the proxy heard nothing");
     assert_eq!(host.hits(DOCUMENT), 0);
 }
