@@ -70,6 +70,7 @@ pub mod role;
 pub mod scope;
 pub mod slug;
 pub mod status;
+pub mod this_computer;
 
 pub use access::{Access, AccessError};
 pub use auth_method::AuthMethod;

@@ -9,6 +9,7 @@ use jsonwebtoken::Algorithm;
 use jsonwebtoken::jwk::JwkSet;
 
 pub use crate::domain::AuthMethod;
+use crate::domain::this_computer::is_on_this_computer;
 use crate::oauth::redirect_uri;
 
 /// How Coop learned about a stored client. Shown on the consent page: a
@@ -240,16 +241,18 @@ impl Client {
     /// Whether a redirect to `redirect_uri` proves that the program asking
     /// is this client, so that a grant made before may approve it again
     /// without a screen. A confidential client proves itself at `/token`
-    /// with its secret; an https redirect delivers the code to the client's
-    /// own web address. A public client redirected to a loopback address
-    /// proves nothing: any program on the computer can listen on a port and
-    /// name the client (RFC 8252 §8.6), and so can any native app.
+    /// with its secret; an https redirect to a web address delivers the
+    /// code to the client's own site. A public client redirected to this
+    /// computer proves nothing, over https as over http (issue 31): any
+    /// program on it can listen on the port and name the client (RFC 8252
+    /// §8.6), and so can any native app.
     pub fn proven_by(&self, redirect_uri: &str) -> bool {
         if self.native {
             return false;
         }
         self.auth_method().is_confidential()
-            || url::Url::parse(redirect_uri).is_ok_and(|u| u.scheme() == "https")
+            || (url::Url::parse(redirect_uri).is_ok_and(|u| u.scheme() == "https")
+                && !is_on_this_computer(redirect_uri))
     }
 
     /// Whether the name on the consent page is only the client's own claim.
@@ -399,13 +402,22 @@ mod tests {
     }
 
     #[test]
-    fn only_a_secret_or_an_https_redirect_proves_the_client() {
+    fn only_a_secret_or_an_https_redirect_to_the_web_proves_the_client() {
         let loopback = "http://127.0.0.1:5555/cb";
         let https = "https://app.example/cb";
         let public = client(AuthMethod::None, false);
         assert!(!public.proven_by(loopback));
         assert!(!public.proven_by("http://localhost/cb"));
         assert!(public.proven_by(https));
+        // https to this computer is still any program on it.
+        for here in [
+            "https://127.0.0.1/cb",
+            "https://localhost/cb",
+            "https://[::1]:8443/cb",
+            "https://app.localhost/cb",
+        ] {
+            assert!(!public.proven_by(here), "{here}");
+        }
         let confidential = client(AuthMethod::ClientSecretBasic, false);
         assert!(confidential.proven_by(loopback));
         assert!(confidential.proven_by(https));

@@ -13,9 +13,9 @@
 //!    a sign-in older than `max_age` seconds) and the password has not been
 //!    entered again for this request → ask for it [`login_required`];
 //! 4. the redirect proves which program is asking ([`Client::proven_by`]:
-//!    a confidential client, or an https redirect; never a native app, nor
-//!    a public client sent to a loopback address, RFC 8252 §8.6, threat
-//!    31), `prompt=consent` was not sent, and an active grant made under
+//!    a confidential client, or an https redirect to the web; never a
+//!    native app, nor a public client sent to this computer, over http or
+//!    https, RFC 8252 §8.6, threat 31), `prompt=consent` was not sent, and an active grant made under
 //!    the person's current credential epoch already holds every scope asked
 //!    → no screen, a code at once (threat 12: only a client approved before
 //!    is ever approved silently);

@@ -83,11 +83,6 @@ pub fn is_loopback(url: &Url) -> bool {
         }
 }
 
-/// Whether the raw URI is an http loopback URI (for the consent warning).
-pub fn is_loopback_uri(raw: &str) -> bool {
-    Url::parse(raw).is_ok_and(|url| is_loopback(&url))
-}
-
 /// Whether `requested` may be used for a client that registered
 /// `registered`: canonical, and identical or both loopback and different
 /// only in port. A requested URI the parser would rewrite never matches,
@@ -268,11 +263,7 @@ mod tests {
     }
 
     #[test]
-    fn loopback_hosts_are_recognised() {
-        assert!(is_loopback_uri("http://localhost:8080/cb"));
-        assert!(is_loopback_uri("http://[::1]/cb"));
-        assert!(!is_loopback_uri("https://127.0.0.1/cb"));
-        assert!(!is_loopback_uri("http://192.168.1.1/cb"));
+    fn the_host_shown_is_the_uris_host() {
         assert_eq!(host_of("https://app.example:8443/cb"), "app.example");
     }
 }

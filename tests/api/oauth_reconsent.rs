@@ -8,13 +8,16 @@ use std::sync::Arc;
 use coop::config::Issuer;
 use serde_json::json;
 
-use crate::helpers::oauth::{self, HTTPS_REDIRECT, Pkce, callback, https_callback};
+use crate::helpers::oauth::{
+    self, HTTPS_REDIRECT, Pkce, callback, https_callback, redirect_params,
+};
 use crate::helpers::{Browser, Engine, TestApp, assert_page, location};
 use crate::on_both_engines;
 
 on_both_engines!(
     a_second_program_using_an_approved_loopback_client_gets_the_screen_not_a_code,
     a_native_client_always_sees_the_screen,
+    an_https_redirect_to_this_computer_proves_nothing,
     an_approved_https_or_confidential_client_gets_a_code_silently,
     a_person_who_must_change_their_password_gets_no_code_from_the_consent_form,
     one_consent_form_submitted_twice_at_once_issues_one_code,
@@ -80,6 +83,58 @@ async fn a_native_client_always_sees_the_screen(engine: Engine) {
     let html = browser.open_consent(&path).await;
     assert!(html.contains("You connected this app before"), "{html}");
     assert_eq!(codes(&app).await, 1);
+}
+
+async fn an_https_redirect_to_this_computer_proves_nothing(engine: Engine) {
+    let (app, user) = TestApp::with_member(engine, "manager").await;
+    let browser = app.signed_in(&user).await;
+    for redirect in [
+        "https://127.0.0.1/cb",
+        "https://localhost/cb",
+        "https://[::1]/cb",
+    ] {
+        let registered = app
+            .registered(&json!({"client_name": "Local App", "redirect_uris": [redirect]}))
+            .await;
+        let client_id = registered["client_id"].as_str().unwrap();
+        let here = [("redirect_uri", Some(redirect))];
+        let path = app.authorize_path(client_id, &Pkce::new(), "farm:read", &here);
+        let html = browser.open_consent(&path).await;
+        assert!(
+            html.contains("a program running on this computer"),
+            "{redirect}: {html}"
+        );
+        let first = browser.accept(&html, &["farm:read"]).await;
+        assert!(redirect_params(&first, redirect).contains_key("code"));
+        let codes_before = codes(&app).await;
+
+        // Approved once, still the screen every time, with the warning.
+        let html = browser.open_consent(&path).await;
+        for shown in [
+            "a program running on this computer",
+            "You connected this app before",
+            "allowed before",
+        ] {
+            assert!(html.contains(shown), "{redirect}: no {shown:?}: {html}");
+        }
+        // prompt=none cannot skip the screen: consent_required, sent back.
+        let silent = [("redirect_uri", Some(redirect)), ("prompt", Some("none"))];
+        let path = app.authorize_path(client_id, &Pkce::new(), "farm:read", &silent);
+        let params = redirect_params(&browser.open(&path).await, redirect);
+        assert_eq!(
+            params.get("error").map(String::as_str),
+            Some("consent_required"),
+            "{redirect}"
+        );
+        assert_eq!(params["state"], "state-123");
+        assert_eq!(params["iss"], app.issuer);
+        assert!(!params.contains_key("code"));
+        assert_eq!(
+            codes(&app).await,
+            codes_before,
+            "{redirect}: no code without the person"
+        );
+    }
 }
 
 async fn an_approved_https_or_confidential_client_gets_a_code_silently(engine: Engine) {

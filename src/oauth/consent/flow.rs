@@ -10,6 +10,7 @@
 use time::OffsetDateTime;
 
 use super::{FarmState, NextStep, Reauthenticate, Situation};
+use crate::domain::this_computer::is_on_this_computer;
 use crate::domain::{Issuer, Scope, ScopeSet};
 use crate::identity::{SignIn, SignInError};
 use crate::oauth::approval::{self, NothingGranted};
@@ -359,7 +360,7 @@ async fn carry_out(
             unverified: client.is_unverified(),
             document_host: client.document_host().map(str::to_owned),
             redirect_host: redirect_uri::host_of(&request.redirect_uri),
-            loopback: redirect_uri::is_loopback_uri(&request.redirect_uri),
+            loopback: is_on_this_computer(&request.redirect_uri),
             asked_again: !remembered.is_empty() && !client.proven_by(&request.redirect_uri),
             resource: request.resource.clone(),
             scopes: choices(&request.scopes(), &remembered),

@@ -419,12 +419,14 @@ pub fn callback(response: &reqwest::Response) -> HashMap<String, String> {
 
 /// The query of a redirect to [`HTTPS_REDIRECT`].
 pub fn https_callback(response: &reqwest::Response) -> HashMap<String, String> {
+    redirect_params(response, HTTPS_REDIRECT)
+}
+
+/// The query of a redirect (303) to `redirect`.
+pub fn redirect_params(response: &reqwest::Response, redirect: &str) -> HashMap<String, String> {
     assert_eq!(response.status(), 303, "expected a redirect to the client");
     let target = location(response);
-    assert!(
-        target.starts_with(&format!("{HTTPS_REDIRECT}?")),
-        "{target}"
-    );
+    assert!(target.starts_with(&format!("{redirect}?")), "{target}");
     url::Url::parse(&target)
         .unwrap()
         .query_pairs()
