@@ -17,6 +17,7 @@ on_both_engines!(
     a_used_registration_does_not_expire,
     housekeeping_deletes_unused_registrations,
     browsers_may_call_the_json_endpoints_cross_origin,
+    a_web_page_may_not_register_through_its_visitors_browsers,
 );
 
 async fn a_public_client_registers_and_gets_its_fields_echoed(engine: Engine) {
@@ -261,4 +262,87 @@ async fn browsers_may_call_the_json_endpoints_cross_origin(engine: Engine) {
     // The browser pages do not take part.
     let page = app.get("/login").await;
     assert!(page.headers().get("access-control-allow-origin").is_none());
+}
+
+/// The CORS headers of `response` (and `vary`), sorted: what a browser
+/// decides by.
+fn cors_headers(response: &reqwest::Response) -> Vec<(String, String)> {
+    let mut found: Vec<(String, String)> = response
+        .headers()
+        .iter()
+        .filter(|(name, _)| name.as_str().starts_with("access-control-") || *name == "vary")
+        .map(|(name, value)| (name.to_string(), value.to_str().unwrap().to_owned()))
+        .collect();
+    found.sort();
+    found
+}
+
+fn pairs(expected: &[(&str, &str)]) -> Vec<(String, String)> {
+    expected
+        .iter()
+        .map(|(name, value)| ((*name).to_owned(), (*value).to_owned()))
+        .collect()
+}
+
+async fn a_web_page_may_not_register_through_its_visitors_browsers(engine: Engine) {
+    let app = TestApp::spawn(engine).await;
+    // A page of any web site, or an opaque origin (a sandboxed frame, a
+    // file): the preflight is refused, so the browser never sends the
+    // JSON registration (threat 38).
+    for origin in ["https://evil.example", "http://192.168.1.7:8080", "null"] {
+        let preflight = app.preflight("/register", origin, "content-type").await;
+        assert_eq!(preflight.status(), 403, "{origin}");
+        assert_eq!(
+            cors_headers(&preflight),
+            pairs(&[("vary", "origin")]),
+            "{origin}"
+        );
+    }
+    // A page served from this computer, as the MCP Inspector's is: granted,
+    // to that origin alone, never with credentials.
+    for origin in ["http://localhost:6274", "http://127.0.0.1:6274"] {
+        let preflight = app.preflight("/register", origin, "content-type").await;
+        assert_eq!(preflight.status(), 204, "{origin}");
+        assert_eq!(
+            cors_headers(&preflight),
+            pairs(&[
+                (
+                    "access-control-allow-headers",
+                    "authorization, content-type, mcp-protocol-version, dpop"
+                ),
+                ("access-control-allow-methods", "GET, POST, OPTIONS"),
+                ("access-control-allow-origin", origin),
+                ("access-control-max-age", "600"),
+                ("vary", "origin"),
+            ]),
+            "{origin}"
+        );
+    }
+    // The answer to a registration names only such a page: a caller that
+    // sends a foreign `Origin` without a browser (which sent no preflight)
+    // is no browser's visitor, and meets the per-address limit alone.
+    let body = json!({"redirect_uris": [REDIRECT_URI]});
+    for (origin, allowed) in [
+        ("https://evil.example", None),
+        ("http://localhost:6274", Some("http://localhost:6274")),
+    ] {
+        let response = reqwest::Client::new()
+            .post(app.url("/register"))
+            .header("origin", origin)
+            .json(&body)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), 201, "{origin}");
+        let mut expected = vec![("vary", "origin")];
+        expected.extend(allowed.map(|origin| ("access-control-allow-origin", origin)));
+        expected.sort();
+        assert_eq!(cors_headers(&response), pairs(&expected), "{origin}");
+    }
+    // The other JSON endpoints stay open to any page.
+    let preflight = app
+        .preflight("/token", "https://evil.example", "content-type")
+        .await;
+    assert_eq!(preflight.status(), 204);
+    assert_eq!(preflight.headers()["access-control-allow-origin"], "*");
 }

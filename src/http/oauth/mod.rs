@@ -13,9 +13,10 @@
 //!
 //! Two routers: [`api_router`] for the JSON endpoints that clients call
 //! directly (no cookies, CORS open to any origin since nothing there rests
-//! on ambient credentials, small body caps, per-network rate limits on
-//! `/register`, `/token`, `/revoke` and `/introspect`: [`rate_limit`]), and
-//! [`browser_router`] for the pages, which
+//! on ambient credentials, but `/register`'s only to pages served from the
+//! person's own computer ([`cors`]), small body caps, per-network rate
+//! limits on `/register`, `/token`, `/revoke` and `/introspect`:
+//! [`rate_limit`]), and [`browser_router`] for the pages, which
 //! the caller puts behind the session layer and the same-origin POST check.
 //! [`error`] is where an OAuth error becomes a response; a refusal shown
 //! as a page goes through [`crate::http::error::PageError`] (the rule:
@@ -59,6 +60,15 @@ pub fn api_router(config: &Config) -> Router<AppState> {
     let revocation_limit = NetworkLimit::per_minute(config.token_rate_limit);
     let register_limit = NetworkLimit::new(config.register_rate_limit, Duration::from_secs(3600));
     let introspection_limit = NetworkLimit::per_minute(config.introspection_rate_limit);
+    // Its own CORS: a web page may not register through its visitors.
+    let registration = Router::new()
+        .route(
+            "/register",
+            limited(post(register::register), REGISTRATION_LIMIT, register_limit),
+        )
+        .layer(axum::middleware::from_fn(
+            cors::allow_pages_on_this_computer,
+        ));
     Router::new()
         .route(
             "/.well-known/oauth-authorization-server",
@@ -66,10 +76,6 @@ pub fn api_router(config: &Config) -> Router<AppState> {
         )
         .route("/.well-known/openid-configuration", get(metadata::show))
         .route("/jwks.json", get(jwks::show))
-        .route(
-            "/register",
-            limited(post(register::register), REGISTRATION_LIMIT, register_limit),
-        )
         .route(
             "/token",
             limited(post(token::token), FORM_LIMIT, token_limit),
@@ -87,6 +93,7 @@ pub fn api_router(config: &Config) -> Router<AppState> {
             ),
         )
         .layer(axum::middleware::from_fn(cors::allow_any_origin))
+        .merge(registration)
 }
 
 /// `route` with its body cap, behind its per-network rate limit.
