@@ -6,9 +6,12 @@
 //! → the throttle reserves a cell of each budget the attempt is judged by
 //! ([`super::throttle`]), before any hashing → the account is looked up and
 //! one argon2 verification runs, against its hash or a decoy so an unknown
-//! email costs the same → a disabled account is refused only after a right
-//! password, so the refusal tells a guesser nothing → the reservation is
-//! settled and the outcome audited (a right password: in one transaction).
+//! email costs the same → a disabled account is refused exactly as a wrong
+//! password is, after the same verification, whichever password was typed:
+//! a right one is a failure for the throttle too and clears nothing, so a
+//! guesser learns nothing from a disabled account and cannot guess on it
+//! faster than on any other (issue 31) → the reservation is settled and
+//! the outcome audited (a right password: in one transaction).
 //! What is left to the HTTP edge is the session (a new id, against
 //! fixation) and the cookies.
 //!
@@ -65,9 +68,8 @@ pub enum Outcome {
         account: Box<Account>,
         device_cookie: DeviceCookie,
     },
-    /// The password is right but the account is disabled.
-    Disabled,
-    /// The email and password do not match (or there is no such account).
+    /// The email and password do not match, there is no such account, or
+    /// the account is disabled: one answer for all three.
     Refused,
 }
 
@@ -144,25 +146,14 @@ impl SignIn {
 
         let address = attempt.address.to_string();
         match account {
-            Some(account) if password_ok => {
-                let mut event = AuditEvent::new(if account.disabled {
-                    AuditKind::SignInFailed
-                } else {
-                    AuditKind::SignIn
-                });
+            Some(account) if password_ok && !account.disabled => {
+                let mut event = AuditEvent::new(AuditKind::SignIn);
                 event.farm = Some(account.farm());
                 event.user = Some(account.user_id());
-                if account.disabled {
-                    event.detail = serde_json::json!({ "address": address, "disabled": true });
-                }
-                // A right password is no guess, even for a disabled account.
                 let mut tx = self.store.write().await?;
                 reservation.password_right(&mut tx).await?;
                 audit::record(&mut tx, &event, now).await?;
                 tx.commit().await?;
-                if account.disabled {
-                    return Ok(Outcome::Disabled);
-                }
                 let device_cookie = device::issue(&self.device_key, &account.email, now);
                 Ok(Outcome::SignedIn {
                     account: Box::new(account),
@@ -170,11 +161,19 @@ impl SignIn {
                 })
             }
             account => {
+                // A disabled account's right password is spent like a wrong
+                // one: otherwise the answer, or the budget it gives back,
+                // would confirm the guess.
                 reservation.password_wrong();
                 let mut event = AuditEvent::new(AuditKind::SignInFailed);
                 event.farm = account.as_ref().map(|a| a.farm());
                 event.user = account.as_ref().map(|a| a.user_id());
-                event.detail = serde_json::json!({ "address": address });
+                event.detail = match &account {
+                    Some(account) if account.disabled => {
+                        serde_json::json!({ "address": address, "disabled": true })
+                    }
+                    _ => serde_json::json!({ "address": address }),
+                };
                 audit::record_alone(&self.store, &event, now).await?;
                 Ok(Outcome::Refused)
             }

@@ -76,11 +76,12 @@ async fn a_disabled_member_is_cut_off_and_an_enabled_one_comes_back(engine: Engi
     );
     assert_eq!(worker.page("/").await.0, 303);
     app.assert_cut_off(&tokens).await;
+    // Refused as a wrong password is (threat 52).
     assert_eq!(
         app.sign_in(&farm.worker.email, &farm.worker.password)
             .await
             .status(),
-        403
+        401
     );
 
     let response = act(&owner, &id, &[("action", "enable")]).await;

@@ -315,7 +315,8 @@ async fn user_switches_work_and_refuse_unknown_emails(engine: Engine) {
         ok(&app, &["admin", "user", "disable", email]).await,
         format!("{email}: disabled\n")
     );
-    assert_eq!(app.sign_in(email, &user.password).await.status(), 403);
+    // Refused as a wrong password is (threat 52).
+    assert_eq!(app.sign_in(email, &user.password).await.status(), 401);
     assert_eq!(
         ok(&app, &["admin", "user", "enable", email]).await,
         format!("{email}: enabled\n")

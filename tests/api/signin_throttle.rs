@@ -18,6 +18,7 @@ on_both_engines!(
     eight_sign_ins_of_one_person_in_a_minute_all_succeed,
     only_failures_count_and_a_success_clears_the_accounts,
     a_throttled_attempt_checks_no_password,
+    a_right_password_on_a_disabled_account_is_a_failure,
     wrong_guesses_are_one_budget_across_two_replicas,
     a_browser_with_a_device_cookie_signs_in_while_a_stranger_is_locked_out,
     a_device_is_judged_by_its_own_failures,
@@ -181,6 +182,27 @@ async fn a_throttled_attempt_checks_no_password(engine: Engine) {
         .await;
     // (500: what a check of that hash answers, once the budget refills.)
     assert_eq!(throttled_then_a_minute_later(&app, &user).await, 500);
+}
+
+async fn a_right_password_on_a_disabled_account_is_a_failure(engine: Engine) {
+    let (app, user) = TestApp::with_member(engine, "worker").await;
+    app.admin(&["user", "disable", &user.email]).await;
+    // Four wrong guesses, then the right password: refused as a wrong one,
+    // it gives nothing back and clears nothing.
+    for _ in 0..4 {
+        assert_eq!(
+            status(&app, &fresh_browser(), &user.email, "a wrong guess").await,
+            401
+        );
+    }
+    assert_eq!(
+        status(&app, &fresh_browser(), &user.email, &user.password).await,
+        401
+    );
+    assert_throttled(sign_in(&app, &fresh_browser(), &user.email, &user.password).await).await;
+    // Enabled again, the guesses still count until the budget refills.
+    app.admin(&["user", "enable", &user.email]).await;
+    assert_eq!(throttled_then_a_minute_later(&app, &user).await, 303);
 }
 
 async fn wrong_guesses_are_one_budget_across_two_replicas(engine: Engine) {

@@ -1,7 +1,8 @@
 //! `/login` and `/logout`.
 //!
 //! The sign-in decision (throttle, device cookie, password, disabled) is
-//! [`crate::identity::SignIn`]'s; what is left here is HTTP: the signed-out
+//! [`crate::identity::SignIn`]'s, and a disabled account gets the page a
+//! wrong password gets; what is left here is HTTP: the signed-out
 //! form's CSRF cookie (no session is made for an anonymous page), a new
 //! session id once the password is right (no fixation), the device cookie,
 //! and the return path, accepted only as a local path.
@@ -31,6 +32,12 @@ struct LoginPage<'a> {
     return_to: &'a str,
     error: Option<&'a str>,
 }
+
+/// The one refusal of a sign-in that was checked: a wrong password, an
+/// unknown email and a disabled account all end here, so the page must say
+/// so, and who can help.
+const REFUSED: &str = "That email and password do not match, or the account is disabled. \
+     If you cannot sign in, your farm's owner can help.";
 
 #[derive(Deserialize)]
 pub struct LoginQuery {
@@ -98,17 +105,8 @@ pub async fn submit(
             account,
             device_cookie,
         }) => (account, device_cookie),
-        Ok(Outcome::Disabled) => {
-            return Ok(refuse(
-                StatusCode::FORBIDDEN,
-                "This account is disabled. Ask your farm's owner to enable it.",
-            ));
-        }
         Ok(Outcome::Refused) => {
-            return Ok(refuse(
-                StatusCode::UNAUTHORIZED,
-                "That email and password do not match.",
-            ));
+            return Ok(refuse(StatusCode::UNAUTHORIZED, REFUSED));
         }
         Err(SignInError::Throttled(wait)) => {
             let mut response = refuse(
