@@ -15,6 +15,7 @@ use serde::{Deserialize, Serialize};
 use time::OffsetDateTime;
 use uuid::Uuid;
 
+use super::claim_time;
 use super::keys::{KeyError, Keys};
 use super::verified;
 use crate::domain::{AutomationId, GrantId, ScopeSet, UserId};
@@ -281,7 +282,7 @@ pub async fn verify(
             _ => TokenRejection::BadClaims,
         }
     })?;
-    if data.claims.exp <= now.unix_timestamp() {
+    if claim_time::compare(data.claims.exp, now, time::Duration::ZERO).is_le() {
         return Err(TokenRejection::Expired.into());
     }
     let mut claims = data.claims;

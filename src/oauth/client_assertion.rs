@@ -29,7 +29,10 @@
 //!    token endpoint), and names nothing else;
 //! 6. `exp` present, not past, and at most [`MAX_LIFETIME`] ahead (so a
 //!    `jti` needs remembering only that long); `nbf` and `iat`, when
-//!    present, not in the future; [`CLOCK_SKEW`] allowed on each;
+//!    present, not in the future; [`CLOCK_SKEW`] allowed on each. Each is
+//!    a JSON integer of seconds, compared without arithmetic on the claim
+//!    ([`claim_time`]), so `i64::MAX` or a second before the year 10000 is
+//!    "too long-lived", never a panic;
 //! 7. `jti` present and never seen before for this client: it is recorded
 //!    (as a SHA-256 hash) in the shared store until the assertion expires,
 //!    by an insert that fails on a duplicate, so two replicas cannot both
@@ -48,6 +51,7 @@ use serde_json::Value;
 use time::OffsetDateTime;
 
 use crate::oauth::cimd::{CimdError, CimdRequest, Throttle};
+use crate::oauth::claim_time;
 use crate::oauth::client::ClientKeys;
 use crate::secrets;
 use crate::storage::{Store, StoreError, client_assertions};
@@ -285,7 +289,9 @@ pub async fn verify(
         _ => return Err(AssertionError::MissingJti),
     };
     // Remembered past `exp` by the skew that `exp` itself is allowed.
-    let until = expires_at + CLOCK_SKEW;
+    let until = expires_at
+        .checked_add(CLOCK_SKEW)
+        .ok_or(AssertionError::TooLongLived)?;
     if !jtis
         .first_use(expected.client_id, &secrets::hash_secret(jti), until, now)
         .await?
@@ -436,33 +442,29 @@ fn check_claims(
     {
         return Err(AssertionError::WrongAudience);
     }
-    let instant = |name: &str| -> Result<Option<OffsetDateTime>, AssertionError> {
-        match claims.get(name) {
-            None => Ok(None),
-            Some(value) => value
-                .as_i64()
-                .and_then(|t| OffsetDateTime::from_unix_timestamp(t).ok())
-                .map(Some)
-                .ok_or(if name == "exp" {
-                    AssertionError::MissingExpiry
-                } else {
-                    AssertionError::Malformed("nbf or iat is not a number of seconds")
-                }),
-        }
-    };
-    let exp = instant("exp")?.ok_or(AssertionError::MissingExpiry)?;
-    if exp + CLOCK_SKEW <= now {
+    let exp = claims
+        .get("exp")
+        .and_then(claim_time::numeric_date)
+        .ok_or(AssertionError::MissingExpiry)?;
+    if claim_time::compare(exp, now, -CLOCK_SKEW).is_le() {
         return Err(AssertionError::Expired);
     }
-    if exp > now + MAX_LIFETIME + CLOCK_SKEW {
+    if claim_time::compare(exp, now, MAX_LIFETIME + CLOCK_SKEW).is_gt() {
         return Err(AssertionError::TooLongLived);
     }
     for name in ["nbf", "iat"] {
-        if instant(name)?.is_some_and(|t| t > now + CLOCK_SKEW) {
+        let Some(value) = claims.get(name) else {
+            continue;
+        };
+        let t = claim_time::numeric_date(value).ok_or(AssertionError::Malformed(
+            "nbf or iat is not a number of seconds",
+        ))?;
+        if claim_time::compare(t, now, CLOCK_SKEW).is_gt() {
             return Err(AssertionError::NotYetValid);
         }
     }
-    Ok(exp)
+    // Within a few minutes of `now`, so always an instant.
+    claim_time::instant(exp, time::Duration::ZERO).ok_or(AssertionError::TooLongLived)
 }
 
 #[cfg(test)]

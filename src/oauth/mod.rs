@@ -41,7 +41,9 @@
 //!   it may be sent. [`cimd`]: Client ID Metadata Documents.
 //! - [`pkce`], [`resource`], [`scopes`], [`params`], [`presented_token`]:
 //!   the small rules.
-//! - [`access_token`], [`keys`]: JWTs and the keys that sign them.
+//! - [`access_token`], [`keys`]: JWTs and the keys that sign them;
+//!   [`claim_time`]: every JWT's time claims against the clock, with no
+//!   arithmetic that can overflow.
 //! - [`dpop`]: RFC 9449 proofs, key thumbprints, server nonces.
 //! - [`metadata`]: RFC 8414. [`housekeeping`]: bounded tables.
 //! - [`error`]: RFC error codes; storage failures become `server_error`.
@@ -50,6 +52,7 @@ pub mod access_token;
 pub mod approval;
 pub mod authorize;
 pub mod cimd;
+pub mod claim_time;
 pub mod client;
 pub mod client_assertion;
 pub mod client_auth;

@@ -1,6 +1,8 @@
 //! Property tests of the OAuth parsers that read untrusted input: scope
 //! strings, `resource`, redirect URIs and their matching, form and query
-//! parameters, Client ID Metadata Documents and access-token JWTs.
+//! parameters, Client ID Metadata Documents and access-token JWTs (also
+//! tokens Coop signed with time claims at the edges of what a JSON reader
+//! or a clock holds: issue 31).
 //!
 //! Each property is one of four kinds: no input panics; a refusal is the
 //! typed refusal its caller turns into the right error code; what is
@@ -317,10 +319,14 @@ mod access_tokens {
     use proptest::prelude::*;
     use time::OffsetDateTime;
 
+    use jsonwebtoken::{Algorithm, Header};
+    use serde_json::{Value, json};
+
     use crate::domain::{GrantId, Scope, ScopeSet, UserId};
-    use crate::oauth::access_token::{self, NewAccessToken};
+    use crate::oauth::access_token::{self, NewAccessToken, TokenRejection, VerifyError};
     use crate::oauth::keys::Keys;
     use crate::testing::TestStore;
+    use crate::testing::jose::{ExtremeTime, extreme_time};
 
     const ISSUER: &str = "https://coop.example";
     const RESOURCE: &str = "https://coop.example/mcp";
@@ -442,5 +448,101 @@ mod access_tokens {
             fixture.now,
         ));
         assert!(untouched.is_ok());
+    }
+
+    /// A time claim of a token Coop signed: seconds from now, or a value at
+    /// an edge.
+    #[derive(Debug, Clone)]
+    enum Time {
+        FromNow(i64),
+        Extreme(ExtremeTime),
+    }
+
+    fn time_claim() -> impl Strategy<Value = Time> {
+        prop_oneof![
+            2 => (-600i64..600).prop_map(Time::FromNow),
+            3 => extreme_time(OffsetDateTime::now_utc().unix_timestamp()).prop_map(Time::Extreme),
+        ]
+    }
+
+    impl Time {
+        fn value(&self, now: OffsetDateTime) -> Value {
+            match self {
+                Time::FromNow(offset) => json!(now.unix_timestamp() + offset),
+                Time::Extreme(extreme) => extreme.value.clone(),
+            }
+        }
+
+        fn seconds(&self, now: OffsetDateTime) -> Option<i64> {
+            match self {
+                Time::FromNow(offset) => Some(now.unix_timestamp() + offset),
+                Time::Extreme(extreme) => extreme.seconds,
+            }
+        }
+    }
+
+    /// What `verify` must answer for a token Coop signed with these time
+    /// claims, everything else right: both must be integers (and `exp`,
+    /// which the JWT library reads too, not negative), and `exp` after now.
+    fn model(
+        exp: Option<i64>,
+        iat: Option<i64>,
+        now: OffsetDateTime,
+    ) -> Result<(), TokenRejection> {
+        match (exp, iat) {
+            (Some(exp), Some(_)) if exp >= 0 => {
+                if exp > now.unix_timestamp() {
+                    Ok(())
+                } else {
+                    Err(TokenRejection::Expired)
+                }
+            }
+            _ => Err(TokenRejection::BadClaims),
+        }
+    }
+
+    #[test]
+    fn a_token_coop_signed_with_any_time_claims_is_judged_without_panicking() {
+        let fixture = fixture();
+        let (kid, key) = fixture
+            .runtime
+            .block_on(fixture.keys.signing_key())
+            .unwrap();
+        let mut header = Header::new(Algorithm::ES256);
+        header.typ = Some("at+jwt".to_owned());
+        header.kid = Some(kid);
+        let mut runner = proptest::test_runner::TestRunner::default();
+        let result = runner.run(&(time_claim(), time_claim()), |(exp, iat)| {
+            let now = fixture.now;
+            let claims = json!({
+                "iss": ISSUER, "aud": RESOURCE, "sub": UserId::new().to_string(),
+                "client_id": "client", "scope": "farm:read", "jti": "j",
+                "grant_id": GrantId::new().to_string(), "epoch": 0,
+                "exp": exp.value(now), "iat": iat.value(now),
+            });
+            let token = jsonwebtoken::encode(&header, &claims, &key)
+                .map_err(|e| TestCaseError::fail(e.to_string()))?;
+            let verdict = fixture.runtime.block_on(access_token::verify(
+                &fixture.keys,
+                &token,
+                ISSUER,
+                RESOURCE,
+                now,
+            ));
+            let got = verdict.map(|_| ()).map_err(|err| match err {
+                VerifyError::Rejected(rejection) => rejection,
+                VerifyError::Keys(err) => panic!("{err}"),
+            });
+            prop_assert_eq!(
+                got,
+                model(exp.seconds(now), iat.seconds(now), now),
+                "{}",
+                claims
+            );
+            Ok(())
+        });
+        if let Err(err) = result {
+            panic!("{err}");
+        }
     }
 }

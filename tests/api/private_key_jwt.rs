@@ -30,6 +30,7 @@ on_both_engines!(
     a_self_registered_client_with_jwks_authenticates_with_assertions_only,
     registration_negotiates_from_the_methods_a_client_supports,
     preregistered_clients_authenticate_with_a_jwks_file_or_uri,
+    assertions_with_times_at_the_edges_are_invalid_client,
 );
 
 pub const ASSERTION_TYPE: &str = "urn:ietf:params:oauth:client-assertion-type:jwt-bearer";
@@ -510,16 +511,16 @@ async fn a_document_offering_only_methods_coop_lacks_is_refused_before_anything_
 
 const WEB: &str = "https://web.example/cb";
 
-async fn a_self_registered_client_with_jwks_authenticates_with_assertions_only(engine: Engine) {
-    let app = TestApp::spawn(engine).await;
-    let key = ClientKey::ed25519("reg-1");
+/// Registers a `private_key_jwt` client at `app` (`/register`, anyone may)
+/// whose set is `key` (EdDSA), redirected to [`WEB`]; returns its id.
+async fn register_signed(app: &TestApp, key: &ClientKey) -> String {
     let response = app
         .register(&json!({
             "client_name": "Signed App",
             "redirect_uris": [WEB],
             "token_endpoint_auth_method": "private_key_jwt",
             "token_endpoint_auth_signing_alg": "EdDSA",
-            "jwks": key_set(&[&key]),
+            "jwks": key_set(&[key]),
         }))
         .await;
     assert_eq!(response.status(), 201);
@@ -528,7 +529,13 @@ async fn a_self_registered_client_with_jwks_authenticates_with_assertions_only(e
     assert_eq!(registered["token_endpoint_auth_signing_alg"], "EdDSA");
     assert!(registered["jwks"]["keys"].is_array());
     assert!(registered.get("client_secret").is_none(), "{registered}");
-    let client_id = registered["client_id"].as_str().unwrap().to_owned();
+    registered["client_id"].as_str().unwrap().to_owned()
+}
+
+async fn a_self_registered_client_with_jwks_authenticates_with_assertions_only(engine: Engine) {
+    let app = TestApp::spawn(engine).await;
+    let key = ClientKey::ed25519("reg-1");
+    let client_id = register_signed(&app, &key).await;
 
     let (code, pkce) = approve(&app, &client_id, WEB).await;
     let public = [("client_id", client_id.as_str())];
@@ -701,4 +708,40 @@ async fn preregistered_clients_authenticate_with_a_jwks_file_or_uri(engine: Engi
     let (status, _, stderr) = add(vec!["--jwks-file".into(), file.display().to_string()]).await;
     assert_eq!(status, 1);
     assert!(stderr.contains("symmetric"), "{stderr}");
+}
+
+async fn assertions_with_times_at_the_edges_are_invalid_client(engine: Engine) {
+    // Anyone can register keys and sign whatever claims they like.
+    let app = TestApp::spawn(engine).await;
+    let key = ClientKey::ed25519("reg-1");
+    let client_id = register_signed(&app, &key).await;
+    let (code, pkce) = approve(&app, &client_id, WEB).await;
+    // 9999-12-31T23:59:59Z, the last second the clock's type holds: `exp`
+    // plus the skew once overflowed it, and the request panicked.
+    let end_of_time = 253_402_300_799_i64;
+    let cases = [
+        ("exp", json!(end_of_time)),
+        ("exp", json!(end_of_time - 30)),
+        ("exp", json!(end_of_time + 1)),
+        ("exp", json!(i64::MAX)),
+        ("exp", json!(i64::MIN)),
+        ("exp", json!(0)),
+        ("exp", json!(-1)),
+        ("exp", json!(1e300)),
+        ("exp", json!(u64::MAX)),
+        ("iat", json!(end_of_time)),
+        ("iat", json!(i64::MAX)),
+        ("nbf", json!(end_of_time)),
+        ("nbf", json!(1.5)),
+    ];
+    for (name, value) in cases {
+        let mut claims = claims(&app, &client_id);
+        claims[name] = value.clone();
+        let response = exchange(&app, &code, &pkce, WEB, &with_assertion(&key.sign(&claims))).await;
+        assert_refused(response, &format!("{name} {value}")).await;
+    }
+    // The server is still serving, and nothing was spent.
+    let assertion = key.sign(&claims(&app, &client_id));
+    let response = exchange(&app, &code, &pkce, WEB, &with_assertion(&assertion)).await;
+    assert_eq!(response.status(), 200);
 }

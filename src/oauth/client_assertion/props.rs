@@ -5,7 +5,10 @@
 //! expected answer is worked out here from what was drawn, an independent
 //! model of the check order, not by calling the code under test. Every
 //! refusal here is `invalid_client` on the wire; the variant is what the
-//! log says, and it must be the right one. `bench/props.sh` runs these
+//! log says, and it must be the right one. The time claims are also drawn
+//! at the edges of what a JSON reader or a clock holds (0, negative, the
+//! ends of `i64`, the year 10000, floats, huge floats, text: issue 31),
+//! where `exp` plus the skew once panicked. `bench/props.sh` runs these
 //! with a million cases each.
 
 use std::sync::{Arc, LazyLock};
@@ -24,7 +27,7 @@ use super::{
     AssertionError, CLOCK_SKEW, Expected, MAX_JTI_BYTES, MAX_LIFETIME, VerifiedAssertion, verify,
 };
 use crate::testing::client_keys::ClientKey;
-use crate::testing::jose::object_part;
+use crate::testing::jose::{ExtremeTime, extreme_time, object_part};
 
 const NOW: OffsetDateTime = datetime!(2026-12-01 12:00:00 UTC);
 const CLIENT: &str = "https://chatgpt.example/oauth/client.json";
@@ -124,12 +127,32 @@ enum Aud {
     Missing,
 }
 
-/// An instant claim: seconds from now, or not a number, or absent.
+/// An instant claim: seconds from now, a value at an edge, not a number,
+/// or absent.
 #[derive(Clone, Debug)]
 enum Instant {
     At(i64),
+    Extreme(ExtremeTime),
     Text,
     Missing,
+}
+
+impl Instant {
+    /// Seconds from now, exactly, if it is a NumericDate; `Err(())` if it
+    /// is there but is not one.
+    fn seconds_from_now(&self) -> Result<Option<i128>, ()> {
+        match self {
+            Instant::At(offset) => Ok(Some(i128::from(*offset))),
+            Instant::Extreme(ExtremeTime {
+                seconds: Some(seconds),
+                ..
+            }) => Ok(Some(
+                i128::from(*seconds) - i128::from(NOW.unix_timestamp()),
+            )),
+            Instant::Extreme(_) | Instant::Text => Err(()),
+            Instant::Missing => Ok(None),
+        }
+    }
 }
 
 #[derive(Clone, Debug)]
@@ -161,6 +184,7 @@ fn claim() -> impl Strategy<Value = Claim> {
 fn instant(range: std::ops::Range<i64>, missing: u32) -> impl Strategy<Value = Instant> {
     prop_oneof![
         8 => range.prop_map(Instant::At),
+        2 => extreme_time(NOW.unix_timestamp()).prop_map(Instant::Extreme),
         1 => Just(Instant::Text),
         missing => Just(Instant::Missing),
     ]
@@ -248,6 +272,7 @@ fn put_claim(claims: &mut Value, name: &str, claim: &Claim) {
 fn put_instant(claims: &mut Value, name: &str, instant: &Instant) {
     match instant {
         Instant::At(offset) => claims[name] = json!(NOW.unix_timestamp() + offset),
+        Instant::Extreme(extreme) => claims[name] = extreme.value.clone(),
         Instant::Text => claims[name] = json!("soon"),
         Instant::Missing => {}
     }
@@ -355,21 +380,21 @@ fn model(d: &Drawn) -> Answer {
     if !matches!(d.aud, Aud::Issuer | Aud::TokenEndpoint | Aud::Both) {
         return Answer::WrongAudience;
     }
-    let skew = CLOCK_SKEW.whole_seconds();
-    let Instant::At(exp) = d.exp else {
+    let skew = i128::from(CLOCK_SKEW.whole_seconds());
+    let Ok(Some(exp)) = d.exp.seconds_from_now() else {
         return Answer::MissingExpiry;
     };
     if exp + skew <= 0 {
         return Answer::Expired;
     }
-    if exp > MAX_LIFETIME.whole_seconds() + skew {
+    if exp > i128::from(MAX_LIFETIME.whole_seconds()) + skew {
         return Answer::TooLongLived;
     }
     for instant in [&d.nbf, &d.iat] {
-        match instant {
-            Instant::Text => return Answer::Malformed,
-            Instant::At(t) if *t > skew => return Answer::NotYetValid,
-            _ => {}
+        match instant.seconds_from_now() {
+            Err(()) => return Answer::Malformed,
+            Ok(Some(t)) if t > skew => return Answer::NotYetValid,
+            Ok(_) => {}
         }
     }
     match &d.jti {
@@ -405,8 +430,11 @@ proptest! {
         prop_assert_eq!(answer(&got), model(&d), "assertion {}", assertion);
         if let Ok(verified) = got {
             prop_assert_eq!(verified.algorithm, KEYS[d.key].alg);
-            if let Instant::At(exp) = d.exp {
-                prop_assert_eq!(verified.expires_at.unix_timestamp(), NOW.unix_timestamp() + exp);
+            if let Ok(Some(exp)) = d.exp.seconds_from_now() {
+                prop_assert_eq!(
+                    i128::from(verified.expires_at.unix_timestamp()),
+                    i128::from(NOW.unix_timestamp()) + exp
+                );
             }
             // Accepted once, then a replay.
             prop_assert_eq!(answer(&check()), Answer::Replayed);

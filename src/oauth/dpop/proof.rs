@@ -7,7 +7,8 @@
 //! public `jwk` of the matching type (no private member, no `crit`); the
 //! signature by that key; the claims `jti`, `htm` (the request's method),
 //! `htu` (the URL Coop built from its issuer for this endpoint, compared
-//! without query and fragment), `iat` within [`MAX_AGE`] behind and
+//! without query and fragment), `iat` (a JSON integer, compared without
+//! arithmetic on it: [`claim_time`]) within [`MAX_AGE`] behind and
 //! [`MAX_AHEAD`] ahead; `ath` (the SHA-256 of the access token) at the
 //! resource; and last, when nonces are required, a `nonce` Coop issued.
 //! Whether the `jti` was seen before is the store's question, asked by the
@@ -18,10 +19,11 @@ use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use jsonwebtoken::{Algorithm, DecodingKey};
 use serde::Deserialize;
 use serde_json::{Map, Value};
-use time::OffsetDateTime;
+use time::{Duration, OffsetDateTime};
 
 use super::nonce::NonceKey;
 use super::thumbprint::thumbprint;
+use crate::oauth::claim_time;
 
 /// The proof algorithms Coop accepts: asymmetric only (never `none`, never
 /// an HMAC, RFC 9449 §11.6), as advertised in both metadata documents and
@@ -145,7 +147,8 @@ struct Claims {
     jti: Option<String>,
     htm: Option<String>,
     htu: Option<String>,
-    iat: Option<i64>,
+    /// Read as [`claim_time::numeric_date`] reads every time claim.
+    iat: Option<Value>,
     ath: Option<String>,
     nonce: Option<String>,
 }
@@ -259,8 +262,8 @@ pub fn verify(
     }
 
     let claims: Claims = decode_json(claims_part).map_err(|_| ProofError::Claims)?;
-    let (Some(jti), Some(htm), Some(htu), Some(iat)) =
-        (claims.jti, claims.htm, claims.htu, claims.iat)
+    let iat = claims.iat.as_ref().and_then(claim_time::numeric_date);
+    let (Some(jti), Some(htm), Some(htu), Some(iat)) = (claims.jti, claims.htm, claims.htu, iat)
     else {
         return Err(ProofError::Claims);
     };
@@ -273,11 +276,10 @@ pub fn verify(
     if !same_endpoint(&htu, expected.uri) {
         return Err(ProofError::WrongUri);
     }
-    let now_s = now.unix_timestamp();
-    if iat < now_s - MAX_AGE {
+    if claim_time::compare(iat, now, -Duration::seconds(MAX_AGE)).is_lt() {
         return Err(ProofError::Stale);
     }
-    if iat > now_s + MAX_AHEAD {
+    if claim_time::compare(iat, now, Duration::seconds(MAX_AHEAD)).is_gt() {
         return Err(ProofError::Early);
     }
     if let Some(token) = expected.access_token

@@ -3,8 +3,11 @@
 //! proofs that pass every check of RFC 9449 §4.3, and refuses the others
 //! with the error of the first check they fail. The expected answer is
 //! worked out here from what was drawn (an independent model of the check
-//! order), not by calling the code under test. `bench/props.sh` runs these
-//! with a million cases each.
+//! order), not by calling the code under test. `iat` is also drawn at the
+//! edges of what a JSON reader or a clock holds (0, negative, the ends of
+//! `i64`, the year 10000, floats, huge floats, text: issue 31), where a
+//! check that moved the claim by its window would panic or wrap.
+//! `bench/props.sh` runs these with a million cases each.
 
 use std::sync::LazyLock;
 
@@ -17,7 +20,7 @@ use time::macros::datetime;
 
 use super::proof::{Expected, MAX_AGE, MAX_AHEAD, MAX_LEN, ProofError, verify};
 use super::testing::{ProofKey, ath};
-use crate::testing::jose::object_part;
+use crate::testing::jose::{ExtremeTime, extreme_time, object_part};
 
 const NOW: OffsetDateTime = datetime!(2026-12-01 12:00 UTC);
 const MCP: &str = "https://coop.example/mcp";
@@ -77,6 +80,14 @@ enum Jwk {
     Missing,
 }
 
+/// `iat`: seconds from now, a value at an edge, or absent.
+#[derive(Clone, Debug)]
+enum Iat {
+    Offset(i64),
+    Extreme(ExtremeTime),
+    Missing,
+}
+
 #[derive(Clone, Debug)]
 enum Ath {
     Right,
@@ -96,7 +107,7 @@ struct Drawn {
     jti: Option<String>,
     htm: Option<&'static str>,
     htu: Option<usize>,
-    iat: Option<i64>,
+    iat: Iat,
     ath: Ath,
     /// Whether the check is at the resource (`ath` required) or `/token`.
     with_token: bool,
@@ -136,9 +147,10 @@ fn drawn() -> impl Strategy<Value = Drawn> {
         1 => Just(None),
     ];
     let iat = prop_oneof![
-        6 => (-MAX_AGE - 30..MAX_AHEAD + 30).prop_map(Some),
-        1 => any::<i64>().prop_map(|t| Some(t / 2)),
-        1 => Just(None),
+        6 => (-MAX_AGE - 30..MAX_AHEAD + 30).prop_map(Iat::Offset),
+        1 => any::<i64>().prop_map(|t| Iat::Offset(t / 2)),
+        2 => extreme_time(NOW.unix_timestamp()).prop_map(Iat::Extreme),
+        1 => Just(Iat::Missing),
     ];
     let ath = prop_oneof![8 => Just(Ath::Right), 1 => Just(Ath::Wrong), 1 => Just(Ath::Missing)];
     (
@@ -219,8 +231,10 @@ fn build(d: &Drawn) -> String {
     if let Some(i) = d.htu {
         claims["htu"] = json!(HTUS[i].0);
     }
-    if let Some(offset) = d.iat {
-        claims["iat"] = json!(NOW.unix_timestamp().saturating_add(offset));
+    match &d.iat {
+        Iat::Offset(offset) => claims["iat"] = json!(NOW.unix_timestamp().saturating_add(*offset)),
+        Iat::Extreme(extreme) => claims["iat"] = extreme.value.clone(),
+        Iat::Missing => {}
     }
     match d.ath {
         Ath::Right => claims["ath"] = json!(ath(TOKEN)),
@@ -263,7 +277,15 @@ fn model(d: &Drawn) -> Result<(), ProofError> {
     if d.tampered_signature {
         return Err(ProofError::BadSignature);
     }
-    let (Some(jti), Some(htm), Some(htu), Some(iat)) = (&d.jti, d.htm, d.htu, d.iat) else {
+    // Seconds from now, exactly (an extreme is any i64, so i128).
+    let iat = match &d.iat {
+        Iat::Offset(offset) => Some(i128::from(*offset)),
+        Iat::Extreme(extreme) => extreme
+            .seconds
+            .map(|s| i128::from(s) - i128::from(NOW.unix_timestamp())),
+        Iat::Missing => None,
+    };
+    let (Some(jti), Some(htm), Some(htu), Some(iat)) = (&d.jti, d.htm, d.htu, iat) else {
         return Err(ProofError::Claims);
     };
     if jti.is_empty() || jti.len() > 256 {
@@ -275,10 +297,10 @@ fn model(d: &Drawn) -> Result<(), ProofError> {
     if !HTUS[htu].1 {
         return Err(ProofError::WrongUri);
     }
-    if iat < -MAX_AGE {
+    if iat < -i128::from(MAX_AGE) {
         return Err(ProofError::Stale);
     }
-    if iat > MAX_AHEAD {
+    if iat > i128::from(MAX_AHEAD) {
         return Err(ProofError::Early);
     }
     if d.with_token && !matches!(d.ath, Ath::Right) {
@@ -311,7 +333,12 @@ proptest! {
                 // proof's own `jti` and `iat`.
                 prop_assert_eq!(accepted.jkt, KEYS[d.key].thumbprint());
                 prop_assert_eq!(Some(accepted.jti), d.jti.clone());
-                prop_assert_eq!(Some(accepted.iat - NOW.unix_timestamp()), d.iat);
+                let claimed = match &d.iat {
+                    Iat::Offset(offset) => Some(NOW.unix_timestamp() + offset),
+                    Iat::Extreme(extreme) => extreme.seconds,
+                    Iat::Missing => None,
+                };
+                prop_assert_eq!(Some(accepted.iat), claimed);
             }
             (want, got) => prop_assert_eq!(want, got.map(|_| ())),
         }
