@@ -4,10 +4,13 @@
 
 use serde_json::{Value, json};
 
+use crate::helpers::client_keys::key_set;
+use crate::helpers::dpop::ProofKey;
 use crate::helpers::mcp::Wire;
 use crate::helpers::oauth::{TokenRequest, assert_oauth_error, claims};
-use crate::helpers::{Browser, Engine, Printed, TestApp, TestUser, assert_page};
+use crate::helpers::{Browser, ClientKey, Engine, Printed, TestApp, TestUser, assert_page};
 use crate::on_both_engines;
+use crate::private_key_jwt::{ASSERTION_TYPE, claims as assertion_claims};
 
 on_both_engines!(
     an_automation_gets_a_short_token_and_acts_with_its_role_and_flocks,
@@ -20,6 +23,7 @@ on_both_engines!(
     a_suspended_farm_or_apps_off_stops_an_automation,
     the_owner_manages_automations_on_the_admin_pages,
     an_automation_with_a_key_set_authenticates_with_assertions_only,
+    an_automation_sent_back_for_a_dpop_nonce_retries_with_the_same_assertion,
 );
 
 /// `coop admin automation add` of `name` on `farm` with `role` and
@@ -526,15 +530,12 @@ async fn the_owner_manages_automations_on_the_admin_pages(engine: Engine) {
     assert_eq!(response.status(), 404);
 }
 
-async fn an_automation_with_a_key_set_authenticates_with_assertions_only(engine: Engine) {
-    use crate::helpers::ClientKey;
-    use crate::helpers::client_keys::key_set;
-    use crate::private_key_jwt::{ASSERTION_TYPE, claims as assertion_claims};
-    let (app, owner) = TestApp::with_flocks(engine, "owner").await;
-    let key = ClientKey::es256("scale-1");
+/// Adds a worker automation "Barn scale" (`daily-entries:write`) to
+/// `owner`'s farm whose key set is `key`'s; returns its `client_id`.
+async fn add_signed_automation(app: &TestApp, owner: &TestUser, key: &ClientKey) -> String {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("jwks.json");
-    std::fs::write(&file, key_set(&[&key]).to_string()).unwrap();
+    std::fs::write(&file, key_set(&[key]).to_string()).unwrap();
     let path = file.display().to_string();
     let credential = ["--jwks-file", path.as_str()];
     let args = automation_add(
@@ -547,7 +548,13 @@ async fn an_automation_with_a_key_set_authenticates_with_assertions_only(engine:
     let (code, out, err) = app.cli(&args).await;
     assert_eq!(code, 0, "{err}");
     assert!(!out.contains("client_secret"), "{out}");
-    let client_id = crate::helpers::app::printed(&out, "client_id").unwrap();
+    crate::helpers::app::printed(&out, "client_id").unwrap()
+}
+
+async fn an_automation_with_a_key_set_authenticates_with_assertions_only(engine: Engine) {
+    let (app, owner) = TestApp::with_flocks(engine, "owner").await;
+    let key = ClientKey::es256("scale-1");
+    let client_id = add_signed_automation(&app, &owner, &key).await;
     let with_assertion = |assertion: String| {
         let app = &app;
         async move {
@@ -595,4 +602,35 @@ async fn an_automation_with_a_key_set_authenticates_with_assertions_only(engine:
     app.admin(&["automation", "disable", &client_id]).await;
     let response = with_assertion(key.sign(&assertion_claims(&app, &client_id))).await;
     assert_oauth_error(response, 401, "invalid_client").await;
+}
+
+async fn an_automation_sent_back_for_a_dpop_nonce_retries_with_the_same_assertion(engine: Engine) {
+    let app = TestApp::spawn_with(engine, |c| c.dpop_require_nonce = true).await;
+    let owner = app.farm_with_flocks("owner").await;
+    let key = ClientKey::es256("scale-1");
+    let client_id = add_signed_automation(&app, &owner, &key).await;
+    let assertion = key.sign(&assertion_claims(&app, &client_id));
+    let request = TokenRequest::fields(&[
+        ("grant_type", "client_credentials"),
+        ("client_assertion_type", ASSERTION_TYPE),
+        ("client_assertion", &assertion),
+    ]);
+    let proof_key = ProofKey::es256();
+    let token_url = app.token_url();
+    let response = request
+        .clone()
+        .dpop(&proof_key.proof("POST", &token_url, None))
+        .send(&app)
+        .await;
+    let nonce = response.headers()["dpop-nonce"]
+        .to_str()
+        .unwrap()
+        .to_owned();
+    assert_oauth_error(response, 400, "use_dpop_nonce").await;
+    // The same assertion, a proof with the nonce: a bound token.
+    let proof = proof_key.proof_with(&token_url, None, |c| c["nonce"] = nonce.into());
+    let response = request.dpop(&proof).send(&app).await;
+    assert_eq!(response.status(), 200);
+    let body: Value = response.json().await.unwrap();
+    assert_eq!(body["token_type"], "DPoP");
 }

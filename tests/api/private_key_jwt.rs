@@ -14,6 +14,7 @@ use jsonwebtoken::{Algorithm, EncodingKey, Header};
 use serde_json::{Value, json};
 
 use crate::helpers::client_keys::key_set;
+use crate::helpers::dpop::ProofKey;
 use crate::helpers::mcp::{BOTH_SCOPES, Wire};
 use crate::helpers::oauth::{self, Pkce, TokenRequest, assert_oauth_error};
 use crate::helpers::{ClientKey, Engine, TestApp, location};
@@ -31,6 +32,7 @@ on_both_engines!(
     registration_negotiates_from_the_methods_a_client_supports,
     preregistered_clients_authenticate_with_a_jwks_file_or_uri,
     assertions_with_times_at_the_edges_are_invalid_client,
+    a_client_sent_back_for_a_dpop_nonce_retries_with_the_same_assertion,
 );
 
 pub const ASSERTION_TYPE: &str = "urn:ietf:params:oauth:client-assertion-type:jwt-bearer";
@@ -744,4 +746,51 @@ async fn assertions_with_times_at_the_edges_are_invalid_client(engine: Engine) {
     let assertion = key.sign(&claims(&app, &client_id));
     let response = exchange(&app, &code, &pkce, WEB, &with_assertion(&assertion)).await;
     assert_eq!(response.status(), 200);
+}
+
+async fn a_client_sent_back_for_a_dpop_nonce_retries_with_the_same_assertion(engine: Engine) {
+    let app = TestApp::spawn_with(engine, |c| c.dpop_require_nonce = true).await;
+    let key = ClientKey::ed25519("reg-1");
+    let client_id = register_signed(&app, &key).await;
+    let (code, pkce) = approve(&app, &client_id, WEB).await;
+    let assertion = key.sign(&claims(&app, &client_id));
+    let request = TokenRequest::fields(&[
+        ("grant_type", "authorization_code"),
+        ("code", &code),
+        ("code_verifier", &pkce.verifier),
+        ("redirect_uri", WEB),
+        ("resource", &app.resource()),
+        ("client_assertion_type", ASSERTION_TYPE),
+        ("client_assertion", &assertion),
+    ]);
+    let proof_key = ProofKey::es256();
+    let token_url = app.token_url();
+
+    // The assertion and a proof without the nonce Coop requires: sent back
+    // for the nonce, having spent nothing.
+    let response = request
+        .clone()
+        .dpop(&proof_key.proof("POST", &token_url, None))
+        .send(&app)
+        .await;
+    let nonce = response.headers()["dpop-nonce"]
+        .to_str()
+        .unwrap()
+        .to_owned();
+    assert_oauth_error(response, 400, "use_dpop_nonce").await;
+    app.assert_count("select count(*) from client_assertion_jtis", 0)
+        .await;
+    // The retry RFC 9449 §8 asks for: the same request, the same
+    // assertion, a new proof with the nonce.
+    let retry = |nonce: String| {
+        request
+            .clone()
+            .dpop(&proof_key.proof_with(&token_url, None, |c| c["nonce"] = nonce.into()))
+    };
+    let response = retry(nonce.clone()).send(&app).await;
+    assert_eq!(response.status(), 200);
+    let body: Value = response.json().await.unwrap();
+    assert_eq!(body["token_type"], "DPoP");
+    // Once used, the assertion is spent: the same again is a replay.
+    assert_refused(retry(nonce).send(&app).await, "the assertion again").await;
 }

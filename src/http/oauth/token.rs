@@ -9,10 +9,14 @@
 //! 6749 JSON (see [`super::error`]). Rate limited per network
 //! ([`super::rate_limit`]).
 //!
-//! A `DPoP` header makes the tokens bound to its key: the proof is checked
-//! ([`crate::oauth::dpop::at_token_endpoint`]) after the client is known
-//! and before the grant runs. While nonces are required every answer to a
-//! token request carries the current one in `DPoP-Nonce`.
+//! A `DPoP` header makes the tokens bound to its key. The proof is checked
+//! ([`crate::oauth::dpop::check_at_token_endpoint`]) first, before the
+//! client is authenticated, because authenticating spends a client
+//! assertion's `jti` and a proof's refusal (`use_dpop_nonce` above all)
+//! sends the client back to retry with the same assertion (issue 31); its
+//! own `jti` is spent once the client is known, before the grant runs.
+//! While nonces are required every answer to a token request carries the
+//! current one in `DPoP-Nonce`.
 
 use axum::Json;
 use std::net::SocketAddr;
@@ -41,13 +45,15 @@ pub async fn token(
     let (form, presented) = client_credentials::presented(&headers, &body)?;
     let ctx = context(&state);
     let cimd = state.cimd.for_peer(peer.ip());
+    let proofs = crate::http::dpop::proofs(&headers);
+    let proof = dpop::check_at_token_endpoint(&state.dpop, &state.issuer, &proofs, now)?;
     // An automation's client_id is never an OAuth client's: it is
     // authenticated as the automation, and may only ask for its own grant.
     if let Some(automation) = automations::names_an_automation(&presented) {
         let automation =
             automations::authenticate(&ctx, &cimd, automation, &presented, now).await?;
         let request = automations::parse(&form)?;
-        let proof = proof(&state, &headers, now).await?;
+        let proof = spend(&state, proof, now).await?;
         let issued =
             automations::exchange(&ctx, &automation, &request, proof.as_ref(), now).await?;
         return Ok(answer(&state, issued, now));
@@ -55,19 +61,21 @@ pub async fn token(
     let client =
         client_auth::authenticate(&state.store, &cimd, &state.issuer, &presented, now).await?;
     let request = token::parse(&form)?;
-    let proof = proof(&state, &headers, now).await?;
+    let proof = spend(&state, proof, now).await?;
     let issued = token::exchange(&ctx, &client, request, proof.as_ref(), now).await?;
     Ok(answer(&state, issued, now))
 }
 
-/// The request's DPoP proof, checked and spent, if it sent one.
-async fn proof(
+/// The request's checked DPoP proof, spent, if it sent one.
+async fn spend(
     state: &AppState,
-    headers: &HeaderMap,
+    proof: Option<dpop::UnspentProof>,
     now: time::OffsetDateTime,
 ) -> Result<Option<dpop::Proof>, OAuthError> {
-    let proofs = crate::http::dpop::proofs(headers);
-    dpop::at_token_endpoint(&state.store, &state.dpop, &state.issuer, &proofs, now).await
+    match proof {
+        Some(proof) => Ok(Some(proof.spend(&state.store, &state.dpop, now).await?)),
+        None => Ok(None),
+    }
 }
 
 /// The token response, not to be stored, with the current nonce while

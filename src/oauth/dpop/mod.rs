@@ -89,17 +89,25 @@ pub async fn spend(store: &Store, proof: &Proof) -> Result<Result<(), ProofError
     })
 }
 
-/// The token endpoint's proof (RFC 9449 §5): none, or exactly one for
+/// The token endpoint's proof (RFC 9449 §5), checked but not yet spent.
+/// It is checked before anything the request presented is spent (a client
+/// assertion's `jti`), since its refusals send the client back to retry
+/// with the same credentials: `use_dpop_nonce` above all (issue 31).
+#[derive(Debug)]
+#[must_use = "spend the proof before issuing anything for it"]
+pub struct UnspentProof(Proof);
+
+/// Checks the token endpoint's proof: none, or exactly one for
 /// `POST <issuer>/token` (never the `Host` the request named), with a
-/// nonce when they are required, and not seen before. Its refusals are
-/// `invalid_dpop_proof`, or `use_dpop_nonce` carrying a fresh nonce.
-pub async fn at_token_endpoint(
-    store: &Store,
+/// nonce when they are required. Reads nothing from the store. Its
+/// refusals are `invalid_dpop_proof`, or `use_dpop_nonce` carrying a fresh
+/// nonce.
+pub fn check_at_token_endpoint(
     policy: &Policy,
     issuer: &Issuer,
     proofs: &[&str],
     now: OffsetDateTime,
-) -> Result<Option<Proof>, OAuthError> {
+) -> Result<Option<UnspentProof>, OAuthError> {
     if proofs.is_empty() {
         return Ok(None);
     }
@@ -110,14 +118,31 @@ pub async fn at_token_endpoint(
         access_token: None,
         nonces: policy.required_nonces(),
     };
-    let refuse = |why: ProofError| {
-        if why.wants_nonce() {
-            OAuthError::UseDpopNonce(policy.fresh_nonce(now))
-        } else {
-            OAuthError::InvalidDpopProof(why.to_string())
-        }
-    };
-    let proof = verify(proofs, &expected, now).map_err(refuse)?;
-    spend(store, &proof).await?.map_err(refuse)?;
-    Ok(Some(proof))
+    let proof = verify(proofs, &expected, now).map_err(|why| refusal(policy, why, now))?;
+    Ok(Some(UnspentProof(proof)))
+}
+
+impl UnspentProof {
+    /// Spends the proof's `jti`: `invalid_dpop_proof` if it was seen before
+    /// (on any replica) within its window.
+    pub async fn spend(
+        self,
+        store: &Store,
+        policy: &Policy,
+        now: OffsetDateTime,
+    ) -> Result<Proof, OAuthError> {
+        spend(store, &self.0)
+            .await?
+            .map_err(|why| refusal(policy, why, now))?;
+        Ok(self.0)
+    }
+}
+
+/// A refused proof at the token endpoint, as the client is told.
+fn refusal(policy: &Policy, why: ProofError, now: OffsetDateTime) -> OAuthError {
+    if why.wants_nonce() {
+        OAuthError::UseDpopNonce(policy.fresh_nonce(now))
+    } else {
+        OAuthError::InvalidDpopProof(why.to_string())
+    }
 }
