@@ -5,7 +5,7 @@
 use serde_json::{Value, json};
 
 use crate::helpers::client_keys::key_set;
-use crate::helpers::dpop::ProofKey;
+use crate::helpers::dpop::{ProofKey, nonce_asked_for, token_proof_with_nonce};
 use crate::helpers::mcp::Wire;
 use crate::helpers::oauth::{TokenRequest, assert_oauth_error, claims};
 use crate::helpers::{Browser, ClientKey, Engine, Printed, TestApp, TestUser, assert_page};
@@ -616,19 +616,9 @@ async fn an_automation_sent_back_for_a_dpop_nonce_retries_with_the_same_assertio
         ("client_assertion", &assertion),
     ]);
     let proof_key = ProofKey::es256();
-    let token_url = app.token_url();
-    let response = request
-        .clone()
-        .dpop(&proof_key.proof("POST", &token_url, None))
-        .send(&app)
-        .await;
-    let nonce = response.headers()["dpop-nonce"]
-        .to_str()
-        .unwrap()
-        .to_owned();
-    assert_oauth_error(response, 400, "use_dpop_nonce").await;
+    let nonce = nonce_asked_for(&app, &request, &proof_key).await;
     // The same assertion, a proof with the nonce: a bound token.
-    let proof = proof_key.proof_with(&token_url, None, |c| c["nonce"] = nonce.into());
+    let proof = token_proof_with_nonce(&app, &proof_key, &nonce);
     let response = request.dpop(&proof).send(&app).await;
     assert_eq!(response.status(), 200);
     let body: Value = response.json().await.unwrap();

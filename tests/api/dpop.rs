@@ -562,10 +562,7 @@ async fn nonces_are_required_at_both_endpoints_when_configured(engine: Engine) {
             Some(&key.proof("POST", &token, None)),
         )
         .await;
-    let nonce = response.headers()["dpop-nonce"]
-        .to_str()
-        .unwrap()
-        .to_owned();
+    let nonce = dpop::nonce_of(&response);
     assert_oauth_error(response, 400, "use_dpop_nonce").await;
     // A nonce Coop did not issue is no better: this window, another tag.
     let window = nonce.split_once('.').unwrap().0;
@@ -589,10 +586,7 @@ async fn nonces_are_required_at_both_endpoints_when_configured(engine: Engine) {
     let response = app
         .list_as("DPoP", at, &[&key.proof("POST", &mcp, Some(at))])
         .await;
-    let nonce = response.headers()["dpop-nonce"]
-        .to_str()
-        .unwrap()
-        .to_owned();
+    let nonce = dpop::nonce_of(&response);
     assert_dpop_refusal(response, &app, "use_dpop_nonce", "no nonce at /mcp").await;
     let proof = key.proof_with(&mcp, Some(at), |c| c["nonce"] = nonce.clone().into());
     let response = app.list_as("DPoP", at, &[&proof]).await;
@@ -607,10 +601,7 @@ async fn nonces_are_required_at_both_endpoints_when_configured(engine: Engine) {
         c["iat"] = later.into();
     });
     let response = app.list_as("DPoP", at, &[&stale]).await;
-    let fresh = response.headers()["dpop-nonce"]
-        .to_str()
-        .unwrap()
-        .to_owned();
+    let fresh = dpop::nonce_of(&response);
     assert_ne!(fresh, nonce);
     assert_dpop_refusal(response, &app, "use_dpop_nonce", "a stale nonce").await;
     // A bearer client is not asked for anything.

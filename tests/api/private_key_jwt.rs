@@ -14,7 +14,7 @@ use jsonwebtoken::{Algorithm, EncodingKey, Header};
 use serde_json::{Value, json};
 
 use crate::helpers::client_keys::key_set;
-use crate::helpers::dpop::ProofKey;
+use crate::helpers::dpop::{ProofKey, nonce_asked_for, token_proof_with_nonce};
 use crate::helpers::mcp::{BOTH_SCOPES, Wire};
 use crate::helpers::oauth::{self, Pkce, TokenRequest, assert_oauth_error};
 use crate::helpers::{ClientKey, Engine, TestApp, location};
@@ -764,33 +764,23 @@ async fn a_client_sent_back_for_a_dpop_nonce_retries_with_the_same_assertion(eng
         ("client_assertion", &assertion),
     ]);
     let proof_key = ProofKey::es256();
-    let token_url = app.token_url();
 
     // The assertion and a proof without the nonce Coop requires: sent back
     // for the nonce, having spent nothing.
-    let response = request
-        .clone()
-        .dpop(&proof_key.proof("POST", &token_url, None))
-        .send(&app)
-        .await;
-    let nonce = response.headers()["dpop-nonce"]
-        .to_str()
-        .unwrap()
-        .to_owned();
-    assert_oauth_error(response, 400, "use_dpop_nonce").await;
+    let nonce = nonce_asked_for(&app, &request, &proof_key).await;
     app.assert_count("select count(*) from client_assertion_jtis", 0)
         .await;
     // The retry RFC 9449 §8 asks for: the same request, the same
     // assertion, a new proof with the nonce.
-    let retry = |nonce: String| {
+    let retry = || {
         request
             .clone()
-            .dpop(&proof_key.proof_with(&token_url, None, |c| c["nonce"] = nonce.into()))
+            .dpop(&token_proof_with_nonce(&app, &proof_key, &nonce))
     };
-    let response = retry(nonce.clone()).send(&app).await;
+    let response = retry().send(&app).await;
     assert_eq!(response.status(), 200);
     let body: Value = response.json().await.unwrap();
     assert_eq!(body["token_type"], "DPoP");
     // Once used, the assertion is spent: the same again is a replay.
-    assert_refused(retry(nonce).send(&app).await, "the assertion again").await;
+    assert_refused(retry().send(&app).await, "the assertion again").await;
 }

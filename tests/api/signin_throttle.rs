@@ -101,10 +101,10 @@ async fn owner_with_device(app: &TestApp, user: &TestUser) -> reqwest::Client {
     browser.client
 }
 
-/// Five wrong passwords for `user`, each from a fresh browser, each
+/// `count` wrong passwords for `user`, each from a fresh browser, each
 /// refused as a wrong password.
-async fn five_wrong_guesses(app: &TestApp, user: &TestUser) {
-    for _ in 0..5 {
+async fn wrong_guesses(app: &TestApp, user: &TestUser, count: usize) {
+    for _ in 0..count {
         assert_eq!(
             status(app, &fresh_browser(), &user.email, "a wrong guess").await,
             401
@@ -156,12 +156,7 @@ async fn only_failures_count_and_a_success_clears_the_accounts(engine: Engine) {
     let (app, user) = TestApp::with_member(engine, "worker").await;
     // Typos, then the right password: the typos are forgotten.
     for _ in 0..2 {
-        for _ in 0..4 {
-            assert_eq!(
-                status(&app, &fresh_browser(), &user.email, "a wrong guess").await,
-                401
-            );
-        }
+        wrong_guesses(&app, &user, 4).await;
         assert_eq!(
             status(&app, &fresh_browser(), &user.email, &user.password).await,
             303
@@ -169,7 +164,7 @@ async fn only_failures_count_and_a_success_clears_the_accounts(engine: Engine) {
     }
     // Five failures in a row: even the right password is refused, before
     // it is checked.
-    five_wrong_guesses(&app, &user).await;
+    wrong_guesses(&app, &user, 5).await;
     assert_eq!(throttled_then_a_minute_later(&app, &user).await, 303);
 }
 
@@ -177,7 +172,7 @@ async fn only_failures_count_and_a_success_clears_the_accounts(engine: Engine) {
 /// hash made unusable, a checked password is a 500, a throttled one a 429.
 async fn a_throttled_attempt_checks_no_password(engine: Engine) {
     let (app, user) = TestApp::with_member(engine, "viewer").await;
-    five_wrong_guesses(&app, &user).await;
+    wrong_guesses(&app, &user, 5).await;
     app.db_execute("update users set password_hash = 'not a hash'")
         .await;
     // (500: what a check of that hash answers, once the budget refills.)
@@ -189,12 +184,7 @@ async fn a_right_password_on_a_disabled_account_is_a_failure(engine: Engine) {
     app.admin(&["user", "disable", &user.email]).await;
     // Four wrong guesses, then the right password: refused as a wrong one,
     // it gives nothing back and clears nothing.
-    for _ in 0..4 {
-        assert_eq!(
-            status(&app, &fresh_browser(), &user.email, "a wrong guess").await,
-            401
-        );
-    }
+    wrong_guesses(&app, &user, 4).await;
     assert_eq!(
         status(&app, &fresh_browser(), &user.email, &user.password).await,
         401

@@ -35,6 +35,30 @@ pub async fn bound_from(response: reqwest::Response, client_id: &str) -> Bound {
     }
 }
 
+/// The nonce a response hands out in `DPoP-Nonce`.
+pub fn nonce_of(response: &reqwest::Response) -> String {
+    response.headers()["dpop-nonce"]
+        .to_str()
+        .unwrap()
+        .to_owned()
+}
+
+/// Sends `request` to `/token` with a proof by `key` that carries no
+/// nonce, asserting the answer `use_dpop_nonce` (400); returns the nonce
+/// it handed out.
+pub async fn nonce_asked_for(app: &TestApp, request: &TokenRequest, key: &ProofKey) -> String {
+    let proof = key.proof("POST", &app.token_url(), None);
+    let response = request.clone().dpop(&proof).send(app).await;
+    let nonce = nonce_of(&response);
+    super::oauth::assert_oauth_error(response, 400, "use_dpop_nonce").await;
+    nonce
+}
+
+/// A proof by `key` for `POST <issuer>/token` carrying `nonce`.
+pub fn token_proof_with_nonce(app: &TestApp, key: &ProofKey, nonce: &str) -> String {
+    key.proof_with(&app.token_url(), None, |c| c["nonce"] = nonce.into())
+}
+
 /// Every `WWW-Authenticate` field of a response, in order.
 pub fn challenges(response: &reqwest::Response) -> Vec<String> {
     response
