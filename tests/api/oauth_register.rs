@@ -320,7 +320,7 @@ async fn a_web_page_may_not_register_through_its_visitors_browsers(engine: Engin
     }
     // The answer to a registration names only such a page: a caller that
     // sends a foreign `Origin` without a browser (which sent no preflight)
-    // is no browser's visitor, and meets the per-address limit alone.
+    // is no browser's visitor, and meets the per-network limit alone.
     let body = json!({"redirect_uris": [REDIRECT_URI]});
     for (origin, allowed) in [
         ("https://evil.example", None),

@@ -9,7 +9,7 @@
 //!
 //! `/register` is the exception ([`allow_pages_on_this_computer`]): a page
 //! of any web site registering through its visitors' browsers would make
-//! every visitor a fresh address past the per-address limit (threat 38).
+//! every visitor a fresh network past the per-network limit (threat 38).
 //! Its body must be `application/json`, which a browser sends across
 //! origins only after a preflight, and the preflight is granted only to a
 //! page served from the person's own computer (the MCP Inspector's,
