@@ -1,4 +1,13 @@
 //! Liveness and readiness for load balancers and orchestrators.
+//!
+//! `/readyz` asks the database itself, on a connection the store keeps for
+//! this probe alone ([`crate::storage::Store::ping`]), never one from the
+//! pool requests draw on. A full pool is load, not an outage: any token
+//! holder can fill it for a moment, and a probe that queued behind it
+//! would let them take every replica out of the load balancer at once,
+//! while each request that cannot get a connection in time already hears
+//! 503 with `Retry-After` on its own. What takes a replica out of rotation
+//! is the database not answering: refused, gone, or unreadable.
 
 use std::time::Duration;
 

@@ -66,6 +66,7 @@ mod refresh_window;
 mod serve;
 mod sessions;
 mod signin_throttle;
+mod slow_bodies;
 mod slow_clients;
 
 mod admin_access;

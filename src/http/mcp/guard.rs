@@ -12,20 +12,40 @@
 //!    for `<issuer>/mcp` (the configured issuer, never `Host`);
 //! 4. the grant's request budget, then its subject's over all its grants
 //!    ([`super::rate_limit`]): 429;
-//! 5. a DPoP proof's `jti` spent in the shared store (a replay: 401), then
+//! 5. the body, whatever the method, read up to 64 KiB (413 beyond);
+//! 6. a DPoP proof's `jti` spent in the shared store (a replay: 401), then
 //!    the one store look-up; the grant's (or automation's) `last_used_at`
 //!    written at most once a minute. The store failing here, or in the
 //!    tool, is never a refusal: 503 with `Retry-After` and a JSON-RPC error
 //!    body when the database is out of reach (a client told 401 would drop
 //!    its tokens), else 500;
-//! 6. for a POST, the body read up to 64 KiB (413 beyond) and checked by
-//!    [`crate::mcp::wire`] (batches, malformed JSON, protocol version
-//!    header, `initialize` on the 2026 wire), then the step-up decision for
-//!    a `tools/call` whose tool the role allows but the scopes do not (403);
-//! 7. the [`CallContext`](crate::mcp::CallContext) put in the request's
+//! 7. for a POST, the body checked by [`crate::mcp::wire`] (batches,
+//!    malformed JSON, protocol version header, `initialize` on the 2026
+//!    wire), then the step-up decision for a `tools/call` whose tool the
+//!    role allows but the scopes do not (403);
+//! 8. the [`CallContext`](crate::mcp::CallContext) put in the request's
 //!    extensions, and rmcp called. A 415 from rmcp for a JSON body (it could
 //!    not read the message) becomes 400 -32600. While DPoP nonces are
 //!    required, the answer to a DPoP request carries the current one.
+//!
+//! # Why the body comes before the store
+//!
+//! Steps 1 to 4 need no database connection (a key set reload at step 3
+//! takes one and gives it back), step 6 takes one, and the tool reuses it.
+//! A client sends its body at its own pace, up to the body timeout (20 s):
+//! read after step 6, it would hold that connection all the while, and any
+//! holder of any token (a viewer's, an automation's) sending a few dozen
+//! slow bodies held every connection, so the owner's calls, refreshes at
+//! `/token` and `/readyz` all waited (issue 31). So the store is asked
+//! only once the whole body is in, and the reader goes back before the
+//! answer is written, which a client may also read slowly
+//! (`tests/api/slow_bodies.rs`). The other endpoints keep the same order
+//! by construction: their handlers take the body as an extractor
+//! (`Bytes`, `Form`, [`crate::http::oauth::client_credentials`]'s
+//! `ClientRequest`, the admin pages' `OwnerPost`), which axum runs before
+//! the handler's first statement, and the extractors that run before it
+//! (the signed-in person, the session) take a connection for one query
+//! and give it back before the body is read.
 
 use axum::body::Body;
 use axum::extract::{Request, State};
@@ -35,6 +55,7 @@ use axum::middleware::Next;
 use axum::response::Response;
 use futures::StreamExt;
 use serde_json::Value;
+use time::OffsetDateTime;
 
 use super::error;
 use super::rate_limit::Budget;
@@ -42,7 +63,8 @@ use crate::domain::Issuer;
 use crate::mcp::bearer::{self, AuthError, Scheme};
 use crate::mcp::wire;
 use crate::mcp::{CallContext, Caller, HeldReader, StoreOutage};
-use crate::oauth::access_token::TokenSubject;
+use crate::oauth::access_token::{AccessClaims, TokenSubject};
+use crate::oauth::dpop::Proof;
 use crate::state::AppState;
 use crate::storage::{StoreError, automations, grants};
 
@@ -92,8 +114,11 @@ fn same_site(issuer: &Issuer, allowed_hosts: &[String], request: &Parts) -> Resu
     }
 }
 
-fn declared_length(headers: &HeaderMap) -> Option<u64> {
-    header_str(headers, header::CONTENT_LENGTH).and_then(|v| v.trim().parse().ok())
+/// A `Content-Length` over [`MAX_BODY`].
+fn declared_over_cap(headers: &HeaderMap) -> bool {
+    header_str(headers, header::CONTENT_LENGTH)
+        .and_then(|v| v.trim().parse::<u64>().ok())
+        .is_some_and(|n| n > MAX_BODY as u64)
 }
 
 /// The body, or the response refusing it (413 past the cap).
@@ -131,7 +156,7 @@ fn is_json(headers: &HeaderMap) -> bool {
     })
 }
 
-/// Why [`admit`] let a request go no further.
+/// Why [`check`] or [`admit`] let a request go no further.
 enum Denied {
     /// The answer to send, as it is.
     Refused(Response),
@@ -146,11 +171,29 @@ impl From<Response> for Denied {
     }
 }
 
-/// Steps 1 to 5: the request's site, declared size, token, budget and the
-/// store's word, ending in the caller's context (and the reader that
-/// answered, for the tool to reuse, and how the token came) or the refusal
-/// to send.
-async fn admit(guard: &Guard, parts: &Parts) -> Result<(CallContext, HeldReader, Scheme), Denied> {
+/// What steps 1 to 4 found: a verified token, its proof still to spend,
+/// and how it came.
+struct Checked {
+    claims: AccessClaims,
+    proof: Option<Proof>,
+    scheme: Scheme,
+}
+
+impl Checked {
+    /// A refusal is the token's fault (401/403); a store failure never is.
+    fn deny(&self, issuer: &Issuer, err: AuthError) -> Denied {
+        match err {
+            AuthError::Refused(refusal) => {
+                Denied::Refused(error::refusal_to(issuer, &refusal, self.scheme))
+            }
+            AuthError::Store(err) => Denied::Store(err),
+        }
+    }
+}
+
+/// Steps 1 to 4: the request's site, declared size, token and budgets,
+/// none of which holds a database connection.
+async fn check(guard: &Guard, parts: &Parts, now: OffsetDateTime) -> Result<Checked, Denied> {
     let app = &guard.app;
     match same_site(&app.issuer, &app.config.allowed_hosts, parts) {
         Ok(()) => {}
@@ -171,7 +214,7 @@ async fn admit(guard: &Guard, parts: &Parts) -> Result<(CallContext, HeldReader,
             return Err(error::forbidden_origin("Origin").into());
         }
     }
-    if declared_length(&parts.headers).is_some_and(|n| n > MAX_BODY as u64) {
+    if declared_over_cap(&parts.headers) {
         return Err(error::body_too_large(MAX_BODY).into());
     }
 
@@ -182,15 +225,11 @@ async fn admit(guard: &Guard, parts: &Parts) -> Result<(CallContext, HeldReader,
     .map_err(|refusal| Denied::Refused(error::refusal(&app.issuer, &refusal)))?;
     let scheme = presented.scheme;
     let refuse = |refusal: &bearer::Refusal| error::refusal_to(&app.issuer, refusal, scheme);
-    // A refusal is the token's fault (401/403); a store failure never is.
-    let deny = |err: AuthError| match err {
-        AuthError::Refused(refusal) => Denied::Refused(refuse(&refusal)),
-        AuthError::Store(err) => Denied::Store(err),
+    let claims = match bearer::verify_token(&app.keys, &app.issuer, presented.token, now).await {
+        Ok(claims) => claims,
+        Err(AuthError::Refused(refusal)) => return Err(Denied::Refused(refuse(&refusal))),
+        Err(AuthError::Store(err)) => return Err(Denied::Store(err)),
     };
-    let now = app.clock.now();
-    let claims = bearer::verify_token(&app.keys, &app.issuer, presented.token, now)
-        .await
-        .map_err(deny)?;
     let proof = bearer::check_proof(
         &presented,
         &claims,
@@ -219,15 +258,31 @@ async fn admit(guard: &Guard, parts: &Parts) -> Result<(CallContext, HeldReader,
         tracing::info!(subject = %subject, "MCP rate limit reached for the subject over all its apps");
         return Err(error::rate_limited(wait, "this account").into());
     }
-    if let Some(proof) = &proof {
+    Ok(Checked {
+        claims,
+        proof,
+        scheme,
+    })
+}
+
+/// Step 6, once the body is in: the proof spent and the store's word,
+/// ending in the caller's context and the reader that answered, for the
+/// tool to reuse.
+async fn admit(
+    app: &AppState,
+    checked: &Checked,
+    now: OffsetDateTime,
+) -> Result<(CallContext, HeldReader), Denied> {
+    let deny = |err| checked.deny(&app.issuer, err);
+    if let Some(proof) = &checked.proof {
         bearer::spend_proof(&app.store, proof).await.map_err(deny)?;
     }
     let mut db = app.store.read().await.map_err(Denied::Store)?;
-    let authorized = bearer::authorize(&mut db, &claims, now)
+    let authorized = bearer::authorize(&mut db, &checked.claims, now)
         .await
         .map_err(deny)?;
     if !authorized.touch_last_used {
-        return Ok((authorized.context, HeldReader::new(db), scheme));
+        return Ok((authorized.context, HeldReader::new(db)));
     }
     // One connection at a time: the reader goes back before the write waits
     // for its own (on PostgreSQL both come from one pool, and requests that
@@ -238,13 +293,13 @@ async fn admit(guard: &Guard, parts: &Parts) -> Result<(CallContext, HeldReader,
         // Bookkeeping for the connected-apps page; the call itself is fine.
         tracing::warn!(error = %err, "could not record the grant's last use");
     }
-    Ok((authorized.context, HeldReader::default(), scheme))
+    Ok((authorized.context, HeldReader::default()))
 }
 
 async fn touch_last_used(
     app: &AppState,
     caller: &Caller,
-    now: time::OffsetDateTime,
+    now: OffsetDateTime,
 ) -> Result<(), crate::storage::StoreError> {
     let mut tx = app.store.write().await?;
     match caller {
@@ -254,34 +309,45 @@ async fn touch_last_used(
     tx.commit().await
 }
 
+/// The answer to a request refused before its body was read. A refusal
+/// sent before the body has arrived makes hyper close the connection
+/// without saying so, and a client that reuses it (httpx does) sees
+/// "server disconnected" instead of our 401. Reading the (capped) body
+/// first keeps the connection usable; a body declared over the cap is not
+/// worth reading.
+async fn refuse_unread(denied: Denied, headers: &HeaderMap, body: Body) -> Response {
+    let bytes = if declared_over_cap(headers) {
+        None
+    } else {
+        read_body(body).await.ok()
+    };
+    match denied {
+        Denied::Refused(response) => response,
+        Denied::Store(err) => error::store_failure(request_id(bytes.as_deref()), &err),
+    }
+}
+
 pub async fn guard(State(guard): State<Guard>, request: Request, next: Next) -> Response {
     let (mut parts, body) = request.into_parts();
-    let (context, reader, scheme) = match admit(&guard, &parts).await {
+    let now = guard.app.clock.now();
+    let checked = match check(&guard, &parts, now).await {
+        Ok(checked) => checked,
+        Err(denied) => return refuse_unread(denied, &parts.headers, body).await,
+    };
+    // The whole body before any connection is taken (see the module doc).
+    let bytes = match read_body(body).await {
+        Ok(bytes) => bytes,
+        Err(response) => return response,
+    };
+    let (context, reader) = match admit(&guard.app, &checked, now).await {
         Ok(admitted) => admitted,
-        Err(denied) => {
-            // A refusal sent before the body has arrived makes hyper close
-            // the connection without saying so, and a client that reuses
-            // it (httpx does) sees "server disconnected" instead of our
-            // 401. Reading the (capped) body first keeps the connection
-            // usable; a body declared over the cap is not worth reading.
-            let bytes = if declared_length(&parts.headers).is_none_or(|n| n <= MAX_BODY as u64) {
-                read_body(body).await.ok()
-            } else {
-                None
-            };
-            return match denied {
-                Denied::Refused(response) => response,
-                Denied::Store(err) => error::store_failure(request_id(bytes.as_deref()), &err),
-            };
-        }
+        Err(Denied::Refused(response)) => return response,
+        Err(Denied::Store(err)) => return error::store_failure(request_id(Some(&bytes)), &err),
     };
 
+    let scheme = checked.scheme;
     let mut id = Value::Null;
-    let body = if parts.method == Method::POST {
-        let bytes = match read_body(body).await {
-            Ok(bytes) => bytes,
-            Err(response) => return response,
-        };
+    if parts.method == Method::POST {
         let version = header_str(&parts.headers, PROTOCOL_VERSION);
         let envelope = match wire::inspect(version, &bytes) {
             Ok(envelope) => envelope,
@@ -294,16 +360,18 @@ pub async fn guard(State(guard): State<Guard>, request: Request, next: Next) -> 
             return error::step_up(&guard.app.issuer, scope, scheme);
         }
         id = envelope.id;
-        Body::from(bytes)
-    } else {
-        body
-    };
+    }
     let json_body = is_json(&parts.headers);
     let outage = StoreOutage::default();
     parts.extensions.insert(context);
-    parts.extensions.insert(reader);
+    parts.extensions.insert(reader.clone());
     parts.extensions.insert(outage.clone());
-    let mut response = next.run(Request::from_parts(parts, body)).await;
+    let mut response = next
+        .run(Request::from_parts(parts, Body::from(bytes)))
+        .await;
+    // A reader the call did not use goes back before the answer is
+    // written: the client may take its time reading it.
+    drop(reader.take());
     if let Some(cause) = outage.take() {
         return error::unavailable(id, &cause);
     }

@@ -30,7 +30,17 @@
 //! connection and waits on itself until the acquire timeout:
 //! `tests/api/pool_pressure.rs`), and a transaction does no slow work
 //! between its statements (no password hashing, no outbound fetch): while
-//! it is open every other writer waits.
+//! it is open every other writer waits. Nor does a task hold a connection
+//! while it waits for a client (a request body still arriving, a response
+//! the client reads slowly): whoever sends slowly would hold the pool
+//! (`tests/api/slow_bodies.rs`).
+//!
+//! Every acquisition, a reader or a transaction on either engine, waits at
+//! most [`ACQUIRE_DEADLINE`]; past it the store counts as unavailable
+//! ([`StoreError::Unavailable`]: 503 with `Retry-After` on every surface),
+//! so a pool that stays full makes requests hear "retry later" rather than
+//! queue until their request timeout. [`Store::ping`] (`/readyz`) queues
+//! behind none of this: it has a connection of its own.
 
 mod domain_columns;
 mod error;
@@ -40,6 +50,7 @@ mod sqlite;
 
 use std::str::FromStr;
 use std::sync::Arc;
+use std::time::Duration;
 
 use sqlx::{ConnectOptions, Connection};
 
@@ -47,6 +58,14 @@ pub use error::{RETRY_AFTER_UNAVAILABLE, StoreError, StoreResult};
 pub use sql::{Column, ColumnAt, Field, FromRecord, Record, STATEMENT_TARGET, Sql, Value};
 
 use crate::config::DatabaseUrl;
+
+/// How long a request waits for a connection, a reader or the writer,
+/// before the store counts as unavailable: long enough for a burst to
+/// drain (a connection is held for a storage call, milliseconds), short
+/// enough that a client hears "retry later" well within its own timeout.
+/// On PostgreSQL it also bounds the wait for a new connection, so it is how
+/// long a request waits in an outage before its 503.
+pub const ACQUIRE_DEADLINE: Duration = Duration::from_secs(5);
 
 /// Which engine a store runs on (for tests, diagnostics and the rare
 /// statement that must differ, with its reason beside it).
@@ -64,7 +83,7 @@ pub struct Store {
 
 enum Engine {
     Sqlite(sqlite::Engine),
-    Postgres(sqlx::PgPool),
+    Postgres(postgres::Engine),
 }
 
 impl std::fmt::Debug for Store {
@@ -81,7 +100,7 @@ impl Store {
     pub async fn connect(url: &DatabaseUrl) -> StoreResult<Self> {
         let engine = match url {
             DatabaseUrl::Sqlite(raw) => Engine::Sqlite(connect_sqlite(raw).await?),
-            DatabaseUrl::Postgres(raw) => Engine::Postgres(postgres::connect(raw).await?),
+            DatabaseUrl::Postgres(raw) => Engine::Postgres(postgres::Engine::connect(raw).await?),
         };
         Ok(Self {
             engine: Arc::new(engine),
@@ -99,7 +118,7 @@ impl Store {
     pub async fn read(&self) -> StoreResult<Reader> {
         let inner = match &*self.engine {
             Engine::Sqlite(engine) => ReaderInner::Sqlite(engine.read().await?),
-            Engine::Postgres(pool) => ReaderInner::Postgres(pool.acquire().await?),
+            Engine::Postgres(engine) => ReaderInner::Postgres(engine.read().await?),
         };
         Ok(Reader(inner))
     }
@@ -109,22 +128,19 @@ impl Store {
     pub async fn write(&self) -> StoreResult<Tx> {
         let inner = match &*self.engine {
             Engine::Sqlite(engine) => TxInner::Sqlite(engine.write().await?),
-            Engine::Postgres(pool) => TxInner::Postgres(pool.begin().await?),
+            Engine::Postgres(engine) => TxInner::Postgres(engine.write().await?),
         };
         Ok(Tx(inner))
     }
 
-    /// `/readyz`: the database answers a trivial query.
+    /// `/readyz`: the database answers a trivial query, on a connection
+    /// kept for this alone, so the answer is about the database and never
+    /// about how busy the request pool is (which any token holder can
+    /// make it).
     pub async fn ping(&self) -> StoreResult<()> {
         match &*self.engine {
-            Engine::Sqlite(_) => {
-                let mut reader = self.read().await?;
-                Sql::new("select 1")
-                    .fetch_scalar::<i64>(&mut reader)
-                    .await?;
-                Ok(())
-            }
-            Engine::Postgres(pool) => postgres::ping(pool).await,
+            Engine::Sqlite(engine) => engine.ping().await,
+            Engine::Postgres(engine) => engine.ping().await,
         }
     }
 
@@ -133,7 +149,7 @@ impl Store {
     pub async fn close(&self) {
         match &*self.engine {
             Engine::Sqlite(engine) => engine.close().await,
-            Engine::Postgres(pool) => pool.close().await,
+            Engine::Postgres(engine) => engine.close().await,
         }
     }
 }

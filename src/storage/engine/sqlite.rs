@@ -19,7 +19,11 @@
 //!   `coop admin`) holds the lock, the begin is retried with an async sleep,
 //!   never a sleep on the worker thread.
 //! - **Readers never wait for writers** (WAL mode): a read-only connection
-//!   sees the last committed state. Readers are taken from a bounded pool.
+//!   sees the last committed state. Readers are taken from a bounded pool;
+//!   a reader, like the writer, is waited for at most
+//!   [`ACQUIRE_DEADLINE`].
+//! - **`/readyz` has a read-only connection of its own**, outside the pool,
+//!   so requests holding every reader do not make the replica look down.
 //! - **Checkpoints run off the async workers.** The writer's automatic
 //!   checkpoint is off (it would copy the WAL into the database inside some
 //!   unlucky request's commit); a background thread checkpoints every
@@ -40,6 +44,7 @@ use rusqlite::types::{ToSqlOutput, ValueRef};
 use rusqlite::{Connection, OpenFlags};
 use tokio::sync::{OwnedMutexGuard, OwnedSemaphorePermit, Semaphore};
 
+use super::ACQUIRE_DEADLINE;
 use super::error::{StoreError, StoreResult};
 use super::sql::{FromRecord, Record, RecordInner, Sql, Value, date_text};
 
@@ -52,8 +57,9 @@ const STATEMENT_CACHE: usize = 256;
 /// Page cache per reader, in KiB (SQLite's `cache_size` when negative).
 /// Small: the operating system caches the file for every connection.
 const READER_CACHE_KIB: i64 = 1024;
-/// How long a write waits for another process's write lock, and a reader
-/// for the rare lock a reader needs (WAL recovery).
+/// How long a write waits for another process's write lock (once it has
+/// the writer), and a reader for the rare lock a reader needs (WAL
+/// recovery).
 const LOCK_WAIT: Duration = Duration::from_secs(5);
 const READER_BUSY_TIMEOUT: Duration = Duration::from_millis(250);
 const CHECKPOINT_EVERY: Duration = Duration::from_secs(1);
@@ -62,6 +68,8 @@ pub(super) struct Engine {
     path: PathBuf,
     writer: Arc<tokio::sync::Mutex<Connection>>,
     readers: Arc<ReaderPool>,
+    /// `/readyz`'s own read-only connection.
+    probe: tokio::sync::Mutex<Connection>,
     /// Moves on every committed write, so the checkpointer knows when to act.
     writes: Arc<AtomicU64>,
     closed: Arc<AtomicBool>,
@@ -94,6 +102,7 @@ impl Engine {
                 idle: Mutex::new(Vec::new()),
                 permits: Arc::new(Semaphore::new(MAX_READERS)),
             }),
+            probe: tokio::sync::Mutex::new(open_reader(path)?),
             writes: Arc::new(AtomicU64::new(0)),
             closed: Arc::new(AtomicBool::new(false)),
         };
@@ -102,12 +111,14 @@ impl Engine {
     }
 
     pub(super) async fn read(&self) -> StoreResult<Reader> {
-        let permit = self
-            .readers
-            .permits
-            .clone()
-            .acquire_owned()
+        let permits = self.readers.permits.clone();
+        let permit = tokio::time::timeout(ACQUIRE_DEADLINE, permits.acquire_owned())
             .await
+            .map_err(|_| {
+                StoreError::Unavailable(
+                    format!("every read connection stayed busy for {ACQUIRE_DEADLINE:?}").into(),
+                )
+            })?
             .map_err(|_| StoreError::Unavailable("the store is closed".into()))?;
         let idle = self
             .readers
@@ -130,9 +141,13 @@ impl Engine {
         if self.closed.load(Ordering::Acquire) {
             return Err(StoreError::Unavailable("the store is closed".into()));
         }
-        let guard = tokio::time::timeout(LOCK_WAIT, self.writer.clone().lock_owned())
+        let guard = tokio::time::timeout(ACQUIRE_DEADLINE, self.writer.clone().lock_owned())
             .await
-            .map_err(|_| StoreError::Unavailable("the writer stayed busy".into()))?;
+            .map_err(|_| {
+                StoreError::Unavailable(
+                    format!("the writer stayed busy for {ACQUIRE_DEADLINE:?}").into(),
+                )
+            })?;
         let deadline = Instant::now() + LOCK_WAIT;
         let mut pause = Duration::from_millis(1);
         loop {
@@ -151,6 +166,14 @@ impl Engine {
             connection: Some(guard),
             writes: self.writes.clone(),
         })
+    }
+
+    /// Reads the file's schema on the probe's own connection: the file is
+    /// there and readable, whoever holds the readers.
+    pub(super) async fn ping(&self) -> StoreResult<()> {
+        let probe = self.probe.lock().await;
+        probe.query_row("select count(*) from sqlite_master", [], |_| Ok(()))?;
+        Ok(())
     }
 
     /// Checkpoints the whole WAL into the file and stops the checkpointer.

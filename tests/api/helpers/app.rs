@@ -9,6 +9,7 @@ use std::sync::{Arc, OnceLock};
 use coop::clock::Clock;
 use coop::config::{Config, DatabaseUrl};
 use coop::startup::Application;
+use coop::storage::Store;
 use tokio::io::AsyncWriteExt;
 use tokio::sync::oneshot;
 
@@ -46,6 +47,9 @@ pub struct TestApp {
     pub clock: Clock,
     pub browser: Browser,
     pub db: Arc<TestDatabase>,
+    /// The server's own store, for a test that must hold its connections
+    /// (`None` for a `coop serve` child).
+    store: Option<Store>,
     stop: Option<oneshot::Sender<()>>,
 }
 
@@ -164,6 +168,7 @@ impl TestApp {
         let app = Application::build(config, clock.clone()).await.unwrap();
         let address = format!("http://{}", app.address());
         let issuer = app.issuer().to_string();
+        let store = app.state().store.clone();
         let (stop, stopped) = oneshot::channel::<()>();
         tokio::spawn(app.run_until(async move {
             let _ = stopped.await;
@@ -174,6 +179,7 @@ impl TestApp {
             issuer,
             clock,
             db,
+            store: Some(store),
             stop: Some(stop),
         }
     }
@@ -187,8 +193,16 @@ impl TestApp {
             clock: Clock::adjustable(),
             browser: Browser::at(issuer, issuer),
             db,
+            store: None,
             stop: None,
         }
+    }
+
+    /// The store the server itself uses (a spawned app only).
+    pub fn store(&self) -> &Store {
+        self.store
+            .as_ref()
+            .expect("the store of a server running in this process")
     }
 
     pub fn url(&self, path: &str) -> String {
