@@ -220,8 +220,16 @@ pub struct ConnectionLimits {
     /// A kept-alive connection with no request under way, and a response
     /// the client does not take.
     pub idle_timeout: Duration,
-    /// Connections served at once; the next is refused at once.
+    /// Connections served at once. At the cap the connection idle longest
+    /// between requests is closed to make room; with none idle the new one
+    /// is refused at once.
     pub max_connections: usize,
+    /// Connections served at once from one network (an IPv4 address, an
+    /// IPv6 /64), so that one network cannot take them all; past it the
+    /// network's own idlest kept-alive connection makes room, or the new
+    /// one is refused. `0` turns the cap off (behind a proxy every client
+    /// is the proxy's address).
+    pub max_connections_per_network: usize,
     /// After SIGTERM: how long in-flight requests may take before what is
     /// left is closed.
     pub drain_timeout: Duration,
@@ -237,6 +245,10 @@ impl Default for ConnectionLimits {
             // Half of the usual 1,024 descriptors, leaving the rest to the
             // database pool, the log and the files Coop opens.
             max_connections: 512,
+            // A quarter: one network holds at most that many, so it takes
+            // four to fill the server; an office behind one address still
+            // has room for dozens of browsers and programs.
+            max_connections_per_network: 128,
             drain_timeout: Duration::from_secs(20),
         }
     }

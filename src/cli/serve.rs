@@ -172,6 +172,15 @@ struct ConnectionArgs {
         allow_negative_numbers = true
     )]
     max_connections: String,
+    /// Connections served at once from one network (an IPv4 address, an
+    /// IPv6 /64); past it a new one gets 429 (0–1000000, 0 turns it off).
+    #[arg(
+        long,
+        env = "COOP_MAX_CONNECTIONS_PER_NETWORK",
+        default_value = "128",
+        allow_negative_numbers = true
+    )]
+    max_connections_per_network: String,
     /// Seconds SIGTERM waits for in-flight requests before closing (0–600).
     #[arg(
         long,
@@ -209,6 +218,11 @@ impl ConnectionArgs {
                 "--max-connections / COOP_MAX_CONNECTIONS",
                 &self.max_connections,
                 1..=1_000_000,
+            )?,
+            max_connections_per_network: config::parse_concurrency(
+                "--max-connections-per-network / COOP_MAX_CONNECTIONS_PER_NETWORK",
+                &self.max_connections_per_network,
+                0..=1_000_000,
             )?,
             drain_timeout: config::parse_seconds(
                 "--drain-timeout / COOP_DRAIN_TIMEOUT",

@@ -29,6 +29,7 @@ mod cimd_outage;
 mod cimd_proxy;
 mod cli;
 mod config;
+mod connection_share;
 mod crash;
 mod database;
 mod db_faults;

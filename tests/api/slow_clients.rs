@@ -32,25 +32,26 @@ const SECOND: Duration = Duration::from_secs(1);
 const MINUTE: Duration = Duration::from_secs(60);
 
 /// Limits that never fire unless a test shortens one.
-fn patient() -> ConnectionLimits {
+pub fn patient() -> ConnectionLimits {
     ConnectionLimits {
         header_timeout: MINUTE,
         body_timeout: MINUTE,
         request_timeout: MINUTE,
         idle_timeout: MINUTE,
         max_connections: 512,
+        max_connections_per_network: 128,
         drain_timeout: Duration::from_secs(5),
     }
 }
 
 /// A fresh app with [`patient`] limits changed by `shorten`.
-async fn spawn(engine: Engine, shorten: impl FnOnce(&mut ConnectionLimits)) -> TestApp {
+pub async fn spawn(engine: Engine, shorten: impl FnOnce(&mut ConnectionLimits)) -> TestApp {
     let mut limits = patient();
     shorten(&mut limits);
     TestApp::spawn_with(engine, |config| config.connections = limits).await
 }
 
-fn authority(app: &TestApp) -> &str {
+pub fn authority(app: &TestApp) -> &str {
     app.address.strip_prefix("http://").unwrap()
 }
 
@@ -61,13 +62,13 @@ async fn connect(app: &TestApp) -> TcpStream {
 /// Everything the server sent until it closed the connection, and whether
 /// it closed with a reset rather than a FIN.
 #[derive(Debug, PartialEq, Eq)]
-struct Closed {
-    received: String,
+pub struct Closed {
+    pub received: String,
     reset: bool,
 }
 
 impl Closed {
-    fn quietly() -> Self {
+    pub fn quietly() -> Self {
         Self {
             received: String::new(),
             reset: false,
@@ -75,7 +76,7 @@ impl Closed {
     }
 }
 
-async fn until_closed(stream: &mut TcpStream) -> Closed {
+pub async fn until_closed(stream: &mut TcpStream) -> Closed {
     let mut received = Vec::new();
     let mut buf = [0u8; 4096];
     let reset = tokio::time::timeout(PATIENCE, async {
@@ -98,10 +99,10 @@ async fn until_closed(stream: &mut TcpStream) -> Closed {
 
 /// One response read off a kept-alive connection (a `Content-Length`
 /// body), the connection left open.
-struct Answer {
-    status_line: String,
+pub struct Answer {
+    pub status_line: String,
     headers: Vec<(String, String)>,
-    body: String,
+    pub body: String,
 }
 
 impl Answer {
@@ -122,14 +123,14 @@ impl Answer {
         }
     }
 
-    fn header(&self, name: &str) -> Option<&str> {
+    pub fn header(&self, name: &str) -> Option<&str> {
         self.headers
             .iter()
             .find(|(n, _)| n == name)
             .map(|(_, v)| v.as_str())
     }
 
-    async fn read(stream: &mut TcpStream) -> Self {
+    pub async fn read(stream: &mut TcpStream) -> Self {
         let mut received = Vec::new();
         let mut buf = [0u8; 4096];
         tokio::time::timeout(PATIENCE, async {
@@ -153,7 +154,7 @@ impl Answer {
 }
 
 /// Writes a whole `GET /healthz` on `stream`.
-async fn send_healthz(stream: &mut TcpStream, app: &TestApp) {
+pub async fn send_healthz(stream: &mut TcpStream, app: &TestApp) {
     let request = format!("GET /healthz HTTP/1.1\r\nHost: {}\r\n\r\n", authority(app));
     stream.write_all(request.as_bytes()).await.unwrap();
 }
@@ -302,7 +303,7 @@ async fn a_request_not_answered_in_time_gets_503(engine: Engine) {
     assert_eq!(app.register(&registration).await.status(), 201);
 }
 
-const SHED: &str = "HTTP/1.1 503 Service Unavailable\r\n\
+pub const SHED: &str = "HTTP/1.1 503 Service Unavailable\r\n\
 Content-Length: 0\r\n\
 Retry-After: 1\r\n\
 Connection: close\r\n\r\n";
@@ -429,7 +430,7 @@ async fn sigterm_with_slow_clients_exits_zero_at_the_drain_deadline(engine: Engi
 /// with one line naming it before anything is created.
 #[tokio::test]
 async fn bad_connection_settings_are_refused_in_one_line() {
-    let cases: [(&[&str], &str); 8] = [
+    let cases: [(&[&str], &str); 10] = [
         (
             &["--header-timeout", "0"],
             "--header-timeout / COOP_HEADER_TIMEOUT: must be between 1 and 300 seconds",
@@ -457,6 +458,14 @@ async fn bad_connection_settings_are_refused_in_one_line() {
         (
             &["--max-connections", "lots"],
             "--max-connections / COOP_MAX_CONNECTIONS: \"lots\" is not a whole number",
+        ),
+        (
+            &["--max-connections-per-network", "-1"],
+            "--max-connections-per-network / COOP_MAX_CONNECTIONS_PER_NETWORK: \"-1\" is not a whole number",
+        ),
+        (
+            &["--max-connections-per-network", "1000001"],
+            "--max-connections-per-network / COOP_MAX_CONNECTIONS_PER_NETWORK: must be between 0 and 1000000",
         ),
         (
             &["--drain-timeout", "601"],

@@ -99,6 +99,18 @@ impl Activity {
         self.changed.notify_one();
     }
 
+    /// Since when the connection has sat idle after answering a request,
+    /// if it has: a kept-alive connection the client is not using.
+    pub fn idle_since(&self) -> Option<Instant> {
+        match self.with_phase(|phase| *phase) {
+            Phase::Waiting {
+                since,
+                first: false,
+            } => Some(since),
+            Phase::Waiting { first: true, .. } | Phase::Head { .. } | Phase::Busy => None,
+        }
+    }
+
     /// When the connection must be closed if nothing changes, and why.
     pub fn deadline(&self, limits: &ConnectionLimits) -> Option<(Instant, Expired)> {
         let phase = self.with_phase(|phase| *phase);
@@ -216,5 +228,23 @@ mod tests {
         // The next request's head: the header timeout from its first byte.
         activity.bytes_read(t0 + s(30));
         assert_eq!(deadline(), Some((t0 + s(40), Expired::Header)));
+    }
+
+    /// Only a connection waiting after an answer is idle: never one not
+    /// used yet, nor one with a request arriving or under way.
+    #[test]
+    fn idle_means_kept_alive_between_requests() {
+        let t0 = Instant::now();
+        let s = Duration::from_secs;
+        let activity = Activity::new(t0);
+        assert_eq!(activity.idle_since(), None);
+        activity.bytes_read(t0 + s(1));
+        assert_eq!(activity.idle_since(), None);
+        activity.request_started();
+        assert_eq!(activity.idle_since(), None);
+        activity.request_answered(t0 + s(2));
+        assert_eq!(activity.idle_since(), Some(t0 + s(2)));
+        activity.bytes_read(t0 + s(3));
+        assert_eq!(activity.idle_since(), None);
     }
 }

@@ -1,9 +1,8 @@
 //! One accepted connection: HTTP/1.1 through hyper, closed when the client
 //! is too slow with a head or stays idle too long, and wound down when the
-//! server drains.
+//! server drains or the accept loop needs its place ([`super::served`]).
 
 use std::net::SocketAddr;
-use std::sync::Arc;
 
 use axum::Router;
 use hyper::server::conn::http1;
@@ -12,21 +11,24 @@ use tokio::net::TcpStream;
 use tokio::sync::watch;
 use tokio::time::Instant;
 
-use super::activity::{Activity, TrackedStream};
+use super::activity::TrackedStream;
 use super::request::RequestService;
+use super::served::Handle;
 use crate::config::ConnectionLimits;
 
 /// Serves `stream` until the client closes it, a timeout closes it, or the
-/// server drains and the request under way (if any) has been answered.
-/// Returning drops the socket, which closes it.
+/// server drains or asks it to close through `handle` and the request under
+/// way (if any) has been answered. Returning drops the socket, which
+/// closes it.
 pub async fn serve(
     stream: TcpStream,
     peer: SocketAddr,
     router: Router,
     limits: ConnectionLimits,
+    handle: Handle,
     mut drain: watch::Receiver<bool>,
 ) {
-    let activity = Arc::new(Activity::new(Instant::now()));
+    let Handle { activity, close } = handle;
     let io = TokioIo::new(TrackedStream::new(stream, activity.clone()));
     let service = RequestService::new(router, peer, activity.clone(), limits);
     let mut builder = http1::Builder::new();
@@ -34,6 +36,7 @@ pub async fn serve(
     builder.header_read_timeout(None).keep_alive(true);
     let connection = builder.serve_connection(io, service);
     let mut connection = std::pin::pin!(connection);
+    // Set once hyper was told to wind down, by the drain or by `close`.
     let mut draining = false;
     loop {
         if !draining && *drain.borrow() {
@@ -58,6 +61,10 @@ pub async fn serve(
                     tracing::debug!(?expired, "closing a connection that timed out");
                     return;
                 }
+            }
+            () = close.notified(), if !draining => {
+                draining = true;
+                connection.as_mut().graceful_shutdown();
             }
             changed = drain.changed(), if !draining => {
                 if changed.is_err() {
