@@ -25,6 +25,16 @@ Content-Length: 0\r\n\
 Retry-After: 1\r\n\
 Connection: close\r\n\r\n";
 
+/// An app serving at most `max` connections, `per_network` from one
+/// network, whose timeouts never fire during a test.
+async fn with_caps(max: usize, per_network: usize) -> TestApp {
+    spawn(Engine::Sqlite, |l| {
+        l.max_connections = max;
+        l.max_connections_per_network = per_network;
+    })
+    .await
+}
+
 /// A connection to `app` from the network `from`.
 async fn connect_from(app: &TestApp, from: Ipv4Addr) -> TcpStream {
     let socket = TcpSocket::new_v4().unwrap();
@@ -67,11 +77,7 @@ async fn assert_served(stream: &mut TcpStream, app: &TestApp) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn at_the_servers_cap_the_connection_idle_longest_makes_room() {
     const CAP: usize = 8;
-    let app = spawn(Engine::Sqlite, |l| {
-        l.max_connections = CAP;
-        l.max_connections_per_network = CAP;
-    })
-    .await;
+    let app = with_caps(CAP, CAP).await;
     let mut held = Vec::with_capacity(CAP);
     for _ in 0..CAP {
         held.push(idle_from(&app, FIRST).await);
@@ -93,11 +99,7 @@ async fn at_the_servers_cap_the_connection_idle_longest_makes_room() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_network_past_its_share_is_refused_and_another_is_served() {
     const SHARE: usize = 4;
-    let app = spawn(Engine::Sqlite, |l| {
-        l.max_connections = 16;
-        l.max_connections_per_network = SHARE;
-    })
-    .await;
+    let app = with_caps(16, SHARE).await;
     let mut held = Vec::with_capacity(SHARE);
     for _ in 0..SHARE {
         held.push(busy_from(&app, FIRST).await);

@@ -14,6 +14,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
 use crate::helpers::mcp::{BOTH_SCOPES, Wire, call_body};
+use crate::helpers::oauth::Tokens;
 use crate::helpers::{Engine, TestApp, retry_after};
 use crate::on_both_engines;
 
@@ -36,6 +37,25 @@ async fn within<T>(limit: Duration, what: &str, future: impl Future<Output = T>)
     tokio::time::timeout(limit, future)
         .await
         .unwrap_or_else(|_| panic!("{what} was not answered within {limit:?}"))
+}
+
+/// The owner's `tools/list`, a refresh of their token and `/readyz`, sent
+/// at once: the first two answered within `limit`, `/readyz` within
+/// [`IN_TIME`] whatever the pool is doing.
+async fn list_refresh_and_readyz(
+    app: &TestApp,
+    owner: &Tokens,
+    limit: Duration,
+) -> (reqwest::Response, reqwest::Response, reqwest::Response) {
+    tokio::join!(
+        within(limit, "tools/list", app.list_with(&owner.access_token)),
+        within(
+            limit,
+            "a refresh",
+            app.refresh(&owner.client_id, &owner.refresh_token)
+        ),
+        within(IN_TIME, "/readyz", app.get("/readyz")),
+    )
 }
 
 /// A `tools/call` whose head and first half of a body are sent; the rest
@@ -98,15 +118,7 @@ async fn slow_bodies_hold_no_connection_while_another_member_is_served(engine: E
     // body (with the old order: to take a connection for each).
     tokio::time::sleep(Duration::from_millis(500)).await;
 
-    let (list, refresh, ready) = tokio::join!(
-        within(IN_TIME, "tools/list", app.list_with(&owner.access_token)),
-        within(
-            IN_TIME,
-            "a refresh",
-            app.refresh(&owner.client_id, &owner.refresh_token)
-        ),
-        within(IN_TIME, "/readyz", app.get("/readyz")),
-    );
+    let (list, refresh, ready) = list_refresh_and_readyz(&app, &owner, IN_TIME).await;
     assert_eq!(list.status(), 200);
     let list: Value = list.json().await.unwrap();
     assert!(
@@ -129,18 +141,20 @@ async fn slow_bodies_hold_no_connection_while_another_member_is_served(engine: E
 }
 
 /// Every connection of the request pool held (as requests would hold
-/// them): a call and a refresh wait until the acquire deadline and are
-/// answered 503 with `Retry-After`, as when the database is out of reach,
-/// never 401 or `invalid_grant`; `/readyz` still answers 200 at once, its
-/// probe queues behind none of them. Once the connections are free, the
-/// same token and the same refresh token work. On SQLite, the one writer
-/// held likewise: a write waits until the deadline and is answered 503,
-/// and nothing is written.
+/// them): a call (`tools/list`), a refresh and a signed-in page wait until
+/// the acquire deadline and are answered 503 with `Retry-After`, as when
+/// the database is out of reach, never 401 or `invalid_grant`; `/readyz`
+/// still answers 200 at once, its probe queues behind none of them. Once
+/// the connections are free, the same token and the same refresh token
+/// work. On SQLite, the one writer held likewise: a write waits until the
+/// deadline and is answered 503, and nothing is written.
 async fn every_connection_held_is_503_with_retry_after_and_readyz_stays_ready(engine: Engine) {
     let app = TestApp::spawn(engine).await;
     let farm = app.farm("Hillside Farm").await;
     app.add_flocks(&farm, &["Layers"]).await;
     let owner = app.connect(&farm.owner, BOTH_SCOPES).await;
+    let signed_in = app.sign_in(&farm.owner.email, &farm.owner.password).await;
+    assert_eq!(signed_in.status(), 303);
 
     let mut held = Vec::new();
     while let Ok(reader) = tokio::time::timeout(IN_TIME, app.store().read()).await {
@@ -148,20 +162,13 @@ async fn every_connection_held_is_503_with_retry_after_and_readyz_stays_ready(en
     }
     assert!(held.len() > 1, "the pool gave {} connections", held.len());
 
-    let list_flocks = call_body(Wire::V2025_11_25, "list_flocks", json!({}));
-    let (call, refresh, ready) = tokio::join!(
-        within(
-            PATIENCE,
-            "a call",
-            app.mcp_send(Some(&owner.access_token), Wire::V2025_11_25, &list_flocks)
-        ),
-        within(
-            PATIENCE,
-            "a refresh",
-            app.refresh(&owner.client_id, &owner.refresh_token)
-        ),
-        within(IN_TIME, "/readyz", app.get("/readyz")),
+    let ((call, refresh, ready), page) = tokio::join!(
+        list_refresh_and_readyz(&app, &owner, PATIENCE),
+        within(PATIENCE, "a page", app.get("/account/apps")),
     );
+    assert_eq!(page.status(), 503);
+    assert_eq!(retry_after(&page), 5);
+    assert!(page.text().await.unwrap().contains("Try again shortly"));
     assert_eq!(call.status(), 503);
     assert_eq!(retry_after(&call), 5);
     assert!(call.headers().get("www-authenticate").is_none());
