@@ -2,7 +2,7 @@
 # either engine with a test farm, and a clean stop.
 #
 # After `coop_start ENGINE [serve flags…]`: $coop_pid, $coop_url, $coop_db,
-# $coop_email, $coop_password. With BENCH_DEMO=1 the database starts empty
+# $coop_email, $coop_password (and $coop_slug, the fixture farm's). With BENCH_DEMO=1 the database starts empty
 # and the server runs with `--demo` (its four members' passwords hashed at
 # start-up); the owner it prints is the one signed in. `coop_stop` ends the server and drops a
 # PostgreSQL database it made. Linux only (/proc for memory).
@@ -33,6 +33,7 @@ coop_cli() {
 coop_fixture() {
   local slug
   slug="$(coop_cli admin farm add --name "Bench Farm")"
+  coop_slug="$slug"
   coop_cli admin house add --farm "$slug" --name "House 1" >/dev/null
   for n in 1 2 3 4 5; do
     coop_cli admin flock add --farm "$slug" --house "House 1" --name "Flock $n" \
@@ -99,7 +100,8 @@ coop_memory() {
 
 # wrk with the reporting Lua; prints one line:
 #   <label> c=<connections> <rps> req/s p50 <ms> p99 <ms> (<n> requests, <e> errors)
-# and leaves the rate in $last_rps; a run with errors sets $bench_failed.
+# and leaves the rate in $last_rps and the p99 (ms) in $last_p99; a run with
+# errors sets $bench_failed.
 # Usage: run_wrk LABEL CONNECTIONS DURATION SCRIPT URL
 run_wrk() {
   local label="$1" c="$2" d="$3" script="$4" url="$5"
@@ -112,6 +114,7 @@ run_wrk() {
   [[ -n "$result" ]] || { echo "$out" >&2; echo "wrk printed no RESULT line" >&2; exit 1; }
   printf '%-28s c=%-3s %s\n' "$label" "$c" "${result#RESULT }"
   last_rps="$(awk '{print $2}' <<<"$result")"
+  last_p99="$(awk '{for (i = 1; i < NF; i++) if ($i == "p99") print $(i + 1)}' <<<"$result")"
   # bench/sdk.sh measures each of its servers' CPU itself.
   [[ "${BENCH_CPU_LINE:-1}" == 1 ]] &&
     bench_cpu_per_request "$before" "$after" "$(awk '{gsub(/\(/, "", $(NF-3)); print $(NF-3)}' <<<"$result")"
