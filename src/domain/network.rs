@@ -1,7 +1,8 @@
 //! Which network a client address belongs to: the one grouping every
 //! budget counted per requester uses (the sign-in throttle, the rate limits
 //! of `/register`, `/token`, `/revoke` and `/introspect`, the metadata
-//! document fetch budgets and their share of fetches in flight).
+//! document fetch budgets and their share of fetches in flight, and the
+//! share of the server's connections).
 //!
 //! IPv4 addresses count as they are. IPv6 addresses are grouped by their
 //! /64: one subscriber is usually given a whole /64, so counting single

@@ -271,7 +271,7 @@ impl ShedLog {
         }
     }
 
-    fn record(&mut self, cap: usize, network: Option<std::net::IpAddr>) {
+    fn record(&mut self, cap: usize, network: Option<crate::domain::network::Network>) {
         self.since_warned += 1;
         let now = Instant::now();
         if self
@@ -281,7 +281,7 @@ impl ShedLog {
             tracing::warn!(
                 refused = self.since_warned,
                 cap,
-                network = ?network,
+                network = network.map(tracing::field::display),
                 "{}",
                 self.message
             );

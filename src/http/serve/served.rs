@@ -22,7 +22,7 @@
 //! way, or answers the one that began meanwhile.
 
 use std::collections::HashMap;
-use std::net::{IpAddr, SocketAddr};
+use std::net::SocketAddr;
 use std::sync::Arc;
 
 use tokio::sync::Notify;
@@ -30,7 +30,7 @@ use tokio::task;
 
 use super::activity::Activity;
 use crate::config::ConnectionLimits;
-use crate::domain::network::address_group;
+use crate::domain::network::Network;
 
 /// Why a connection is not served.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -42,8 +42,8 @@ pub enum Full {
 }
 
 /// The network a peer counts in.
-pub fn network_of(peer: SocketAddr) -> IpAddr {
-    address_group(peer.ip())
+pub fn network_of(peer: SocketAddr) -> Network {
+    Network::of(peer.ip())
 }
 
 /// What the accept loop hands a connection it serves: where it tracks
@@ -55,7 +55,7 @@ pub struct Handle {
 }
 
 struct Entry {
-    network: IpAddr,
+    network: Network,
     handle: Handle,
     /// Asked to close: counted out already, never asked again.
     leaving: bool,
@@ -66,7 +66,7 @@ pub struct Served {
     /// `0`: no cap per network.
     per_network: usize,
     entries: HashMap<task::Id, Entry>,
-    per_network_count: HashMap<IpAddr, usize>,
+    per_network_count: HashMap<Network, usize>,
     /// Entries not leaving.
     counted: usize,
 }
@@ -85,7 +85,7 @@ impl Served {
     /// Whether a connection from `network` may be served now. At a cap,
     /// the idlest kept-alive connection in its scope is asked to close and
     /// counted out, and the newcomer takes its place.
-    pub fn admit(&mut self, network: IpAddr) -> Result<(), Full> {
+    pub fn admit(&mut self, network: Network) -> Result<(), Full> {
         if self.per_network > 0
             && self.count_of(network) >= self.per_network
             && !self.close_idlest(|entry| entry.network == network)
@@ -99,7 +99,7 @@ impl Served {
     }
 
     /// Counts in a connection just spawned as task `id`.
-    pub fn enter(&mut self, id: task::Id, network: IpAddr, handle: Handle) {
+    pub fn enter(&mut self, id: task::Id, network: Network, handle: Handle) {
         *self.per_network_count.entry(network).or_default() += 1;
         self.counted += 1;
         self.entries.insert(
@@ -121,11 +121,11 @@ impl Served {
         }
     }
 
-    fn count_of(&self, network: IpAddr) -> usize {
+    fn count_of(&self, network: Network) -> usize {
         self.per_network_count.get(&network).copied().unwrap_or(0)
     }
 
-    fn count_out(&mut self, network: IpAddr) {
+    fn count_out(&mut self, network: Network) {
         self.counted = self.counted.saturating_sub(1);
         if let Some(count) = self.per_network_count.get_mut(&network) {
             *count = count.saturating_sub(1);
@@ -176,8 +176,8 @@ mod tests {
         }
     }
 
-    fn ip(raw: &str) -> IpAddr {
-        raw.parse().unwrap()
+    fn ip(raw: &str) -> Network {
+        Network::of(raw.parse().unwrap())
     }
 
     /// Task ids are only made by spawning.
@@ -276,7 +276,7 @@ mod tests {
 
     #[test]
     fn ipv6_peers_count_per_64() {
-        let peer = |raw: &str| SocketAddr::new(ip(raw), 443);
+        let peer = |raw: &str| SocketAddr::new(raw.parse().unwrap(), 443);
         assert_eq!(
             network_of(peer("2001:db8:1:2::1")),
             network_of(peer("2001:db8:1:2:ffff::9"))
