@@ -15,7 +15,7 @@ use subtle::ConstantTimeEq;
 mod redacted;
 pub use redacted::{
     AccessToken, AuthorizationCode, ClientAssertion, ClientSecret, CodeVerifier, CsrfToken,
-    DeviceCookie, MasterSecret, Password, PresentedToken, RefreshToken,
+    DeviceCookie, MasterSecret, Password, PresentedToken, RefreshToken, ResetToken,
 };
 
 /// `bytes` random bytes, base64url without padding.

@@ -270,6 +270,9 @@ fn spawn_housekeeping(state: &AppState, sessions: SessionBackend) {
                 Ok(swept) => tracing::debug!(?swept, "OAuth housekeeping"),
                 Err(err) => tracing::warn!(error = %err, "OAuth housekeeping failed"),
             }
+            if let Err(err) = crate::identity::reset::forget_old(&store, clock.now()).await {
+                tracing::warn!(error = %err, "could not delete old password reset links");
+            }
             if let Err(err) = cimd.sweep_copies(clock.now()).await {
                 tracing::warn!(error = %err, "could not delete last good copies past their grace");
             }

@@ -11,6 +11,7 @@ pub mod automations;
 pub mod demo;
 pub mod farm_records;
 pub mod pages;
+pub mod passwords;
 
 use time::{Date, OffsetDateTime};
 

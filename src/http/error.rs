@@ -16,6 +16,7 @@ use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{Html, IntoResponse, Response};
 
 use crate::identity::PasswordError;
+use crate::identity::reset::{LIFETIME, LinkState, ResetError};
 use crate::oauth::authorize::PageRefusal;
 use crate::oauth::cimd::{Limit, Throttle};
 use crate::storage::{RETRY_AFTER_UNAVAILABLE, StoreError, sessions};
@@ -38,6 +39,11 @@ pub enum PageError {
     Conflict(String),
     #[error("too many attempts; retry in {0:?}")]
     TooManyAttempts(Duration),
+    /// A password reset link that does not work (any state but usable):
+    /// 404 for one never made, 403 for a disabled account's, 410 for one
+    /// that ended (used, replaced, expired).
+    #[error("password reset link not usable: {0:?}")]
+    ResetLink(LinkState),
     /// An authorization request that cannot be trusted with a redirect:
     /// 400, nothing sent to the app.
     #[error("authorization request refused: {0}")]
@@ -70,6 +76,50 @@ impl From<PasswordError> for PageError {
     fn from(err: PasswordError) -> Self {
         Self::Internal(err.to_string())
     }
+}
+
+impl From<ResetError> for PageError {
+    fn from(err: ResetError) -> Self {
+        match err {
+            ResetError::Store(err) => err.into(),
+            ResetError::Password(err) => err.into(),
+        }
+    }
+}
+
+/// A reset link that does not work, in words: why, and who can help.
+fn reset_link_answer(state: &LinkState) -> (StatusCode, &'static str, String) {
+    let ask = "Ask your farm's owner for a new link.";
+    let (status, message) = match state {
+        LinkState::Used => (
+            StatusCode::GONE,
+            format!(
+                "This link was already used to choose a new password, and works only once. Sign in with that password; if it was not you, or you have lost it, tell your farm's owner. {ask}"
+            ),
+        ),
+        LinkState::Replaced => (
+            StatusCode::GONE,
+            format!(
+                "A newer link was made for this account, or its password was changed, since this link was made. Use the newest link you were given, or: {ask}"
+            ),
+        ),
+        LinkState::Expired => (
+            StatusCode::GONE,
+            format!(
+                "This link has expired: a link works for {} hours. {ask}",
+                LIFETIME.whole_hours()
+            ),
+        ),
+        LinkState::Disabled => (
+            StatusCode::FORBIDDEN,
+            "This account is disabled, so a new password would not let you in. Your farm's owner can enable it.".to_owned(),
+        ),
+        LinkState::Unknown | LinkState::Usable { .. } => (
+            StatusCode::NOT_FOUND,
+            format!("Coop made no such link. Check that you copied all of it. {ask}"),
+        ),
+    };
+    (status, "This link cannot be used", message)
 }
 
 impl From<crate::identity::SignInError> for PageError {
@@ -181,6 +231,7 @@ impl IntoResponse for PageError {
                     wait_in_words(*wait)
                 ),
             ),
+            Self::ResetLink(state) => reset_link_answer(state),
             Self::Unavailable(detail) => {
                 tracing::warn!(error = %detail, "page not served: the database is unavailable");
                 (

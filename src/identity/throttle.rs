@@ -109,16 +109,29 @@ struct Bucket {
 }
 
 fn bucket(kind: Kind, name: &str, budget: Budget) -> Bucket {
+    Bucket {
+        kind,
+        key: bucket_key(kind, name),
+        budget,
+    }
+}
+
+/// The stored key of the bucket of `kind` named `name`.
+fn bucket_key(kind: Kind, name: &str) -> String {
     let label = match kind {
         Kind::Account => "account",
         Kind::Network => "network",
         Kind::Device => "device",
     };
-    Bucket {
-        kind,
-        key: secrets::hash_secret(&format!("{label}:{name}")),
-        budget,
-    }
+    secrets::hash_secret(&format!("{label}:{name}"))
+}
+
+/// Forgets the failures counted against the account `email` (from
+/// browsers it has not signed in on), in the caller's transaction: a
+/// password reset, or an operator setting a password, lets the person who
+/// was locked out sign in at once. Networks' and devices' failures stay.
+pub async fn forget_account_failures(tx: &mut Tx, email: &str) -> StoreResult<()> {
+    signin_failures::forget(tx, &bucket_key(Kind::Account, email)).await
 }
 
 /// The buckets `judged` is counted in.

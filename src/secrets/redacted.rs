@@ -2,7 +2,7 @@
 //! refresh token, an authorization code and its PKCE verifier, an access
 //! token, a token presented for revocation or introspection, a client
 //! assertion, a password on its way in or out, a CSRF token, a device
-//! cookie, the store's master secret.
+//! cookie, a password reset link's token, the store's master secret.
 //!
 //! Each is a `String` inside a type of its own, so a secret cannot be
 //! passed where another is expected, and a `{:?}` (a derived `Debug` of a
@@ -134,6 +134,12 @@ secret! {
 }
 
 secret! {
+    /// A password reset link's token: whoever holds it may choose the
+    /// person's new password, once, for a day. Stored only as its hash.
+    ResetToken
+}
+
+secret! {
     /// A device cookie's value: it lets its browser sign in to its account
     /// under the device's own throttle budget.
     DeviceCookie
@@ -185,6 +191,7 @@ mod tests {
             ClientAssertion => "ClientAssertion(***)",
             CsrfToken => "CsrfToken(***)",
             DeviceCookie => "DeviceCookie(***)",
+            ResetToken => "ResetToken(***)",
         }
     }
 

@@ -35,6 +35,7 @@ pub mod grants;
 pub mod keys;
 pub mod last_good_copies;
 pub mod members;
+pub mod password_resets;
 pub mod pending_authorizations;
 pub mod refresh_tokens;
 pub mod revocations;

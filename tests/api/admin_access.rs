@@ -87,6 +87,7 @@ async fn every_action(app: &TestApp, farm: &Farm) -> Vec<(String, Vec<(&'static 
             format!("/admin/members/{worker}"),
             text(&[("action", "sign_out_everywhere")]),
         ),
+        (format!("/admin/members/{worker}/password-reset"), text(&[])),
         ("/admin/houses".to_owned(), text(&[("name", "East")])),
         (
             format!("/admin/houses/{house}"),
@@ -192,6 +193,8 @@ async fn every_admin_action_needs_the_owner_and_the_csrf_token(engine: Engine) {
     )
     .await;
     app.assert_count("select count(*) from memberships where role = 'viewer'", 1)
+        .await;
+    app.assert_count("select count(*) from password_resets", 0)
         .await;
     app.assert_count(
         "select count(*) from houses where name in ('East', 'Renamed')",

@@ -82,6 +82,11 @@ async fn assert_throttled(response: reqwest::Response) {
         )),
         "{body}"
     );
+    // And who can help a person who has forgotten their password.
+    assert!(
+        body.contains("owner can give you a link to choose a new one."),
+        "{body}"
+    );
     assert!(
         form_value(&body, "csrf").is_some(),
         "the form is shown again"

@@ -58,6 +58,8 @@ fn action_words(action: &str) -> &str {
         "member_signed_out_everywhere" => "signed the member out everywhere",
         "member_must_change_password" => "required a password change",
         "member_role_changed" => "changed the role",
+        "member_password_reset_link" => "made a password reset link",
+        "password_reset_link" => "made a password reset link",
         "house_added" => "added a house",
         "house_renamed" => "renamed a house",
         "flock_added" => "added a flock",

@@ -8,7 +8,7 @@
 //! | page | file |
 //! |---|---|
 //! | `/admin` and `/account/apps`: connected apps, Disconnect, the farm's switch | [`apps`] |
-//! | `/admin/members` | [`members`] |
+//! | `/admin/members` | [`members`]; a member's password reset link: [`reset`] |
 //! | `/admin/automations` | [`automations`] |
 //! | `/admin/farm`: houses and flocks | [`farm`] |
 //! | `/admin/audit` | [`audit`] |
@@ -26,6 +26,7 @@ pub mod flocks;
 pub mod home;
 pub mod members;
 pub mod password;
+pub mod reset;
 pub mod words;
 
 use time::OffsetDateTime;

@@ -1,14 +1,18 @@
 //! `coop admin user`: add a member to a farm (with a generated password,
-//! or one read from standard input), and the switches on a person:
-//! disable, enable, sign out everywhere, require a password change.
+//! or one read from standard input), the switches on a person: disable,
+//! enable, sign out everywhere, require a password change; and their
+//! password: a one-time reset link, printed, or a new password read from
+//! standard input.
 
-use std::io::Read;
+use std::io::{BufRead, Read};
 
 use clap::Subcommand;
 use time::OffsetDateTime;
 
-use crate::admin::{self, AdminError, UserChange, UserInput};
+use crate::admin::{self, AdminError, UserChange, UserInput, passwords};
+use crate::config::{self, Issuer};
 use crate::identity::Passwords;
+use crate::identity::reset::LIFETIME;
 use crate::secrets::Password;
 use crate::storage::Store;
 
@@ -44,6 +48,29 @@ pub(crate) enum UserCommand {
     RequirePasswordChange {
         email: String,
     },
+    /// Print a one-time link with which the user chooses a new password
+    /// (valid 24 hours; their older links stop working).
+    PasswordReset {
+        email: String,
+        /// Only if the user is a member of this farm.
+        #[arg(long)]
+        farm: Option<String>,
+        /// The public origin the link starts with, as `coop serve` has it.
+        #[arg(long, env = "COOP_ISSUER")]
+        issuer: Option<String>,
+        /// Without --issuer, the link starts with http:// and this address,
+        /// as `coop serve`'s issuer does.
+        #[arg(long, env = "COOP_BIND", default_value = "127.0.0.1:8080")]
+        bind: String,
+    },
+    /// Set the user's password to the first line of standard input; every
+    /// session and app token of theirs stops.
+    SetPassword {
+        email: String,
+        /// Read the password from standard input (the only way to give it).
+        #[arg(long)]
+        password_stdin: bool,
+    },
 }
 
 pub(crate) async fn run(
@@ -78,6 +105,42 @@ pub(crate) async fn run(
             }
             return Ok(());
         }
+        UserCommand::PasswordReset {
+            email,
+            farm,
+            issuer,
+            bind,
+        } => {
+            let issuer = link_origin(issuer.as_deref(), &bind)?;
+            let link = passwords::reset_link(store, &email, farm.as_deref(), now).await?;
+            println!("reset_link: {}", link.url(&issuer));
+            println!(
+                "expires_at: {}",
+                admin::rfc3339_or_never(Some(link.expires_at.unix_timestamp()))
+            );
+            eprintln!(
+                "Give the link to {email} only: it lets whoever opens it choose their password, once, within {} hours. Coop keeps only its hash.",
+                LIFETIME.whole_hours()
+            );
+            return Ok(());
+        }
+        UserCommand::SetPassword {
+            email,
+            password_stdin,
+        } => {
+            // Never an argument: `ps` and shell histories would show it.
+            if !password_stdin {
+                return Err(AdminError::Refused(
+                    "--password-stdin is required: the password is read from standard input"
+                        .to_owned(),
+                ));
+            }
+            let password = read_password_line()?;
+            let passwords = Passwords::new(1)?;
+            passwords::set_password(store, &passwords, &email, &password, now).await?;
+            println!("{email}: password set; signed out everywhere");
+            return Ok(());
+        }
         UserCommand::Disable { email } => (email, UserChange::Disable, "disabled"),
         UserCommand::Enable { email } => (email, UserChange::Enable, "enabled"),
         UserCommand::SignOutEverywhere { email } => (
@@ -94,6 +157,34 @@ pub(crate) async fn run(
     admin::change_user(store, &email, change, now).await?;
     println!("{email}: {done}");
     Ok(())
+}
+
+/// The origin a printed link starts with: `--issuer` as `coop serve` reads
+/// it, or else, as `coop serve` derives it, `http://` and `--bind`.
+fn link_origin(issuer: Option<&str>, bind: &str) -> Result<Issuer, AdminError> {
+    let refuse = |e: config::ConfigError| AdminError::Refused(e.to_string());
+    if let Some(issuer) = issuer {
+        return Issuer::parse(issuer)
+            .map_err(config::ConfigError::from)
+            .map_err(refuse);
+    }
+    let bound = config::parse_bind(bind).map_err(refuse)?;
+    if bound.port() == 0 || bound.ip().is_unspecified() {
+        return Err(AdminError::Refused(format!(
+            "{}: needed to print the link (the server's address {bound} is not one a browser can open)",
+            config::ISSUER_SETTING
+        )));
+    }
+    Ok(Issuer::from_bound_address(bound))
+}
+
+/// The first line of standard input, without its line ending.
+fn read_password_line() -> Result<Password, AdminError> {
+    let mut line = String::new();
+    std::io::stdin().lock().read_line(&mut line).map_err(|e| {
+        AdminError::Refused(format!("cannot read the password from standard input: {e}"))
+    })?;
+    Ok(Password::new(line.trim_end_matches(['\n', '\r'])))
 }
 
 fn read_password_from_stdin() -> Result<Password, AdminError> {

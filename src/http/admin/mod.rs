@@ -3,7 +3,7 @@
 //! | page | file |
 //! |---|---|
 //! | `/admin`: every active grant on the farm, Disconnect, the connected-apps switch | [`apps`] |
-//! | `/admin/members`: role, flock restriction, sign out everywhere, require a password change, disable/enable | [`members`] |
+//! | `/admin/members`: role, flock restriction, sign out everywhere, require a password change, a password reset link, disable/enable | [`members`] |
 //! | `/admin/automations`: machine clients (client credentials): add, disable/enable, delete | [`automations`] |
 //! | `/admin/farm`: houses and flocks: add, rename, mark a flock depleted | [`records`] |
 //! | `/admin/audit`: the audit log, newest first, paged and filtered | [`audit`] |
@@ -55,6 +55,10 @@ pub fn router() -> Router<AppState> {
         )
         .route("/admin/members", get(members::show))
         .route("/admin/members/{user}", post(members::change))
+        .route(
+            "/admin/members/{user}/password-reset",
+            post(members::reset_link),
+        )
         .route(
             "/admin/automations",
             get(automations::show).post(automations::add),

@@ -39,6 +39,10 @@ struct LoginPage<'a> {
 const REFUSED: &str = "That email and password do not match, or the account is disabled. \
      If you cannot sign in, your farm's owner can help.";
 
+/// Who can help a person locked out by their own failed sign-ins.
+const FORGOTTEN: &str = "If you have forgotten your password, your farm's owner can give you \
+     a link to choose a new one.";
+
 #[derive(Deserialize)]
 pub struct LoginQuery {
     return_to: Option<String>,
@@ -112,7 +116,7 @@ pub async fn submit(
             let mut response = refuse(
                 StatusCode::TOO_MANY_REQUESTS,
                 &format!(
-                    "Too many failed sign-ins. Try again in {}.",
+                    "Too many failed sign-ins. Try again in {}. {FORGOTTEN}",
                     wait_in_words(wait)
                 ),
             );

@@ -1,5 +1,5 @@
-//! Browser pages: sign-in, sign-out, the start page, password change and
-//! the person's connected apps.
+//! Browser pages: sign-in, sign-out, the start page, password change, a
+//! password reset link's page, and the person's connected apps.
 //!
 //! Every page route sits behind the session layer and [`same_origin_posts`]:
 //! a state-changing request whose `Origin` is present and not the issuer's is
@@ -7,12 +7,14 @@
 //! session's CSRF token.
 //!
 //! What the account pages load and decide is [`crate::admin::pages`]'s;
-//! sign-in is [`crate::identity::SignIn`]'s.
+//! sign-in is [`crate::identity::SignIn`]'s, and reset links
+//! [`crate::identity::reset`]'s.
 
 mod account;
 pub mod apps;
 mod home;
 mod login;
+mod reset;
 pub mod view;
 
 use axum::Router;
@@ -35,6 +37,10 @@ pub fn router() -> Router<AppState> {
         .route(
             "/account/apps/{grant}/disconnect",
             get(apps::confirm).post(apps::disconnect),
+        )
+        .route(
+            crate::identity::reset::PATH,
+            get(reset::show).post(reset::choose),
         )
         .route(
             super::session::CHANGE_PASSWORD_PATH,
