@@ -1,7 +1,8 @@
 //! What a real `coop serve` logs at debug level while a client goes through
-//! the whole authorization flow: never a code, a PKCE verifier, an access
-//! or refresh token, or a client secret (threat 27), also when they are
-//! refused.
+//! the whole authorization flow, and a person through a password reset
+//! link: never a code, a PKCE verifier, an access or refresh token, a
+//! client secret, a reset link's token or a password (threat 27), also
+//! when they are refused.
 
 use std::sync::Arc;
 
@@ -112,6 +113,39 @@ async fn no_token_code_or_secret_reaches_the_logs_even_at_debug_level() {
     );
     assert_eq!(revoke(second_refresh.clone()).await.unwrap().status(), 200);
 
+    // A password reset link, opened and used (the token in the query, then
+    // in the form), and the new password.
+    let (code, out, err) = app
+        .cli(&[
+            "admin",
+            "user",
+            "password-reset",
+            email,
+            "--issuer",
+            &issuer,
+        ])
+        .await;
+    assert_eq!(code, 0, "{err}");
+    let link = crate::helpers::app::printed(&out, "reset_link").unwrap();
+    let path = link.strip_prefix(&issuer).unwrap().to_owned();
+    let reset_token = path.trim_start_matches("/password-reset?token=").to_owned();
+    let stranger = Browser::new(&app);
+    let page = stranger.text(&path).await;
+    let csrf = crate::helpers::form_value(&page, "csrf").unwrap();
+    let new_password = "the password chosen with the link";
+    let chosen = stranger
+        .submit(
+            "/password-reset",
+            &[
+                ("csrf", csrf.as_str()),
+                ("token", reset_token.as_str()),
+                ("new_password", new_password),
+                ("confirm_password", new_password),
+            ],
+        )
+        .await;
+    assert_eq!(chosen.status(), 200);
+
     let (status, logs) = server.terminate().await;
     assert!(status.success());
 
@@ -134,6 +168,8 @@ async fn no_token_code_or_secret_reaches_the_logs_even_at_debug_level() {
         ("the client secret", secret.as_str()),
         ("a wrong client secret", wrong_secret.as_str()),
         ("the password", password),
+        ("the reset link's token", reset_token.as_str()),
+        ("the password chosen with it", new_password),
     ] {
         assert!(!logs.contains(secret), "{what} was logged");
     }
