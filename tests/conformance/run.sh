@@ -28,9 +28,19 @@ export PATH="$NODE_BIN:$PATH"
 suite() {
   local dir="$CACHE/conformance-$1"
   if [[ ! -x "$dir/node_modules/.bin/conformance" ]]; then
-    mkdir -p "$dir"
-    npm install --prefix "$dir" --no-audit --no-fund --silent \
+    # Installed beside the cache and renamed into place, so two runs that
+    # start together never see (or leave) a half-installed suite.
+    local staging
+    mkdir -p "$CACHE"
+    staging="$(mktemp -d "$CACHE/.conformance-$1.XXXXXX")"
+    npm install --prefix "$staging" --no-audit --no-fund --silent \
       "@modelcontextprotocol/conformance@$1" >&2
+    if [[ -x "$dir/node_modules/.bin/conformance" ]]; then
+      rm -rf "$staging"   # another run finished first: use its copy
+    else
+      rm -rf "$dir"       # an interrupted install of an earlier version of this script
+      mv -T "$staging" "$dir"
+    fi
   fi
   echo "$dir/node_modules/.bin"
 }
