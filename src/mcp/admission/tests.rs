@@ -53,23 +53,7 @@ impl Server {
             .await
             .unwrap();
         let issuer = Issuer::parse(ISSUER).unwrap();
-        let (token, _) = access_token::mint(
-            &keys,
-            &NewAccessToken {
-                issuer: issuer.as_str(),
-                audience: &issuer.mcp_resource(),
-                user: UserId::new(),
-                client_id: "client-1",
-                scope: &ScopeSet::all(),
-                grant: GrantId::new(),
-                epoch: 1,
-                lifetime: time::Duration::minutes(15),
-                jkt: None,
-            },
-            NOW,
-        )
-        .await
-        .unwrap();
+        let token = mint(&keys, &issuer, None).await;
         let dpop = dpop::Policy::new(
             dpop::NonceKey::new(MacKey::derive(b"k", "dpop nonce")),
             false,
@@ -80,7 +64,7 @@ impl Server {
             keys,
             dpop,
             db,
-            token: format!("Bearer {}", token.expose()),
+            token: format!("Bearer {token}"),
         }
     }
 
@@ -116,6 +100,24 @@ impl Server {
             Ok(_) => panic!("admitted"),
         }
     }
+}
+
+/// A token Coop signed for a grant the store does not hold, bound to
+/// `jkt` if given.
+async fn mint(keys: &Keys, issuer: &Issuer, jkt: Option<&str>) -> String {
+    let new = NewAccessToken {
+        issuer: issuer.as_str(),
+        audience: &issuer.mcp_resource(),
+        user: UserId::new(),
+        client_id: "client-1",
+        scope: &ScopeSet::all(),
+        grant: GrantId::new(),
+        epoch: 1,
+        lifetime: time::Duration::minutes(15),
+        jkt,
+    };
+    let (token, _) = access_token::mint(keys, &new, NOW).await.unwrap();
+    token.expose().to_owned()
 }
 
 type Body = stream::Iter<std::vec::IntoIter<Result<Vec<u8>, String>>>;
@@ -222,6 +224,42 @@ async fn the_body_is_read_before_the_store_and_the_store_asked_before_the_messag
     // A body past the cap is refused before the store is asked.
     let refusal = server.refusal(&inputs, open, oversized()).await;
     assert!(matches!(refusal, Refusal::BodyTooLarge), "{refusal:?}");
+}
+
+/// A DPoP proof is spent in the store only once the body is in: refused
+/// for its body, the same proof is still good for a request that has one.
+#[tokio::test]
+async fn the_proof_is_spent_only_once_the_body_is_in() {
+    use crate::oauth::dpop::testing::{ProofKey, proof};
+    let server = Server::new().await;
+    let open = budgets(&OPEN, &OPEN);
+    let key = ProofKey::es256();
+    let token = mint(&server.keys, &server.issuer, Some(&key.thumbprint())).await;
+    let claims = json!({
+        "jti": "once", "htm": "POST", "htu": format!("{ISSUER}/mcp"),
+        "iat": NOW.unix_timestamp(), "ath": dpop::token_hash(&token),
+    });
+    let proof = proof(&key, &claims);
+    let authorization = format!("DPoP {token}");
+    let mut inputs = server.inputs();
+    inputs.authorization = Some(&authorization);
+    inputs.proofs = vec![&proof];
+    let refusal = server.refusal(&inputs, open, oversized()).await;
+    assert!(matches!(refusal, Refusal::BodyTooLarge), "{refusal:?}");
+    // Not a replay: the grant is what is refused.
+    let refusal = server.refusal(&inputs, open, body(b"{}")).await;
+    let unknown = bearer::Refusal::InvalidToken(InvalidToken::UnknownGrant);
+    assert!(
+        matches!(&refusal, Refusal::Token { refusal, scheme: Scheme::Dpop } if *refusal == unknown),
+        "{refusal:?}"
+    );
+    // Spent now.
+    let refusal = server.refusal(&inputs, open, body(b"{}")).await;
+    let replayed = bearer::Refusal::InvalidDpopProof(dpop::ProofError::Replayed);
+    assert!(
+        matches!(&refusal, Refusal::Token { refusal, scheme: Scheme::Dpop } if *refusal == replayed),
+        "{refusal:?}"
+    );
 }
 
 #[tokio::test]
