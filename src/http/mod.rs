@@ -14,7 +14,7 @@
 //! |---|---|---|---|
 //! | a person's browser (pages, forms, the authorization endpoint before its redirect URI is trusted) | [`error::PageError`] | [`error`] | an HTML page in plain words; 503 with `Retry-After` when the store is out of reach |
 //! | an OAuth client (`/token`, `/revoke`, `/register`, `/introspect`; `/authorize` once its redirect URI is trusted) | [`crate::oauth::error::OAuthError`] | [`oauth::error`] | RFC 6749 §5.2 JSON with `no-store`, or the refusal redirect with `error`, `state` and `iss` |
-//! | an MCP client (`/mcp`) | the refusals of [`crate::mcp::bearer`] and [`crate::mcp::wire`] | [`mcp::error`] | 401/403 with the `Bearer` (and `DPoP`) challenges, JSON-RPC error bodies, 503 with `Retry-After` |
+//! | an MCP client (`/mcp`) | the refusals of [`crate::mcp::admission`] (the bearer check's and the wire's among them) | [`mcp::error`] | 401/403 with the `Bearer` (and `DPoP`) challenges, JSON-RPC error bodies, 503 with `Retry-After` |
 //!
 //! Handlers never build an error answer themselves: they return one of
 //! these types (or call the place's functions), and the place logs the

@@ -32,7 +32,8 @@ use axum::response::{IntoResponse, Response};
 use serde_json::{Value, json};
 
 use crate::domain::Issuer;
-use crate::domain::{Scope, ScopeSet};
+use crate::domain::ScopeSet;
+use crate::mcp::admission::{self, MAX_BODY, Spent};
 use crate::mcp::bearer::{InvalidToken, Refusal, Scheme};
 use crate::mcp::resource_metadata;
 use crate::mcp::wire::{self, WireRefusal, code};
@@ -58,6 +59,25 @@ fn dpop_challenge(issuer: &Issuer, error: &str, scopes: Option<&ScopeSet>) -> St
         crate::oauth::dpop::algs(),
         resource_metadata::url(issuer)
     )
+}
+
+/// An admission refusal as its response.
+pub fn admission_refusal(issuer: &Issuer, refusal: admission::Refusal) -> Response {
+    match refusal {
+        admission::Refusal::ForeignHost => forbidden_origin("Host"),
+        admission::Refusal::ForeignOrigin => forbidden_origin("Origin"),
+        admission::Refusal::BodyTooLarge => body_too_large(MAX_BODY),
+        admission::Refusal::Token { refusal, scheme } => refusal_to(issuer, &refusal, scheme),
+        admission::Refusal::RateLimited { wait, spent } => rate_limited(
+            wait,
+            match spent {
+                Spent::App => "this app",
+                Spent::Account => "this account",
+            },
+        ),
+        admission::Refusal::Wire(refusal) => wire_refusal(&refusal),
+        admission::Refusal::Store { error, id } => store_failure(id, &error),
+    }
 }
 
 /// A refusal of a request whose token came with `scheme`, as its response.
@@ -155,11 +175,6 @@ fn with_challenges<const N: usize>(mut response: Response, challenges: [String; 
     response
 }
 
-/// A bearer refusal as its response.
-pub fn refusal(issuer: &Issuer, refusal: &Refusal) -> Response {
-    refusal_to(issuer, refusal, Scheme::Bearer)
-}
-
 fn bearer_refusal(issuer: &Issuer, refusal: &Refusal) -> Response {
     let metadata = resource_metadata::url(issuer);
     let (status, challenge, error, description) = match refusal {
@@ -199,16 +214,6 @@ fn bearer_refusal(issuer: &Issuer, refusal: &Refusal) -> Response {
         }
     };
     with_challenges(body(status, error, description), [challenge])
-}
-
-/// Step-up: the role allows the tool, the token (presented with `scheme`)
-/// lacks `scope`.
-pub fn step_up(issuer: &Issuer, scope: Scope, scheme: Scheme) -> Response {
-    refusal_to(
-        issuer,
-        &Refusal::InsufficientScope(ScopeSet::from_scopes([scope])),
-        scheme,
-    )
 }
 
 fn jsonrpc(status: StatusCode, body: Value) -> Response {
@@ -280,6 +285,19 @@ pub fn not_a_message(id: Value) -> Response {
             None,
         ),
     )
+}
+
+/// rmcp's answer to an admitted request (`id`): 503 when the store was
+/// out of reach during the call (`outage`, its cause), 400 -32600 for a
+/// 415 to a JSON body (rmcp could not read the message), else as it is.
+pub fn after_rmcp(response: Response, outage: Option<String>, id: Value, json: bool) -> Response {
+    if let Some(cause) = outage {
+        return unavailable(id, &cause);
+    }
+    if response.status() == StatusCode::UNSUPPORTED_MEDIA_TYPE && json {
+        return not_a_message(id);
+    }
+    response
 }
 
 /// 503 with `Retry-After` and a JSON-RPC error: the database is out of

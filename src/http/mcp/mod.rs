@@ -3,7 +3,7 @@
 //! | route | file | protocol |
 //! |---|---|---|
 //! | `GET /.well-known/oauth-protected-resource/mcp` and the root form | [`metadata`] | [`crate::mcp::resource_metadata`] |
-//! | `/mcp` (POST; GET and DELETE answer 405) | [`guard`] then rmcp | [`crate::mcp::bearer`], [`crate::mcp::wire`], [`crate::mcp::server`] |
+//! | `/mcp` (POST; GET and DELETE answer 405) | [`guard`] then rmcp | [`crate::mcp::admission`], [`crate::mcp::server`] |
 //!
 //! rmcp's `StreamableHttpService` is configured for Coop (see
 //! docs/mcp.md): stateless (`NeverSessionManager`, no legacy sessions), JSON
@@ -25,11 +25,39 @@ use rmcp::transport::streamable_http_server::session::never::NeverSessionManager
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 
 use crate::domain::Issuer;
+use crate::mcp::admission::{Budgets, MAX_BODY, Resource};
 use crate::mcp::resource_metadata;
 use crate::mcp::server::FarmServer;
 use crate::state::AppState;
-use guard::{Guard, MAX_BODY};
 use rate_limit::Budget;
+
+/// The guard's state: the server's, and the two request budgets.
+#[derive(Clone)]
+pub struct Guard {
+    pub app: AppState,
+    pub per_grant: Budget,
+    pub per_subject: Budget,
+}
+
+impl Guard {
+    /// What the admission consults on the server's side.
+    fn resource(&self) -> Resource<'_> {
+        Resource {
+            issuer: &self.app.issuer,
+            allowed_hosts: &self.app.config.allowed_hosts,
+            keys: &self.app.keys,
+            dpop: &self.app.dpop,
+            store: &self.app.store,
+        }
+    }
+
+    fn budgets(&self) -> Budgets<'_> {
+        Budgets {
+            per_grant: &self.per_grant,
+            per_subject: &self.per_subject,
+        }
+    }
+}
 
 /// The issuer's origin with an explicit port, as rmcp's Origin allow-list
 /// wants it (an entry without a port would match any port).

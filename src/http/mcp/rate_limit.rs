@@ -8,17 +8,24 @@
 //! the signature (so a flood with a valid token costs no database work once
 //! spent), and kept in memory per replica like the other limits.
 
+use std::time::Duration;
+
 use uuid::Uuid;
 
 use crate::http::rate_limit::KeyedLimit;
+use crate::mcp::admission;
 
 /// One budget, keyed by a grant or a subject id.
 pub type Budget = KeyedLimit<Uuid>;
 
+impl admission::Budget for Budget {
+    fn spend(&self, key: Uuid) -> Result<(), Duration> {
+        self.check(key)
+    }
+}
+
 #[cfg(test)]
 mod tests {
-    use std::time::Duration;
-
     use super::*;
 
     #[test]
