@@ -27,19 +27,29 @@
 //! chooser to show). `max_age` is a count of seconds. What they make Coop
 //! do is decided in [`crate::oauth::consent`].
 //!
-//! Client resolution (store, metadata document) is asynchronous and lives in
-//! [`crate::oauth::clients`]; [`check_client`] judges its answer, so the
-//! order above is the order the HTTP handler calls these functions in.
+//! [`begin`] runs them in this order and says what comes next
+//! ([`Outcome`]): a page, a redirect back to the client, signing in first
+//! (or `login_required` for `prompt=none`), or the consent step of
+//! [`crate::oauth::consent`] for the person signed in. Client resolution
+//! (store, metadata document) lives in [`crate::oauth::clients`];
+//! [`check_client`] judges its answer, and a document client is recorded
+//! in the store once a person is signed in. The HTTP handler renders the
+//! outcome and decides nothing.
 
 use serde::{Deserialize, Serialize};
 
+use time::OffsetDateTime;
+
 use crate::domain::Issuer;
 use crate::domain::ScopeSet;
+use crate::oauth::cimd::{CimdRequest, Throttle};
 use crate::oauth::client::Client;
+use crate::oauth::clients::{self, ClientLookupError};
 use crate::oauth::params::Params;
 use crate::oauth::pkce::CodeChallenge;
 use crate::oauth::resource::{self, Resource};
 use crate::oauth::scopes;
+use crate::storage::{Store, StoreError};
 
 /// The query of an authorization request.
 pub type AuthorizeParams = Params;
@@ -318,6 +328,120 @@ pub fn check_after_redirect(
     })
 }
 
+/// What [`begin`] found the request to need next.
+#[derive(Debug)]
+pub enum Outcome<P> {
+    /// Refused with a page, never a redirect: no redirect URI is trusted
+    /// yet.
+    Page(PageRefusal),
+    /// The client names a metadata document that may not be fetched now
+    /// (threat 33).
+    DocumentNotFetched(Throttle),
+    /// Refused back to the client's (checked) redirect URI, with `state`
+    /// when it can be echoed.
+    Refused {
+        redirect_uri: String,
+        refusal: RedirectRefusal,
+        state: Option<String>,
+    },
+    /// No one is signed in: sign in, then come back with this query
+    /// ([`after_sign_in`]'s, when the request asked for a fresh sign-in).
+    SignIn { query: String },
+    /// A checked request from a known client, and the person signed in,
+    /// for [`crate::oauth::consent::proceed`].
+    Consent {
+        person: P,
+        client: Client,
+        request: AuthorizationRequest,
+    },
+}
+
+/// The authorization request `query` (its raw query string), from `person`
+/// if someone is signed in: steps 1 to 8 in their order, then signing in
+/// or consent. The store failing is an error, never an outcome.
+pub async fn begin<P>(
+    store: &Store,
+    cimd: &CimdRequest<'_>,
+    issuer: &Issuer,
+    query: &str,
+    person: Option<P>,
+    now: OffsetDateTime,
+) -> Result<Outcome<P>, StoreError> {
+    let params = AuthorizeParams::parse(query.as_bytes());
+    let client_id = match client_id(&params) {
+        Ok(id) => id,
+        Err(refusal) => return Ok(Outcome::Page(refusal)),
+    };
+    let found = match clients::resolve(store, cimd, client_id, now).await {
+        Ok(found) => found,
+        Err(ClientLookupError::Document(why)) => {
+            return Ok(Outcome::Page(PageRefusal::ClientDocument(why)));
+        }
+        Err(ClientLookupError::Throttled(throttle)) => {
+            return Ok(Outcome::DocumentNotFetched(throttle));
+        }
+        Err(ClientLookupError::Store(err)) => return Err(err),
+    };
+    let document = found.as_ref().and_then(|f| f.document.clone());
+    let checked = check_client(found.map(|f| f.client))
+        .and_then(|client| check_redirect_uri(&params, &client).map(|uri| (client, uri)));
+    let (client, redirect_uri) = match checked {
+        Ok(checked) => checked,
+        Err(refusal) => return Ok(Outcome::Page(refusal)),
+    };
+    // From here on, every refusal goes back to the client.
+    let refused = |refusal, state| Outcome::Refused {
+        redirect_uri: redirect_uri.clone(),
+        refusal,
+        state,
+    };
+    let client_state = match state(&params) {
+        Ok(s) => s,
+        Err(refusal) => return Ok(refused(refusal, None)),
+    };
+    let checked = check_after_redirect(
+        &params,
+        issuer,
+        &client,
+        redirect_uri.clone(),
+        client_state.clone(),
+    );
+    let request = match checked {
+        Ok(request) => request,
+        Err(refusal) => return Ok(refused(refusal, client_state)),
+    };
+    let Some(person) = person else {
+        if let Some(refusal) = signed_out(&request) {
+            return Ok(refused(refusal, client_state));
+        }
+        let query = if request.prompt.login || request.max_age.is_some() {
+            after_sign_in(&params)
+        } else {
+            query.to_owned()
+        };
+        return Ok(Outcome::SignIn { query });
+    };
+    // The copy of a document client that the consent page names and the
+    // grant will reference, as of this request.
+    if let Some(document) = &document {
+        clients::record_document(store, document, now).await?;
+    }
+    Ok(Outcome::Consent {
+        person,
+        client,
+        request,
+    })
+}
+
+/// For a signed-out person: `Some` error for the client when the request
+/// forbids showing the sign-in page (`prompt=none`).
+fn signed_out(request: &AuthorizationRequest) -> Option<RedirectRefusal> {
+    request
+        .prompt
+        .none
+        .then(|| RedirectRefusal::new("login_required", "the person is not signed in"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -351,6 +475,101 @@ mod tests {
             "client_id=c1&redirect_uri=https%3A%2F%2Fapp.example%2Fcb&response_type=code\
              &code_challenge={CHALLENGE}&code_challenge_method=S256&state=xyz"
         )
+    }
+
+    /// `begin` against a registered client: each query fails two steps
+    /// (or one, and the person is signed out), and the earlier answers.
+    #[tokio::test]
+    async fn begin_answers_at_the_first_failing_step_then_signs_in_or_consents() {
+        use crate::config::CimdTestSettings;
+        use crate::oauth::cimd::CimdFetcher;
+        use crate::oauth::registration::{self, PreregisteredAuth, Preregistration};
+        use std::net::Ipv4Addr;
+
+        let now = time::macros::datetime!(2026-03-10 12:00 UTC);
+        let db = crate::testing::TestStore::sqlite().await;
+        let public = Preregistration {
+            auth: PreregisteredAuth::Public,
+            introspection: false,
+        };
+        let uris = ["https://app.example/cb".to_owned()];
+        let id = registration::register_preregistered(&db.store, "App", &uris, &public, now)
+            .await
+            .unwrap()
+            .client_id;
+        let fetcher = CimdFetcher::new(CimdTestSettings::default()).unwrap();
+        let cimd = fetcher.for_peer(Ipv4Addr::LOCALHOST.into());
+        let issuer = issuer();
+        let run = async |query: &str, person: Option<&'static str>| {
+            begin(&db.store, &cimd, &issuer, query, person, now)
+                .await
+                .unwrap()
+        };
+        let good = good().replace("client_id=c1", &format!("client_id={id}"));
+        let token = good.replace("response_type=code", "response_type=token");
+        let page = |outcome| match outcome {
+            Outcome::Page(refusal) => refusal,
+            other => panic!("{other:?}"),
+        };
+        let refused = |outcome| match outcome {
+            Outcome::Refused {
+                redirect_uri,
+                refusal,
+                state,
+            } => {
+                assert_eq!(redirect_uri, "https://app.example/cb");
+                (refusal.error, refusal.description, state)
+            }
+            other => panic!("{other:?}"),
+        };
+
+        let no_client = token.replace(&format!("client_id={id}"), "");
+        assert_eq!(
+            page(run(&no_client, None).await),
+            PageRefusal::MissingClientId
+        );
+        let unknown = token.replace(&format!("client_id={id}"), "client_id=unknown");
+        assert_eq!(page(run(&unknown, None).await), PageRefusal::UnknownClient);
+        let elsewhere = token.replace("app.example", "evil.example");
+        assert_eq!(
+            page(run(&elsewhere, None).await),
+            PageRefusal::RedirectUriMismatch
+        );
+        // A state that cannot be echoed is not.
+        let (error, description, state) = refused(run(&format!("{token}&state=b"), None).await);
+        assert_eq!((error, state), ("invalid_request", None));
+        assert_eq!(description, "state is repeated");
+        // The request's own faults come before anything about the person.
+        let (error, _, state) = refused(run(&format!("{token}&prompt=none"), None).await);
+        assert_eq!(error, "unsupported_response_type");
+        assert_eq!(state.as_deref(), Some("xyz"));
+        let (error, _, state) = refused(run(&format!("{good}&prompt=none"), None).await);
+        assert_eq!((error, state.as_deref()), ("login_required", Some("xyz")));
+
+        let fresh = format!("{good}&prompt=login&max_age=0");
+        match run(&fresh, None).await {
+            Outcome::SignIn { query } => assert_eq!(query, after_sign_in(&params(&fresh))),
+            other => panic!("{other:?}"),
+        }
+        match run(&good, None).await {
+            Outcome::SignIn { query } => assert_eq!(query, good),
+            other => panic!("{other:?}"),
+        }
+        match run(&good, Some("someone")).await {
+            Outcome::Consent {
+                person,
+                client,
+                request,
+            } => {
+                assert_eq!(
+                    (person, client.client_id.as_str()),
+                    ("someone", id.as_str())
+                );
+                assert_eq!(request.state.as_deref(), Some("xyz"));
+                assert_eq!(request.redirect_uri, "https://app.example/cb");
+            }
+            other => panic!("{other:?}"),
+        }
     }
 
     #[test]

@@ -26,7 +26,7 @@
 //!    marked as allowed before.
 //!
 //! A signed-out person signs in first, or gets [`login_required`]
-//! ([`signed_out`]). The consent form's answer runs 1–3 and 6 again
+//! ([`crate::oauth::authorize::begin`]). The consent form's answer runs 1–3 and 6 again
 //! ([`may_answer`]): the farm may have been suspended, or the sign-in grown
 //! old, while the screen was open.
 //!
@@ -169,15 +169,6 @@ pub fn may_answer(s: &Situation<'_>) -> Result<(), NextStep> {
         return Err(NextStep::ConfirmPassword(Reauthenticate::StepUp));
     }
     Ok(())
-}
-
-/// For a signed-out person: `Some` error for the client when the request
-/// forbids showing the sign-in page (`prompt=none`).
-pub fn signed_out(request: &AuthorizationRequest) -> Option<RedirectRefusal> {
-    request
-        .prompt
-        .none
-        .then(|| RedirectRefusal::new("login_required", "the person is not signed in"))
 }
 
 /// Steps 1–3.
@@ -493,8 +484,6 @@ mod tests {
         let mut s = approved(&r, &g);
         s.password_entered_at = NOW - 11;
         assert_eq!(error_of(next_step(&s)), "login_required");
-        assert_eq!(signed_out(&r).map(|e| e.error), Some("login_required"));
-        assert_eq!(signed_out(&request("farm:read")), None);
     }
 
     #[test]

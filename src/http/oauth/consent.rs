@@ -195,8 +195,8 @@ async fn render_next(user: &SignedIn, next: Next) -> Result<Response, PageError>
     }
 }
 
-/// Sends a signed-out person to sign in, then back here.
-fn sign_in_first(return_to: &str) -> Response {
+/// Sends a signed-out person to sign in, then back to `return_to`.
+pub(super) fn sign_in_first(return_to: &str) -> Response {
     let login = format!(
         "/login?{}",
         serde_urlencoded::to_string([("return_to", return_to)]).unwrap_or_default()
