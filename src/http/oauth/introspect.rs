@@ -4,7 +4,8 @@
 //! The caller authenticates as at `/token` and must be a confidential
 //! client registered for introspection; anyone else is 401
 //! `invalid_client`. The answer is 200 JSON, `{"active": false}` for any
-//! token that `/mcp` would refuse now (see [`crate::mcp::introspection`]).
+//! token that `/mcp` would refuse now ([`crate::oauth::introspection`] asks
+//! [`crate::mcp::introspection`] about access tokens).
 //! `Cache-Control: no-store`; rate limited per network ([`super::rate_limit`]).
 
 use axum::Json;
@@ -13,9 +14,9 @@ use axum::response::{IntoResponse, Response};
 
 use super::client_credentials::ClientRequest;
 use super::error::no_store;
-use crate::mcp::introspection::{self, Introspector};
+use crate::mcp::introspection::Introspector;
 use crate::oauth::error::OAuthError;
-use crate::oauth::introspection::require_introspector;
+use crate::oauth::introspection::{self, require_introspector};
 use crate::oauth::presented_token::TokenParams;
 use crate::state::AppState;
 
@@ -31,12 +32,13 @@ pub async fn introspect(
     } = request;
     require_introspector(&state.store, &caller, presented.basic).await?;
     let token = TokenParams::parse(&form)?;
-    let ctx = Introspector {
+    let access_tokens = Introspector {
         store: &state.store,
         keys: &state.keys,
         issuer: &state.issuer,
     };
-    let answer = introspection::introspect(&ctx, &caller, &token, now).await?;
+    let answer =
+        introspection::introspect(&state.store, &access_tokens, &caller, &token, now).await?;
     tracing::info!(client_id = %caller.client_id, active = answer.active, "introspection request");
     let mut response = Json(answer).into_response();
     no_store(response.headers_mut());
