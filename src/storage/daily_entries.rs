@@ -21,7 +21,7 @@ use uuid::Uuid;
 use super::audit::{self, AuditEvent};
 use super::farm_query::FarmQuery;
 use super::flocks::FlockKey;
-use super::{Exec, Sql, Store, StoreError, StoreResult, Tx};
+use super::{Exec, Sql, Store, StoreError, Tx};
 use crate::domain::FlockScope;
 use crate::domain::{
     AutomationId, FarmId, FlockId, HeadCount, HouseId, Name, Page, PageSize, Period, UserId,
@@ -63,7 +63,7 @@ pub async fn list_page(
     period: Period,
     after: Option<Date>,
     size: PageSize,
-) -> StoreResult<Page<EntryRow>> {
+) -> Result<Page<EntryRow>, StoreError> {
     let mut q = FarmQuery::new(
         farm,
         &format!(
@@ -111,7 +111,7 @@ pub async fn daily_totals(
     scope: &FlockScope,
     flock: Option<FlockId>,
     period: Period,
-) -> StoreResult<Vec<DayTotals>> {
+) -> Result<Vec<DayTotals>, StoreError> {
     let mut q = FarmQuery::new(
         farm,
         "select e.entry_date, count(*) as flocks_recorded,
@@ -165,7 +165,7 @@ pub async fn deaths_page(
     period: Period,
     after: Option<&FlockKey>,
     size: PageSize,
-) -> StoreResult<Page<FlockDeaths>> {
+) -> Result<Page<FlockDeaths>, StoreError> {
     let mut q = FarmQuery::new(
         farm,
         "select p.id, p.name, p.house, p.head_count,
@@ -208,7 +208,7 @@ pub async fn total_deaths(
     scope: &FlockScope,
     flock: Option<FlockId>,
     period: Period,
-) -> StoreResult<i64> {
+) -> Result<i64, StoreError> {
     let mut q = FarmQuery::new(
         farm,
         "select cast(coalesce(sum(e.mortality), 0) as bigint)
@@ -279,7 +279,7 @@ pub async fn record(
     write: &EntryWrite<'_>,
     audit: &AuditEvent<'_>,
     now: OffsetDateTime,
-) -> StoreResult<WriteOutcome> {
+) -> Result<WriteOutcome, StoreError> {
     let select_current = format!(
         "select {ENTRY_COLUMNS}
          from daily_entries e
@@ -404,7 +404,7 @@ async fn current_entry(
     tx: &mut Tx,
     write: &EntryWrite<'_>,
     select_current: &str,
-) -> StoreResult<Option<EntryRow>> {
+) -> Result<Option<EntryRow>, StoreError> {
     Sql::new(select_current)
         .bind(write.farm.0)
         .bind(write.flock.0)

@@ -195,7 +195,7 @@ pub async fn run(
 /// Runs `change` in a transaction of its own and commits it.
 pub async fn in_tx<T>(
     store: &Store,
-    change: impl AsyncFnOnce(&mut crate::storage::Tx) -> crate::storage::StoreResult<T>,
+    change: impl AsyncFnOnce(&mut crate::storage::Tx) -> Result<T, crate::storage::StoreError>,
 ) -> T {
     let mut tx = store.write().await.unwrap();
     let done = change(&mut tx).await.unwrap();
