@@ -24,7 +24,7 @@ use super::flocks::FlockKey;
 use super::{Exec, Sql, Store, StoreError, Tx};
 use crate::domain::FlockScope;
 use crate::domain::{
-    AutomationId, FarmId, FlockId, HeadCount, HouseId, Name, Page, PageSize, Period, UserId,
+    AutomationId, FarmId, FlockId, HeadCount, HouseId, Name, Notes, Page, PageSize, Period, UserId,
 };
 
 crate::record! {
@@ -233,7 +233,7 @@ pub struct EntryWrite<'a> {
     pub mortality: Option<i64>,
     pub feed_used_g: Option<i64>,
     pub water_used_ml: Option<i64>,
-    pub notes: Option<&'a str>,
+    pub notes: Option<&'a Notes>,
     /// `None`: no check. `Some(0)`: only if there is no entry yet.
     /// `Some(n)`: only if the entry is at version `n`.
     pub expected_version: Option<i64>,
@@ -252,7 +252,7 @@ impl EntryWrite<'_> {
             && self
                 .water_used_ml
                 .is_none_or(|v| v == current.water_used_ml)
-            && self.notes.is_none_or(|v| v == current.notes)
+            && self.notes.is_none_or(|v| v.as_str() == current.notes)
     }
 }
 
@@ -337,7 +337,7 @@ pub async fn record(
             .bind(write.mortality.unwrap_or(0))
             .bind(write.feed_used_g.unwrap_or(0))
             .bind(write.water_used_ml.unwrap_or(0))
-            .bind(write.notes.unwrap_or(""))
+            .bind(write.notes.map_or("", Notes::as_str))
             .bind(write.recorded_by.map(|u| u.0))
             .bind(now)
             .bind(write.recorded_by_automation.map(|a| a.0))
@@ -355,7 +355,7 @@ pub async fn record(
                 .bind(write.mortality)
                 .bind(write.feed_used_g)
                 .bind(write.water_used_ml)
-                .bind(write.notes)
+                .bind(write.notes.map(Notes::as_str))
                 .bind(write.recorded_by.map(|u| u.0))
                 .bind(now)
                 .bind(write.recorded_by_automation.map(|a| a.0));
