@@ -154,7 +154,8 @@ async fn next_door_is_on_no_page_of_the_owner(engine: Engine) {
     let (app, owner) = TestApp::with_flocks(engine, "owner").await;
     let next_door = app.next_door().await;
     // Hillside has what next door has: a restricted worker, an automation
-    // limited to a flock, a connected app that wrote an entry.
+    // limited to a flock (named as next door's is), a connected app that
+    // wrote an entry.
     app.add_member(&owner.farm, "w@hillside.example", "worker", Some("Hens A"))
         .await;
     let (code, _, err) = app
@@ -207,6 +208,6 @@ async fn next_door_is_on_no_page_of_the_owner(engine: Engine) {
     let audit = &theirs.iter().find(|(p, _)| *p == "/admin/audit").unwrap().1;
     assert_eq!(
         app_filter(audit),
-        ["Any app", "Quill Assistant", "Quill scale (automation)"]
+        ["Any app", "Quill Assistant", "Barn scale (automation)"]
     );
 }

@@ -24,9 +24,11 @@ pub const EGGS: i64 = 731_905;
 pub const DEATHS: i64 = 482_711;
 const LOT_QUANTITY: i64 = 604_433;
 const STOCK_QUANTITY: i64 = 556_677;
-/// Next door's own names, each with "Quill" in it.
+/// Next door's own names, each with "Quill" in it (but its automation's).
 const UNIQUE_FLOCK: &str = "Clover Quill";
-const AUTOMATION: &str = "Quill scale";
+/// Named like the automation a test farm has, so a name check that
+/// forgot the farm would refuse that farm's.
+const AUTOMATION: &str = "Barn scale";
 const APP: &str = "Quill Assistant";
 const STOCK_NAME: &str = "Quill mash";
 const LOT_CODE: &str = "QUILL-LOT";
@@ -100,6 +102,7 @@ impl TestApp {
             .unwrap()
             .farm_id();
         let flocks = farm_admin::flocks(&mut db, farm).await.unwrap();
+        let houses = farm_admin::houses(&mut db, farm).await.unwrap();
         drop(db);
         let mut tx = store.write().await.unwrap();
         for (n, flock) in flocks.iter().enumerate() {
@@ -130,6 +133,7 @@ impl TestApp {
         tx.commit().await.unwrap();
 
         let mut markers: Vec<String> = flocks.iter().map(|f| f.id.to_string()).collect();
+        markers.extend(houses.iter().map(|h| h.id.to_string()));
         markers.extend([
             slug,
             "next-door.example".to_owned(),
@@ -148,7 +152,7 @@ impl TestApp {
     }
 }
 
-/// Next door's automation "Quill scale", a worker limited to "Clover
+/// Next door's automation "Barn scale", a worker limited to "Clover
 /// Quill"; its client_id.
 async fn automation_add(app: &TestApp, slug: &str) -> String {
     let args = [
@@ -174,9 +178,9 @@ async fn automation_add(app: &TestApp, slug: &str) -> String {
 
 impl NextDoor {
     /// Fails when `body` (a page, a tool's whole JSON-RPC answer) holds any
-    /// of next door's markers: its flocks' ids, its slug, its members'
-    /// email domain, its names ("Quill"), its app's and automation's
-    /// client ids, its figures.
+    /// of next door's markers: its flocks' and houses' ids, its slug, its
+    /// members' email domain, its names ("Quill"), its app's and
+    /// automation's client ids, its figures.
     pub fn assert_absent(&self, what: &str, body: &str) {
         for marker in &self.markers {
             assert!(
