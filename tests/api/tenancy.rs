@@ -194,6 +194,10 @@ async fn next_door_is_on_no_page_of_the_owner(engine: Engine) {
     }
     assert!(page("/admin/members").contains("Hens A"));
     assert!(page("/admin/automations").contains("Hens A"));
+    // The start page counts the owner's own app, not next door's owner's.
+    let (status, home) = app.signed_in(&owner).await.page("/").await;
+    assert_eq!(status, 200);
+    assert!(home.contains("1 app connected"), "{home}");
     // The audit page's app filter is exactly Hillside's app and automation.
     assert_eq!(
         app_filter(page("/admin/audit")),
