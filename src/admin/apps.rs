@@ -9,12 +9,12 @@
 
 use time::OffsetDateTime;
 
-use super::{AdminResult, refused};
+use super::{AdminError, refused};
 use crate::domain::{Email, GrantId, UserId};
 use crate::storage::audit::{self, AuditEvent, AuditKind};
 use crate::storage::connected_apps::{self, AppFilter, ConnectedApp};
 use crate::storage::users::Account;
-use crate::storage::{Store, StoreResult, grants};
+use crate::storage::{Store, StoreError, grants};
 
 /// Who disconnects.
 #[derive(Clone, Copy, Debug)]
@@ -58,7 +58,7 @@ pub async fn disconnect(
     app: &ConnectedApp,
     by: Actor<'_>,
     now: OffsetDateTime,
-) -> StoreResult<bool> {
+) -> Result<bool, StoreError> {
     let mut tx = store.write().await?;
     let ended = grants::revoke(&mut tx, app.grant(), "disconnected", now).await?;
     if ended {
@@ -80,7 +80,7 @@ pub async fn list(
     store: &Store,
     farm_slug: Option<&str>,
     email: Option<&str>,
-) -> AdminResult<Vec<ConnectedApp>> {
+) -> Result<Vec<ConnectedApp>, AdminError> {
     let farm = match farm_slug {
         Some(slug) => Some(super::farm(store, slug).await?.farm_id()),
         None => None,
@@ -99,7 +99,7 @@ pub async fn disconnect_by_id(
     store: &Store,
     raw_id: &str,
     now: OffsetDateTime,
-) -> AdminResult<ConnectedApp> {
+) -> Result<ConnectedApp, AdminError> {
     let id =
         GrantId::parse(raw_id).ok_or_else(|| refused(format!("{raw_id:?} is not a grant id")))?;
     let app = connected_apps::find_active(&mut store.read().await?, id)

@@ -20,7 +20,7 @@
 use time::OffsetDateTime;
 
 use super::apps::Actor;
-use super::{AdminResult, check_name, refused};
+use super::{AdminError, check_name, refused};
 use crate::domain::{Access, AccessError, AutomationId, FarmId, FlockId, Role, Scope, ScopeSet};
 use crate::oauth::cimd::{fetch_url, key_set};
 use crate::oauth::client::disguises_text;
@@ -61,7 +61,7 @@ pub struct Created {
 }
 
 /// The role an automation may have: any but owner.
-pub fn parse_role(raw: &str) -> AdminResult<Role> {
+pub fn parse_role(raw: &str) -> Result<Role, AdminError> {
     let role = Role::parse(raw).map_err(refused)?;
     if role == Role::Owner {
         return Err(refused(
@@ -75,7 +75,7 @@ pub fn parse_role(raw: &str) -> AdminResult<Role> {
 pub const ROLES: [Role; 3] = [Role::Manager, Role::Worker, Role::Viewer];
 
 /// At least one known scope.
-pub fn parse_scopes(raw: &str) -> AdminResult<ScopeSet> {
+pub fn parse_scopes(raw: &str) -> Result<ScopeSet, AdminError> {
     let mut scopes = Vec::new();
     for word in raw
         .split(|c: char| c == ',' || c.is_whitespace())
@@ -101,7 +101,7 @@ pub async fn add(
     input: &AutomationInput<'_>,
     by: Actor<'_>,
     now: OffsetDateTime,
-) -> AdminResult<Created> {
+) -> Result<Created, AdminError> {
     let name = check_name("automation", input.name)?;
     // Pages show the name to the owner and in the audit log: nothing in it
     // may reorder or hide what is around it (threat 37).
@@ -182,7 +182,7 @@ pub async fn set_disabled(
     disabled: bool,
     by: Actor<'_>,
     now: OffsetDateTime,
-) -> AdminResult<AutomationRow> {
+) -> Result<AutomationRow, AdminError> {
     let row = find(store, farm, id).await?;
     let mut tx = store.write().await?;
     if !automations::set_disabled(&mut tx, farm, id, disabled).await? {
@@ -204,7 +204,7 @@ pub async fn delete(
     id: AutomationId,
     by: Actor<'_>,
     now: OffsetDateTime,
-) -> AdminResult<AutomationRow> {
+) -> Result<AutomationRow, AdminError> {
     let row = find(store, farm, id).await?;
     let mut tx = store.write().await?;
     if !automations::delete(&mut tx, farm, id).await? {
@@ -221,7 +221,7 @@ async fn audit_and_commit(
     action: &str,
     by: Actor<'_>,
     now: OffsetDateTime,
-) -> AdminResult<AutomationRow> {
+) -> Result<AutomationRow, AdminError> {
     let detail = serde_json::json!({ "name": row.name });
     record(
         &mut tx,
@@ -238,14 +238,18 @@ async fn audit_and_commit(
 }
 
 /// The automation `id` of `farm`.
-pub async fn find(store: &Store, farm: FarmId, id: AutomationId) -> AdminResult<AutomationRow> {
+pub async fn find(
+    store: &Store,
+    farm: FarmId,
+    id: AutomationId,
+) -> Result<AutomationRow, AdminError> {
     automations::find(&mut store.read().await?, farm, id)
         .await?
         .ok_or_else(|| no_such(id))
 }
 
 /// The farm of the automation a command names (by `client_id` or id).
-pub async fn farm_of(store: &Store, raw: &str) -> AdminResult<(FarmId, AutomationId)> {
+pub async fn farm_of(store: &Store, raw: &str) -> Result<(FarmId, AutomationId), AdminError> {
     let id = AutomationId::from_client_id(raw.trim())
         .or_else(|| AutomationId::parse(raw))
         .ok_or_else(|| refused(format!("{raw:?} is not an automation's client_id")))?;
@@ -268,7 +272,7 @@ async fn record(
     mut detail: serde_json::Value,
     by: Actor<'_>,
     now: OffsetDateTime,
-) -> AdminResult<()> {
+) -> Result<(), AdminError> {
     if let Some(object) = detail.as_object_mut() {
         object.insert("action".into(), action.into());
         object.insert("by".into(), by.describe().into());

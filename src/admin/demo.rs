@@ -24,7 +24,7 @@ use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use time::{Date, Duration, OffsetDateTime};
 
-use super::AdminResult;
+use super::AdminError;
 use crate::domain::Issuer;
 use crate::domain::{Email, FarmId, FlockId, HouseId, Role, UserId};
 use crate::identity::Passwords;
@@ -166,7 +166,7 @@ pub async fn seed_if_empty(
     store: &Store,
     passwords: &Passwords,
     now: OffsetDateTime,
-) -> AdminResult<Option<DemoFarm>> {
+) -> Result<Option<DemoFarm>, AdminError> {
     // Checked again inside the writing transaction; this early look only
     // saves hashing four passwords for nothing.
     if farms::any_exist(&mut store.read().await?).await? {
@@ -188,7 +188,7 @@ pub async fn seed_if_empty(
             let email = Email::parse(&member.email).map_err(super::refused)?;
             Ok((member.role, email, hash))
         })
-        .collect::<AdminResult<Vec<_>>>()?;
+        .collect::<Result<Vec<_>, AdminError>>()?;
     let farm = plan(now.date(), &accounts);
     if seed::insert_if_empty(store, &farm, now).await? {
         Ok(Some(DemoFarm { members }))

@@ -6,18 +6,18 @@
 
 use time::OffsetDateTime;
 
-use super::{AdminResult, check_name, parse_date, parse_head_count, refused};
+use super::{AdminError, check_name, parse_date, parse_head_count, refused};
 use crate::domain::{FarmId, FlockId, HouseId, Name};
 pub use crate::storage::farm_admin::Renamed;
 use crate::storage::farms::{self, NewFlock};
-use crate::storage::{StoreError, StoreResult, Tx, farm_admin};
+use crate::storage::{StoreError, Tx, farm_admin};
 
 /// The name written, or a refusal saying `taken` when another has it.
 fn named<T>(
-    written: StoreResult<T>,
+    written: Result<T, StoreError>,
     name: Name,
     taken: fn(&Name) -> String,
-) -> AdminResult<String> {
+) -> Result<String, AdminError> {
     match written {
         Ok(_) => Ok(name.into_string()),
         Err(StoreError::Conflict(_)) => Err(refused(taken(&name))),
@@ -38,14 +38,19 @@ pub async fn add_house(
     farm: FarmId,
     name: &str,
     now: OffsetDateTime,
-) -> AdminResult<String> {
+) -> Result<String, AdminError> {
     let name = check_name("house", name)?;
     let written = farms::add_house(tx, farm, &name, now).await;
     named(written, name, house_taken)
 }
 
 /// Renames a house or a flock, checked as a new one's name is.
-pub async fn rename(tx: &mut Tx, farm: FarmId, what: Renamed, name: &str) -> AdminResult<String> {
+pub async fn rename(
+    tx: &mut Tx,
+    farm: FarmId,
+    what: Renamed,
+    name: &str,
+) -> Result<String, AdminError> {
     let (what_name, taken): (_, fn(&Name) -> String) = match what {
         Renamed::House(_) => ("house", house_taken),
         Renamed::Flock(_) => ("flock", flock_taken),
@@ -70,7 +75,7 @@ pub async fn add_flock(
     farm: FarmId,
     form: &FlockForm<'_>,
     now: OffsetDateTime,
-) -> AdminResult<String> {
+) -> Result<String, AdminError> {
     if !farm_admin::house_of_farm(tx, farm, form.house).await? {
         return Err(StoreError::NotFound.into());
     }
@@ -89,6 +94,6 @@ pub async fn add_flock(
     named(written, name, flock_taken)
 }
 
-pub async fn deplete_flock(tx: &mut Tx, farm: FarmId, flock: FlockId) -> AdminResult<()> {
+pub async fn deplete_flock(tx: &mut Tx, farm: FarmId, flock: FlockId) -> Result<(), AdminError> {
     Ok(farm_admin::deplete_flock(tx, farm, flock).await?)
 }

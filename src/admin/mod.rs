@@ -40,10 +40,8 @@ fn refused(message: impl Into<String>) -> AdminError {
     AdminError::Refused(message.into())
 }
 
-pub type AdminResult<T> = Result<T, AdminError>;
-
 /// A farm slug, refused with the reason [`FarmSlug::parse`] gives.
-pub fn parse_slug(raw: &str) -> AdminResult<FarmSlug> {
+pub fn parse_slug(raw: &str) -> Result<FarmSlug, AdminError> {
     FarmSlug::parse(raw).map_err(refused)
 }
 
@@ -76,7 +74,7 @@ pub(crate) fn rfc3339_or_never(unix: Option<i64>) -> String {
 }
 
 /// A name of a `what` (farm, house, flock, breed, automation).
-pub(crate) fn check_name(what: &str, raw: &str) -> AdminResult<Name> {
+pub(crate) fn check_name(what: &str, raw: &str) -> Result<Name, AdminError> {
     Name::parse(raw).map_err(|_| {
         refused(format!(
             "the {what} name must be 1 to {MAX_NAME_CHARS} printable characters"
@@ -84,7 +82,7 @@ pub(crate) fn check_name(what: &str, raw: &str) -> AdminResult<Name> {
     })
 }
 
-pub async fn farm(store: &Store, slug: &str) -> AdminResult<FarmRow> {
+pub async fn farm(store: &Store, slug: &str) -> Result<FarmRow, AdminError> {
     farms::find_by_slug(&mut store.read().await?, slug)
         .await?
         .ok_or_else(|| refused(format!("no farm has the slug {slug:?}")))
@@ -109,7 +107,7 @@ pub async fn add_farm(
     name: &str,
     slug: Option<&str>,
     now: OffsetDateTime,
-) -> AdminResult<FarmSlug> {
+) -> Result<FarmSlug, AdminError> {
     let name = check_name("farm", name)?;
     let slug = match slug {
         Some(slug) => parse_slug(slug)?,
@@ -135,7 +133,7 @@ pub async fn set_farm_suspended(
     slug: &str,
     suspended: bool,
     reason: Option<&str>,
-) -> AdminResult<()> {
+) -> Result<(), AdminError> {
     let reason = reason.map(str::trim);
     if let Some(reason) = reason
         && (reason.is_empty()
@@ -157,7 +155,11 @@ pub async fn set_farm_suspended(
     }
 }
 
-pub async fn set_connected_apps(store: &Store, slug: &str, enabled: bool) -> AdminResult<()> {
+pub async fn set_connected_apps(
+    store: &Store,
+    slug: &str,
+    enabled: bool,
+) -> Result<(), AdminError> {
     match write(store, async |tx| {
         farms::set_connected_apps(tx, slug, enabled).await
     })
@@ -174,7 +176,7 @@ pub async fn add_house(
     farm_slug: &str,
     name: &str,
     now: OffsetDateTime,
-) -> AdminResult<()> {
+) -> Result<(), AdminError> {
     let farm = farm(store, farm_slug).await?;
     let mut tx = store.write().await?;
     farm_records::add_house(&mut tx, farm.farm_id(), name, now).await?;
@@ -197,7 +199,7 @@ pub async fn add_flock(
     store: &Store,
     input: &FlockInput<'_>,
     now: OffsetDateTime,
-) -> AdminResult<()> {
+) -> Result<(), AdminError> {
     let farm = farm(store, input.farm).await?;
     let house = farms::find_house(&mut store.read().await?, farm.farm_id(), input.house)
         .await?
@@ -215,11 +217,11 @@ pub async fn add_flock(
     Ok(())
 }
 
-pub(crate) fn parse_head_count(raw: &str) -> AdminResult<HeadCount> {
+pub(crate) fn parse_head_count(raw: &str) -> Result<HeadCount, AdminError> {
     HeadCount::parse(raw).map_err(refused)
 }
 
-pub fn parse_date(raw: &str) -> AdminResult<Date> {
+pub fn parse_date(raw: &str) -> Result<Date, AdminError> {
     let format = time::macros::format_description!("[year]-[month]-[day]");
     Date::parse(raw.trim(), format)
         .map_err(|_| refused(format!("{raw:?} is not a date like 2026-03-01")))
@@ -241,7 +243,7 @@ pub async fn add_user(
     passwords: &Passwords,
     input: &UserInput<'_>,
     now: OffsetDateTime,
-) -> AdminResult<Option<Password>> {
+) -> Result<Option<Password>, AdminError> {
     let farm = farm(store, input.farm).await?;
     let email = Email::parse(input.email).map_err(refused)?;
     let role = Role::parse(input.role).map_err(refused)?;
@@ -286,7 +288,11 @@ pub async fn add_user(
 
 /// The flocks a comma-separated list of names names; each name must match
 /// exactly one flock of the farm.
-pub async fn resolve_flocks(store: &Store, farm: FarmId, list: &str) -> AdminResult<Vec<FlockId>> {
+pub async fn resolve_flocks(
+    store: &Store,
+    farm: FarmId,
+    list: &str,
+) -> Result<Vec<FlockId>, AdminError> {
     let mut ids = Vec::new();
     for name in list.split(',').map(str::trim).filter(|n| !n.is_empty()) {
         let found = farms::find_flocks_named(&mut store.read().await?, farm, name).await?;
@@ -320,7 +326,7 @@ pub async fn change_user(
     email: &str,
     change: UserChange,
     now: OffsetDateTime,
-) -> AdminResult<()> {
+) -> Result<(), AdminError> {
     let email = Email::parse(email).map_err(refused)?;
     let result = write(store, async |tx| match change {
         UserChange::Disable => users::set_disabled(tx, &email, true, now).await,

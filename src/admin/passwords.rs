@@ -7,7 +7,7 @@
 
 use time::OffsetDateTime;
 
-use super::{AdminResult, refused};
+use super::{AdminError, refused};
 use crate::domain::Email;
 use crate::identity::password::check_new_password;
 use crate::identity::reset::{self, Link};
@@ -21,7 +21,7 @@ use crate::storage::{Store, StoreError};
 const OPERATOR: &str = "the operator";
 
 /// The person with `email`, a member of `farm` when one is named.
-async fn person(store: &Store, email: &str, farm: Option<&str>) -> AdminResult<Account> {
+async fn person(store: &Store, email: &str, farm: Option<&str>) -> Result<Account, AdminError> {
     let email = Email::parse(email).map_err(refused)?;
     if let Some(slug) = farm {
         super::farm(store, slug).await?;
@@ -45,7 +45,7 @@ pub async fn reset_link(
     email: &str,
     farm: Option<&str>,
     now: OffsetDateTime,
-) -> AdminResult<Link> {
+) -> Result<Link, AdminError> {
     let account = person(store, email, farm).await?;
     let mut tx = store.write().await?;
     let link = match reset::make(&mut tx, account.user_id(), account.farm(), now).await {
@@ -71,7 +71,7 @@ pub async fn set_password(
     email: &str,
     password: &Password,
     now: OffsetDateTime,
-) -> AdminResult<()> {
+) -> Result<(), AdminError> {
     let account = person(store, email, None).await?;
     check_new_password(password).map_err(refused)?;
     let hash = passwords.hash(password).await?;

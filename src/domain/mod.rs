@@ -2,7 +2,7 @@
 //!
 //! Values that cross a trust boundary (an email, a role, a scope, a flock
 //! scope, a day, a currency, a page cursor, a slug, a name, a head count, a
-//! status) are built only through `parse`
+//! status, an entry's notes) are built only through `parse`
 //! or a constructor that checks them, so code that holds one never has to
 //! check it again. Storage and protocol code depend on this module; it
 //! depends on nothing of Coop's.
@@ -65,6 +65,7 @@ pub mod issuer;
 pub mod money;
 pub mod name;
 pub mod network;
+pub mod notes;
 pub mod paging;
 pub mod role;
 pub mod scope;
@@ -82,6 +83,7 @@ pub use ids::{AutomationId, ClientId, FarmId, FlockId, GrantId, HouseId, UserId}
 pub use issuer::{Issuer, IssuerError};
 pub use money::{Currency, Money};
 pub use name::Name;
+pub use notes::Notes;
 pub use paging::{Page, PageSize};
 pub use role::Role;
 pub use scope::{Scope, ScopeSet};

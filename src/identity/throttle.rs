@@ -38,7 +38,7 @@ use super::signin::SignInError;
 use crate::config::SignInLimits;
 use crate::domain::network::Network;
 use crate::secrets;
-use crate::storage::{Store, StoreResult, Tx, signin_failures};
+use crate::storage::{Store, StoreError, Tx, signin_failures};
 
 /// Where milliseconds that do not fit are held: far enough for any real
 /// window or instant, and small enough that adding one window to one instant
@@ -130,7 +130,7 @@ fn bucket_key(kind: Kind, name: &str) -> String {
 /// browsers it has not signed in on), in the caller's transaction: a
 /// password reset, or an operator setting a password, lets the person who
 /// was locked out sign in at once. Networks' and devices' failures stay.
-pub async fn forget_account_failures(tx: &mut Tx, email: &str) -> StoreResult<()> {
+pub async fn forget_account_failures(tx: &mut Tx, email: &str) -> Result<(), StoreError> {
     signin_failures::forget(tx, &bucket_key(Kind::Account, email)).await
 }
 
@@ -214,7 +214,7 @@ impl LoginThrottle {
     }
 
     /// Deletes the buckets that count nothing any more (housekeeping).
-    pub async fn forget_cleared(&self, now: OffsetDateTime) -> StoreResult<u64> {
+    pub async fn forget_cleared(&self, now: OffsetDateTime) -> Result<u64, StoreError> {
         let mut tx = self.store.write().await?;
         let deleted = signin_failures::delete_cleared(&mut tx, millis(now)).await?;
         tx.commit().await?;
@@ -227,7 +227,7 @@ impl Reservation {
     /// failures of whoever the attempt was judged as (the account from
     /// untrusted browsers, or the device) are cleared. In the caller's
     /// transaction, beside the audit row.
-    pub async fn password_right(self, tx: &mut Tx) -> StoreResult<()> {
+    pub async fn password_right(self, tx: &mut Tx) -> Result<(), StoreError> {
         for bucket in &self.buckets {
             match bucket.kind {
                 Kind::Network => {

@@ -3,7 +3,7 @@
 use time::OffsetDateTime;
 use uuid::Uuid;
 
-use super::{Sql, Store, StoreResult, Tx};
+use super::{Sql, Store, StoreError, Tx};
 use crate::domain::{AutomationId, FarmId, GrantId, UserId};
 
 /// What happened. The string form is what the log stores and filters on.
@@ -73,7 +73,11 @@ impl<'a> AuditEvent<'a> {
 
 /// Records `event` inside the caller's transaction: the change it
 /// describes and its audit row commit together or not at all.
-pub async fn record(tx: &mut Tx, event: &AuditEvent<'_>, now: OffsetDateTime) -> StoreResult<()> {
+pub async fn record(
+    tx: &mut Tx,
+    event: &AuditEvent<'_>,
+    now: OffsetDateTime,
+) -> Result<(), StoreError> {
     Sql::new(
         "insert into audit_log (id, farm_id, user_id, client_id, grant_id, kind, detail, created_at,
              automation_id)
@@ -99,7 +103,7 @@ pub async fn record_alone(
     store: &Store,
     event: &AuditEvent<'_>,
     now: OffsetDateTime,
-) -> StoreResult<()> {
+) -> Result<(), StoreError> {
     let mut tx = store.write().await?;
     record(&mut tx, event, now).await?;
     tx.commit().await

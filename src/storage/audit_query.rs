@@ -3,7 +3,7 @@
 
 use uuid::Uuid;
 
-use super::{Exec, Sql, StoreResult};
+use super::{Exec, Sql, StoreError};
 use crate::domain::{FarmId, UserId};
 
 crate::record! {
@@ -43,7 +43,7 @@ pub async fn page(
     farm: FarmId,
     filter: &AuditFilter,
     limit: i64,
-) -> StoreResult<Vec<AuditEntry>> {
+) -> Result<Vec<AuditEntry>, StoreError> {
     Sql::new(
         "select a.id, a.created_at, a.kind, u.email as user_email, a.client_id,
              coalesce(c.client_name, au.name) as client_name, a.grant_id,

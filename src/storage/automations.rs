@@ -11,7 +11,7 @@
 use time::OffsetDateTime;
 use uuid::Uuid;
 
-use super::{Exec, Sql, StoreError, StoreResult, Tx, flock_limits};
+use super::{Exec, Sql, StoreError, Tx, flock_limits};
 use crate::domain::{
     Access, AutomationAuth, AutomationId, FarmId, FarmSlug, Name, Role, ScopeSet, UserId,
 };
@@ -117,7 +117,7 @@ pub async fn insert(
     tx: &mut Tx,
     new: &NewAutomation<'_>,
     now: OffsetDateTime,
-) -> StoreResult<Inserted> {
+) -> Result<Inserted, StoreError> {
     let (method, secret_hash, jwks, jwks_uri) = match new.credential {
         NewCredential::SecretHash(hash) => {
             (AutomationAuth::ClientSecretBasic, Some(hash), None, None)
@@ -174,7 +174,7 @@ const SELECT: &str = "select a.id, a.farm_id, f.slug as farm_slug, a.name, a.rol
     from automations a join farms f on f.id = a.farm_id";
 
 /// The farm's automations, by name.
-pub async fn list(db: &mut impl Exec, farm: FarmId) -> StoreResult<Vec<AutomationRow>> {
+pub async fn list(db: &mut impl Exec, farm: FarmId) -> Result<Vec<AutomationRow>, StoreError> {
     Sql::new(format!(
         "{SELECT} where a.farm_id = $1 order by a.name limit 500"
     ))
@@ -188,7 +188,7 @@ pub async fn find(
     db: &mut impl Exec,
     farm: FarmId,
     id: AutomationId,
-) -> StoreResult<Option<AutomationRow>> {
+) -> Result<Option<AutomationRow>, StoreError> {
     Sql::new(format!("{SELECT} where a.farm_id = $1 and a.id = $2"))
         .bind(farm.0)
         .bind(id.0)
@@ -201,7 +201,7 @@ pub async fn find(
 pub async fn find_credential(
     db: &mut impl Exec,
     id: AutomationId,
-) -> StoreResult<Option<AutomationCredential>> {
+) -> Result<Option<AutomationCredential>, StoreError> {
     Sql::new(
         "select a.id, a.farm_id, a.name, a.scope, a.auth_method, a.secret_hash, a.jwks,
              a.jwks_uri, a.credential_epoch, a.disabled, f.suspended as farm_suspended,
@@ -221,7 +221,7 @@ pub async fn set_disabled(
     farm: FarmId,
     id: AutomationId,
     disabled: bool,
-) -> StoreResult<bool> {
+) -> Result<bool, StoreError> {
     let statement = if disabled {
         "update automations set disabled = true, credential_epoch = credential_epoch + 1
          where farm_id = $1 and id = $2 and not disabled"
@@ -237,7 +237,7 @@ pub async fn set_disabled(
 }
 
 /// Deletes `id` on `farm` (its flocks with it); whether it existed.
-pub async fn delete(tx: &mut Tx, farm: FarmId, id: AutomationId) -> StoreResult<bool> {
+pub async fn delete(tx: &mut Tx, farm: FarmId, id: AutomationId) -> Result<bool, StoreError> {
     let deleted = Sql::new("delete from automations where farm_id = $1 and id = $2")
         .bind(farm.0)
         .bind(id.0)
@@ -251,7 +251,7 @@ pub async fn touch_last_used(
     tx: &mut Tx,
     id: AutomationId,
     now: OffsetDateTime,
-) -> StoreResult<bool> {
+) -> Result<bool, StoreError> {
     let affected = Sql::new(
         "update automations set last_used_at = $2
          where id = $1 and (last_used_at is null or last_used_at < $3)",

@@ -18,7 +18,7 @@
 use uuid::Uuid;
 
 use super::engine::Field;
-use super::{Exec, FromRecord, Record, Sql, StoreError, StoreResult};
+use super::{Exec, FromRecord, Record, Sql, StoreError};
 use crate::domain::{AutomationId, FlockId, GrantId, Name, Role, ScopeSet};
 
 crate::record! {
@@ -98,7 +98,7 @@ async fn fetch<R: FromRecord>(
     jti: &str,
     kid: &str,
     flocks: fn(&mut R) -> &mut Vec<FlockId>,
-) -> StoreResult<Option<R>> {
+) -> Result<Option<R>, StoreError> {
     let rows: Vec<R> = Sql::new(sql)
         .bind(id)
         .bind(jti)
@@ -123,7 +123,7 @@ pub async fn load(
     grant: GrantId,
     jti: &str,
     kid: &str,
-) -> StoreResult<Option<StoredCallContext>> {
+) -> Result<Option<StoredCallContext>, StoreError> {
     fetch(db, SQL, grant.0, jti, kid, |c: &mut StoredCallContext| {
         &mut c.flocks
     })
@@ -177,7 +177,7 @@ pub async fn load_automation(
     automation: AutomationId,
     jti: &str,
     kid: &str,
-) -> StoreResult<Option<StoredAutomationContext>> {
+) -> Result<Option<StoredAutomationContext>, StoreError> {
     fetch(
         db,
         AUTOMATION_SQL,

@@ -6,7 +6,7 @@
 
 use time::OffsetDateTime;
 
-use super::{Sql, StoreResult, Tx};
+use super::{Sql, StoreError, Tx};
 
 /// Records `jti_hash` for `client_id` until `until`. `true` when it was not
 /// recorded (or only by an expired row, which it replaces); `false` when a
@@ -17,7 +17,7 @@ pub async fn record_jti(
     jti_hash: &str,
     until: OffsetDateTime,
     now: OffsetDateTime,
-) -> StoreResult<bool> {
+) -> Result<bool, StoreError> {
     let changed = Sql::new(
         "insert into client_assertion_jtis (client_id, jti_hash, expires_at) values ($1, $2, $3)
          on conflict (client_id, jti_hash) do update set expires_at = excluded.expires_at
@@ -33,7 +33,7 @@ pub async fn record_jti(
 }
 
 /// Deletes the rows whose assertion has expired; returns how many.
-pub async fn delete_expired(tx: &mut Tx, now: OffsetDateTime) -> StoreResult<u64> {
+pub async fn delete_expired(tx: &mut Tx, now: OffsetDateTime) -> Result<u64, StoreError> {
     Sql::new("delete from client_assertion_jtis where expires_at < $1")
         .bind(now)
         .execute(tx)

@@ -3,7 +3,7 @@
 
 use time::OffsetDateTime;
 
-use super::{Exec, Sql, StoreResult, Tx};
+use super::{Exec, Sql, StoreError, Tx};
 use crate::domain::{AuthMethod, ClientKind};
 
 crate::record! {
@@ -40,7 +40,11 @@ const SELECT: &str =
         secret_hash, metadata, created_at, last_used_at, cache_expires_at
     from oauth_clients";
 
-pub async fn insert(tx: &mut Tx, client: &NewClient<'_>, now: OffsetDateTime) -> StoreResult<()> {
+pub async fn insert(
+    tx: &mut Tx,
+    client: &NewClient<'_>,
+    now: OffsetDateTime,
+) -> Result<(), StoreError> {
     let uris = serde_json::Value::from(client.redirect_uris.to_vec()).to_string();
     Sql::new(
         "insert into oauth_clients (client_id, kind, client_name, redirect_uris,
@@ -61,7 +65,7 @@ pub async fn insert(tx: &mut Tx, client: &NewClient<'_>, now: OffsetDateTime) ->
     Ok(())
 }
 
-pub async fn find(db: &mut impl Exec, client_id: &str) -> StoreResult<Option<ClientRow>> {
+pub async fn find(db: &mut impl Exec, client_id: &str) -> Result<Option<ClientRow>, StoreError> {
     Sql::new(format!("{SELECT} where client_id = $1"))
         .bind(client_id)
         .fetch_optional(db)
@@ -69,7 +73,7 @@ pub async fn find(db: &mut impl Exec, client_id: &str) -> StoreResult<Option<Cli
 }
 
 /// Lets `client_id` call `/introspect` (set once, at its registration).
-pub async fn allow_introspection(tx: &mut Tx, client_id: &str) -> StoreResult<()> {
+pub async fn allow_introspection(tx: &mut Tx, client_id: &str) -> Result<(), StoreError> {
     Sql::new("update oauth_clients set introspection = true where client_id = $1")
         .bind(client_id)
         .execute(tx)
@@ -78,7 +82,7 @@ pub async fn allow_introspection(tx: &mut Tx, client_id: &str) -> StoreResult<()
 }
 
 /// Whether `client_id` was registered to call `/introspect`.
-pub async fn may_introspect(db: &mut impl Exec, client_id: &str) -> StoreResult<bool> {
+pub async fn may_introspect(db: &mut impl Exec, client_id: &str) -> Result<bool, StoreError> {
     let allowed: Option<bool> =
         Sql::new("select introspection from oauth_clients where client_id = $1")
             .bind(client_id)
@@ -89,7 +93,11 @@ pub async fn may_introspect(db: &mut impl Exec, client_id: &str) -> StoreResult<
 
 /// Records the first real use (a code redeemed): from then on a
 /// self-registered client no longer expires.
-pub async fn mark_used(tx: &mut Tx, client_id: &str, now: OffsetDateTime) -> StoreResult<()> {
+pub async fn mark_used(
+    tx: &mut Tx,
+    client_id: &str,
+    now: OffsetDateTime,
+) -> Result<(), StoreError> {
     Sql::new(
         "update oauth_clients set last_used_at = $2
          where client_id = $1 and last_used_at is null",
@@ -120,7 +128,7 @@ pub async fn upsert_metadata_document(
     tx: &mut Tx,
     doc: &DocumentClient<'_>,
     now: OffsetDateTime,
-) -> StoreResult<()> {
+) -> Result<(), StoreError> {
     let uris = serde_json::Value::from(doc.redirect_uris.to_vec()).to_string();
     let metadata = serde_json::json!({ "document_host": doc.document_host }).to_string();
     Sql::new(
@@ -154,7 +162,7 @@ pub async fn upsert_metadata_document(
 pub async fn delete_unused_dynamic(
     tx: &mut Tx,
     created_before: OffsetDateTime,
-) -> StoreResult<u64> {
+) -> Result<u64, StoreError> {
     Sql::new(
         "delete from oauth_clients
          where kind = 'dynamic' and last_used_at is null and created_at < $1",

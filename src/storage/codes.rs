@@ -10,7 +10,7 @@ use uuid::Uuid;
 
 use super::grants::{GRANT_STATUS_COLUMNS, GRANT_STATUS_JOIN, GrantStatus};
 use super::refresh_tokens::{self, NewRefreshToken};
-use super::{Exec, Sql, StoreResult, Tx};
+use super::{Exec, Sql, StoreError, Tx};
 use crate::domain::{GrantId, ScopeSet, UserId};
 
 pub struct NewCode<'a> {
@@ -26,7 +26,11 @@ pub struct NewCode<'a> {
     pub expires_at: OffsetDateTime,
 }
 
-pub async fn insert(tx: &mut Tx, code: &NewCode<'_>, now: OffsetDateTime) -> StoreResult<()> {
+pub async fn insert(
+    tx: &mut Tx,
+    code: &NewCode<'_>,
+    now: OffsetDateTime,
+) -> Result<(), StoreError> {
     Sql::new(
         "insert into authorization_codes (code_hash, grant_id, client_id, user_id,
              redirect_uri, code_challenge, resource, scope, credential_epoch,
@@ -67,7 +71,7 @@ crate::record! {
     }
 }
 
-pub async fn find(db: &mut impl Exec, code_hash: &str) -> StoreResult<Option<CodeRow>> {
+pub async fn find(db: &mut impl Exec, code_hash: &str) -> Result<Option<CodeRow>, StoreError> {
     Sql::new(format!(
         "select c.client_id, c.user_id, c.redirect_uri, c.code_challenge, c.resource, c.scope,
              c.credential_epoch, c.expires_at, c.consumed_at, {GRANT_STATUS_COLUMNS}
@@ -88,7 +92,7 @@ pub async fn redeem(
     code_hash: &str,
     refresh: Option<&NewRefreshToken<'_>>,
     now: OffsetDateTime,
-) -> StoreResult<bool> {
+) -> Result<bool, StoreError> {
     let spent = Sql::new(
         "update authorization_codes set consumed_at = $2
          where code_hash = $1 and consumed_at is null",
@@ -107,7 +111,7 @@ pub async fn redeem(
 }
 
 /// Deletes codes that expired before `before`.
-pub async fn delete_expired(tx: &mut Tx, before: OffsetDateTime) -> StoreResult<u64> {
+pub async fn delete_expired(tx: &mut Tx, before: OffsetDateTime) -> Result<u64, StoreError> {
     Sql::new("delete from authorization_codes where expires_at < $1")
         .bind(before)
         .execute(tx)

@@ -5,7 +5,7 @@
 
 use uuid::Uuid;
 
-use super::{Exec, Sql, StoreResult};
+use super::{Exec, Sql, StoreError};
 use crate::domain::{ClientKind, FarmId, FarmSlug, GrantId, ScopeSet, UserId};
 
 crate::record! {
@@ -67,7 +67,10 @@ const SELECT: &str = "select g.id as grant_id, g.farm_id, f.slug as farm_slug, g
       and ($4 is null or g.id = $4)";
 
 /// Active grants matching `filter`, newest first.
-pub async fn list(db: &mut impl Exec, filter: &AppFilter<'_>) -> StoreResult<Vec<ConnectedApp>> {
+pub async fn list(
+    db: &mut impl Exec,
+    filter: &AppFilter<'_>,
+) -> Result<Vec<ConnectedApp>, StoreError> {
     Sql::new(format!(
         "{SELECT} order by g.created_at desc, g.id desc limit $5"
     ))
@@ -81,7 +84,10 @@ pub async fn list(db: &mut impl Exec, filter: &AppFilter<'_>) -> StoreResult<Vec
 }
 
 /// The active grant `grant`, if it is active.
-pub async fn find_active(db: &mut impl Exec, grant: GrantId) -> StoreResult<Option<ConnectedApp>> {
+pub async fn find_active(
+    db: &mut impl Exec,
+    grant: GrantId,
+) -> Result<Option<ConnectedApp>, StoreError> {
     let filter = AppFilter {
         grant: Some(grant),
         ..AppFilter::default()
@@ -90,7 +96,7 @@ pub async fn find_active(db: &mut impl Exec, grant: GrantId) -> StoreResult<Opti
 }
 
 /// How many apps `user` has connected (the start page shows it).
-pub async fn count_for_user(db: &mut impl Exec, user: UserId) -> StoreResult<i64> {
+pub async fn count_for_user(db: &mut impl Exec, user: UserId) -> Result<i64, StoreError> {
     Sql::new("select count(*) from grants where user_id = $1 and revoked_at is null")
         .bind(user.0)
         .fetch_scalar(db)
@@ -102,7 +108,7 @@ pub async fn count_for_user(db: &mut impl Exec, user: UserId) -> StoreResult<i64
 pub async fn clients_of_farm(
     db: &mut impl Exec,
     farm: FarmId,
-) -> StoreResult<Vec<(String, String)>> {
+) -> Result<Vec<(String, String)>, StoreError> {
     Sql::new(
         "select c.client_id, c.client_name from oauth_clients c
          where c.client_id in (select client_id from grants where farm_id = $1)

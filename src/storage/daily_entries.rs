@@ -21,10 +21,10 @@ use uuid::Uuid;
 use super::audit::{self, AuditEvent};
 use super::farm_query::FarmQuery;
 use super::flocks::FlockKey;
-use super::{Exec, Sql, Store, StoreError, StoreResult, Tx};
+use super::{Exec, Sql, Store, StoreError, Tx};
 use crate::domain::FlockScope;
 use crate::domain::{
-    AutomationId, FarmId, FlockId, HeadCount, HouseId, Name, Page, PageSize, Period, UserId,
+    AutomationId, FarmId, FlockId, HeadCount, HouseId, Name, Notes, Page, PageSize, Period, UserId,
 };
 
 crate::record! {
@@ -63,7 +63,7 @@ pub async fn list_page(
     period: Period,
     after: Option<Date>,
     size: PageSize,
-) -> StoreResult<Page<EntryRow>> {
+) -> Result<Page<EntryRow>, StoreError> {
     let mut q = FarmQuery::new(
         farm,
         &format!(
@@ -111,7 +111,7 @@ pub async fn daily_totals(
     scope: &FlockScope,
     flock: Option<FlockId>,
     period: Period,
-) -> StoreResult<Vec<DayTotals>> {
+) -> Result<Vec<DayTotals>, StoreError> {
     let mut q = FarmQuery::new(
         farm,
         "select e.entry_date, count(*) as flocks_recorded,
@@ -165,7 +165,7 @@ pub async fn deaths_page(
     period: Period,
     after: Option<&FlockKey>,
     size: PageSize,
-) -> StoreResult<Page<FlockDeaths>> {
+) -> Result<Page<FlockDeaths>, StoreError> {
     let mut q = FarmQuery::new(
         farm,
         "select p.id, p.name, p.house, p.head_count,
@@ -208,7 +208,7 @@ pub async fn total_deaths(
     scope: &FlockScope,
     flock: Option<FlockId>,
     period: Period,
-) -> StoreResult<i64> {
+) -> Result<i64, StoreError> {
     let mut q = FarmQuery::new(
         farm,
         "select cast(coalesce(sum(e.mortality), 0) as bigint)
@@ -233,7 +233,7 @@ pub struct EntryWrite<'a> {
     pub mortality: Option<i64>,
     pub feed_used_g: Option<i64>,
     pub water_used_ml: Option<i64>,
-    pub notes: Option<&'a str>,
+    pub notes: Option<&'a Notes>,
     /// `None`: no check. `Some(0)`: only if there is no entry yet.
     /// `Some(n)`: only if the entry is at version `n`.
     pub expected_version: Option<i64>,
@@ -252,7 +252,7 @@ impl EntryWrite<'_> {
             && self
                 .water_used_ml
                 .is_none_or(|v| v == current.water_used_ml)
-            && self.notes.is_none_or(|v| v == current.notes)
+            && self.notes.is_none_or(|v| v.as_str() == current.notes)
     }
 }
 
@@ -279,7 +279,7 @@ pub async fn record(
     write: &EntryWrite<'_>,
     audit: &AuditEvent<'_>,
     now: OffsetDateTime,
-) -> StoreResult<WriteOutcome> {
+) -> Result<WriteOutcome, StoreError> {
     let select_current = format!(
         "select {ENTRY_COLUMNS}
          from daily_entries e
@@ -337,7 +337,7 @@ pub async fn record(
             .bind(write.mortality.unwrap_or(0))
             .bind(write.feed_used_g.unwrap_or(0))
             .bind(write.water_used_ml.unwrap_or(0))
-            .bind(write.notes.unwrap_or(""))
+            .bind(write.notes.map_or("", Notes::as_str))
             .bind(write.recorded_by.map(|u| u.0))
             .bind(now)
             .bind(write.recorded_by_automation.map(|a| a.0))
@@ -355,7 +355,7 @@ pub async fn record(
                 .bind(write.mortality)
                 .bind(write.feed_used_g)
                 .bind(write.water_used_ml)
-                .bind(write.notes)
+                .bind(write.notes.map(Notes::as_str))
                 .bind(write.recorded_by.map(|u| u.0))
                 .bind(now)
                 .bind(write.recorded_by_automation.map(|a| a.0));
@@ -404,7 +404,7 @@ async fn current_entry(
     tx: &mut Tx,
     write: &EntryWrite<'_>,
     select_current: &str,
-) -> StoreResult<Option<EntryRow>> {
+) -> Result<Option<EntryRow>, StoreError> {
     Sql::new(select_current)
         .bind(write.farm.0)
         .bind(write.flock.0)

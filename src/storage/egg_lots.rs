@@ -5,7 +5,7 @@ use time::{Date, OffsetDateTime};
 use uuid::Uuid;
 
 use super::farm_query::FarmQuery;
-use super::{Exec, Sql, StoreResult, Tx};
+use super::{Exec, Sql, StoreError, Tx};
 use crate::domain::FlockScope;
 use crate::domain::{FarmId, FlockId, LotStatus, Name, Page, PageSize, Period};
 
@@ -46,7 +46,7 @@ pub async fn list_page(
     filter: &EggLotFilter,
     after: Option<&EggLotKey>,
     size: PageSize,
-) -> StoreResult<Page<EggLotRow>> {
+) -> Result<Page<EggLotRow>, StoreError> {
     let mut q = FarmQuery::new(
         farm,
         "select l.lot_code, f.name as flock, h.name as house, l.laid_on, l.grade,
@@ -87,7 +87,7 @@ pub async fn add(
     farm: FarmId,
     lot: &NewEggLot<'_>,
     now: OffsetDateTime,
-) -> StoreResult<()> {
+) -> Result<(), StoreError> {
     Sql::new(
         "insert into egg_lots (id, farm_id, flock_id, lot_code, laid_on, grade, quantity,
             status, created_at)

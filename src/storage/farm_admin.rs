@@ -7,7 +7,7 @@
 use time::Date;
 use uuid::Uuid;
 
-use super::{Exec, Sql, StoreError, StoreResult, Tx};
+use super::{Exec, Sql, StoreError, Tx};
 use crate::domain::{FarmId, FlockId, FlockStatus, HeadCount, HouseId, Name};
 
 crate::record! {
@@ -31,14 +31,14 @@ crate::record! {
     }
 }
 
-pub async fn houses(db: &mut impl Exec, farm: FarmId) -> StoreResult<Vec<HouseRow>> {
+pub async fn houses(db: &mut impl Exec, farm: FarmId) -> Result<Vec<HouseRow>, StoreError> {
     Sql::new("select id, name from houses where farm_id = $1 order by name limit 500")
         .bind(farm.0)
         .fetch_all(db)
         .await
 }
 
-pub async fn flocks(db: &mut impl Exec, farm: FarmId) -> StoreResult<Vec<FlockAdminRow>> {
+pub async fn flocks(db: &mut impl Exec, farm: FarmId) -> Result<Vec<FlockAdminRow>, StoreError> {
     Sql::new(
         "select f.id, h.name as house, f.name, f.breed, f.placed_on, f.head_count, f.status
          from flocks f join houses h on h.id = f.house_id and h.farm_id = f.farm_id
@@ -52,7 +52,11 @@ pub async fn flocks(db: &mut impl Exec, farm: FarmId) -> StoreResult<Vec<FlockAd
 }
 
 /// Whether `house` is one of `farm`'s houses.
-pub async fn house_of_farm(db: &mut impl Exec, farm: FarmId, house: HouseId) -> StoreResult<bool> {
+pub async fn house_of_farm(
+    db: &mut impl Exec,
+    farm: FarmId,
+    house: HouseId,
+) -> Result<bool, StoreError> {
     let found: Option<Uuid> = Sql::new("select id from houses where farm_id = $1 and id = $2")
         .bind(farm.0)
         .bind(house.0)
@@ -63,7 +67,7 @@ pub async fn house_of_farm(db: &mut impl Exec, farm: FarmId, house: HouseId) -> 
 
 /// Runs `update`, a statement `… where farm_id = $1 and id = $2` with its
 /// values bound: `NotFound` when the farm has no row of that id.
-pub(super) async fn update_one_of_farm(tx: &mut Tx, update: Sql<'_>) -> StoreResult<()> {
+pub(super) async fn update_one_of_farm(tx: &mut Tx, update: Sql<'_>) -> Result<(), StoreError> {
     match update.execute(tx).await? {
         0 => Err(StoreError::NotFound),
         _ => Ok(()),
@@ -80,7 +84,12 @@ pub enum Renamed {
 /// Renames a house or a flock of `farm`. `Conflict` when the name is
 /// taken: by another of the farm's houses, or by another flock of the
 /// flock's house.
-pub async fn rename(tx: &mut Tx, farm: FarmId, what: Renamed, name: &Name) -> StoreResult<()> {
+pub async fn rename(
+    tx: &mut Tx,
+    farm: FarmId,
+    what: Renamed,
+    name: &Name,
+) -> Result<(), StoreError> {
     let (table, id) = match what {
         Renamed::House(house) => ("houses", house.0),
         Renamed::Flock(flock) => ("flocks", flock.0),
@@ -94,7 +103,7 @@ pub async fn rename(tx: &mut Tx, farm: FarmId, what: Renamed, name: &Name) -> St
 }
 
 /// Marks a flock depleted (all birds gone); its records stay.
-pub async fn deplete_flock(tx: &mut Tx, farm: FarmId, flock: FlockId) -> StoreResult<()> {
+pub async fn deplete_flock(tx: &mut Tx, farm: FarmId, flock: FlockId) -> Result<(), StoreError> {
     let update = Sql::new("update flocks set status = 'depleted' where farm_id = $1 and id = $2");
     update_one_of_farm(tx, update.bind(farm.0).bind(flock.0)).await
 }

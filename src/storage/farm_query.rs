@@ -8,7 +8,7 @@
 //! the farm, and [`FarmQuery::flock_scope`] turns a restricted scope with no
 //! flocks into a condition that matches nothing.
 
-use super::engine::{Exec, FromRecord, Sql, StoreResult, Value};
+use super::engine::{Exec, FromRecord, Sql, StoreError, Value};
 use crate::domain::{FarmId, FlockScope, Period};
 
 /// SQL text and its binds, in placeholder order.
@@ -81,7 +81,7 @@ impl FarmQuery {
     }
 
     /// Every row the query returns (its own `limit` bounds them).
-    pub async fn fetch_all<T: FromRecord>(&self, db: &mut impl Exec) -> StoreResult<Vec<T>> {
+    pub async fn fetch_all<T: FromRecord>(&self, db: &mut impl Exec) -> Result<Vec<T>, StoreError> {
         self.sql.fetch_all(db).await
     }
 
@@ -89,7 +89,7 @@ impl FarmQuery {
     pub async fn fetch_scalar<T: super::engine::Column>(
         &self,
         db: &mut impl Exec,
-    ) -> StoreResult<T> {
+    ) -> Result<T, StoreError> {
         self.sql.fetch_scalar(db).await
     }
 }

@@ -3,7 +3,7 @@
 use time::{Date, OffsetDateTime};
 use uuid::Uuid;
 
-use super::{Exec, Sql, StoreResult, Tx};
+use super::{Exec, Sql, StoreError, Tx};
 use crate::domain::{FarmId, FarmSlug, FlockId, HeadCount, HouseId, Name};
 
 crate::record! {
@@ -28,7 +28,7 @@ pub async fn create(
     slug: &FarmSlug,
     name: &Name,
     now: OffsetDateTime,
-) -> StoreResult<FarmId> {
+) -> Result<FarmId, StoreError> {
     let id = FarmId::new();
     insert(tx, id, slug.as_str(), name.as_str(), now).await?;
     Ok(id)
@@ -42,7 +42,7 @@ pub(super) async fn insert(
     slug: &str,
     name: &str,
     now: OffsetDateTime,
-) -> StoreResult<()> {
+) -> Result<(), StoreError> {
     Sql::new("insert into farms (id, slug, name, created_at) values ($1, $2, $3, $4)")
         .bind(id.0)
         .bind(slug)
@@ -55,14 +55,14 @@ pub(super) async fn insert(
 
 const FARM_SELECT: &str = "select id, slug, name, suspended, connected_apps_enabled from farms";
 
-pub async fn find_by_slug(db: &mut impl Exec, slug: &str) -> StoreResult<Option<FarmRow>> {
+pub async fn find_by_slug(db: &mut impl Exec, slug: &str) -> Result<Option<FarmRow>, StoreError> {
     Sql::new(format!("{FARM_SELECT} where slug = $1"))
         .bind(slug)
         .fetch_optional(db)
         .await
 }
 
-pub async fn find(db: &mut impl Exec, farm: FarmId) -> StoreResult<Option<FarmRow>> {
+pub async fn find(db: &mut impl Exec, farm: FarmId) -> Result<Option<FarmRow>, StoreError> {
     Sql::new(format!("{FARM_SELECT} where id = $1"))
         .bind(farm.0)
         .fetch_optional(db)
@@ -70,7 +70,7 @@ pub async fn find(db: &mut impl Exec, farm: FarmId) -> StoreResult<Option<FarmRo
 }
 
 /// Whether any farm exists yet (the demo seeds only an empty database).
-pub async fn any_exist(db: &mut impl Exec) -> StoreResult<bool> {
+pub async fn any_exist(db: &mut impl Exec) -> Result<bool, StoreError> {
     let count: i64 = Sql::new("select count(*) from farms")
         .fetch_scalar(db)
         .await?;
@@ -84,7 +84,7 @@ pub async fn set_suspended(
     slug: &str,
     suspended: bool,
     reason: Option<&str>,
-) -> StoreResult<FarmId> {
+) -> Result<FarmId, StoreError> {
     Sql::new("update farms set suspended = $1, suspended_reason = $2 where slug = $3 returning id")
         .bind(suspended)
         .bind(reason.filter(|_| suspended))
@@ -95,7 +95,11 @@ pub async fn set_suspended(
 }
 
 /// Turns the farm's connected apps on or off. `NotFound` for an unknown slug.
-pub async fn set_connected_apps(tx: &mut Tx, slug: &str, enabled: bool) -> StoreResult<FarmId> {
+pub async fn set_connected_apps(
+    tx: &mut Tx,
+    slug: &str,
+    enabled: bool,
+) -> Result<FarmId, StoreError> {
     Sql::new("update farms set connected_apps_enabled = $1 where slug = $2 returning id")
         .bind(enabled)
         .bind(slug)
@@ -109,7 +113,7 @@ pub async fn add_house(
     farm: FarmId,
     name: &str,
     now: OffsetDateTime,
-) -> StoreResult<HouseId> {
+) -> Result<HouseId, StoreError> {
     let id = HouseId::new();
     Sql::new("insert into houses (id, farm_id, name, created_at) values ($1, $2, $3, $4)")
         .bind(id.0)
@@ -125,7 +129,7 @@ pub async fn find_house(
     db: &mut impl Exec,
     farm: FarmId,
     name: &str,
-) -> StoreResult<Option<HouseId>> {
+) -> Result<Option<HouseId>, StoreError> {
     Sql::new("select id from houses where farm_id = $1 and name = $2")
         .bind(farm.0)
         .bind(name)
@@ -148,7 +152,7 @@ pub async fn add_flock(
     farm: FarmId,
     flock: &NewFlock<'_>,
     now: OffsetDateTime,
-) -> StoreResult<FlockId> {
+) -> Result<FlockId, StoreError> {
     let id = FlockId::new();
     Sql::new(
         "insert into flocks (id, farm_id, house_id, name, breed, placed_on, head_count, created_at)
@@ -172,7 +176,7 @@ pub async fn find_flocks_named(
     db: &mut impl Exec,
     farm: FarmId,
     name: &str,
-) -> StoreResult<Vec<FlockId>> {
+) -> Result<Vec<FlockId>, StoreError> {
     let ids: Vec<Uuid> =
         Sql::new("select id from flocks where farm_id = $1 and name = $2 order by id limit 16")
             .bind(farm.0)

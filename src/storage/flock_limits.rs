@@ -8,7 +8,7 @@
 
 use uuid::Uuid;
 
-use super::{Exec, Sql, StoreResult, Tx};
+use super::{Exec, Sql, StoreError, Tx};
 use crate::domain::{FarmId, FlockId};
 
 /// Which holder's table: the table and its holder column.
@@ -40,7 +40,7 @@ impl FlockLimits {
         holder: Uuid,
         farm: FarmId,
         flocks: &[FlockId],
-    ) -> StoreResult<bool> {
+    ) -> Result<bool, StoreError> {
         let FlockLimits {
             table,
             holder: column,
@@ -68,7 +68,7 @@ impl FlockLimits {
         self,
         db: &mut impl Exec,
         farm: FarmId,
-    ) -> StoreResult<Vec<(Uuid, Uuid)>> {
+    ) -> Result<Vec<(Uuid, Uuid)>, StoreError> {
         let FlockLimits { table, holder } = self;
         Sql::new(format!(
             "select l.{holder}, l.flock_id from {table} l

@@ -10,7 +10,7 @@ use uuid::Uuid;
 
 use super::farm_admin::update_one_of_farm;
 use super::farm_query::FarmQuery;
-use super::{Exec, Sql, StoreResult, Tx};
+use super::{Exec, Sql, StoreError, Tx};
 use crate::domain::FlockScope;
 use crate::domain::{FarmId, FlockId, FlockStatus, HeadCount, HouseId, Name, Page, PageSize};
 
@@ -65,7 +65,7 @@ pub async fn named(
     scope: &FlockScope,
     name: &str,
     house: Option<&str>,
-) -> StoreResult<Vec<FlockRow>> {
+) -> Result<Vec<FlockRow>, StoreError> {
     let mut q = FarmQuery::new(farm, SELECT);
     q.flock_scope("f.id", scope)
         .equals("f.name", Some(name.to_owned()))
@@ -90,7 +90,7 @@ pub async fn list_page(
     filter: &FlockFilter,
     after: Option<&FlockKey>,
     size: PageSize,
-) -> StoreResult<Page<FlockRow>> {
+) -> Result<Page<FlockRow>, StoreError> {
     let mut q = FarmQuery::new(farm, SELECT);
     q.flock_scope("f.id", scope)
         .equals("f.status", filter.status)
@@ -111,7 +111,7 @@ pub async fn set_head_count(
     farm: FarmId,
     flock: FlockId,
     head_count: i64,
-) -> StoreResult<()> {
+) -> Result<(), StoreError> {
     let update = Sql::new("update flocks set head_count = $3 where farm_id = $1 and id = $2");
     update_one_of_farm(tx, update.bind(farm.0).bind(flock.0).bind(head_count)).await
 }
@@ -122,7 +122,7 @@ pub async fn set_status(
     farm: FarmId,
     flock: FlockId,
     depleted: bool,
-) -> StoreResult<()> {
+) -> Result<(), StoreError> {
     let status = if depleted {
         FlockStatus::Depleted
     } else {

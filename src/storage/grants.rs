@@ -11,7 +11,7 @@ use time::OffsetDateTime;
 use uuid::Uuid;
 
 use super::engine::Field;
-use super::{Exec, FromRecord, Record, Sql, StoreError, StoreResult, Tx};
+use super::{Exec, FromRecord, Record, Sql, StoreError, Tx};
 use crate::domain::{FarmId, GrantId, ScopeSet, UserId};
 
 crate::record! {
@@ -73,7 +73,7 @@ pub const GRANT_STATUS_COLUMNS: &str = "g.id as grant_id, g.farm_id as grant_far
 pub const GRANT_STATUS_JOIN: &str =
     "join users u on u.id = g.user_id join farms f on f.id = g.farm_id";
 
-pub async fn status(db: &mut impl Exec, grant: GrantId) -> StoreResult<Option<GrantStatus>> {
+pub async fn status(db: &mut impl Exec, grant: GrantId) -> Result<Option<GrantStatus>, StoreError> {
     Sql::new(format!(
         "select {GRANT_STATUS_COLUMNS} from grants g {GRANT_STATUS_JOIN} where g.id = $1"
     ))
@@ -87,7 +87,7 @@ pub async fn active_for(
     db: &mut impl Exec,
     user: UserId,
     client_id: &str,
-) -> StoreResult<Option<GrantStatus>> {
+) -> Result<Option<GrantStatus>, StoreError> {
     Sql::new(format!(
         "select {GRANT_STATUS_COLUMNS} from grants g {GRANT_STATUS_JOIN}
          where g.user_id = $1 and g.client_id = $2 and g.revoked_at is null"
@@ -141,7 +141,7 @@ pub async fn record_consent(
     tx: &mut Tx,
     consent: &Consent<'_>,
     now: OffsetDateTime,
-) -> StoreResult<ConsentOutcome> {
+) -> Result<ConsentOutcome, StoreError> {
     let new_id = GrantId::new();
     let existing: Option<(Uuid, i64, ScopeSet)> = Sql::new(
         "select id, credential_epoch, scope from grants
@@ -203,7 +203,7 @@ pub async fn revoke(
     grant: GrantId,
     reason: &str,
     now: OffsetDateTime,
-) -> StoreResult<bool> {
+) -> Result<bool, StoreError> {
     let affected = Sql::new(
         "update grants set revoked_at = $2, revoked_reason = $3
          where id = $1 and revoked_at is null",
@@ -228,7 +228,7 @@ pub async fn touch_last_used(
     tx: &mut Tx,
     grant: GrantId,
     now: OffsetDateTime,
-) -> StoreResult<bool> {
+) -> Result<bool, StoreError> {
     let affected = Sql::new(
         "update grants set last_used_at = $2
          where id = $1 and (last_used_at is null or last_used_at < $3)",

@@ -3,7 +3,7 @@
 
 use time::OffsetDateTime;
 
-use super::{Exec, Sql, StoreResult, Tx};
+use super::{Exec, Sql, StoreError, Tx};
 
 crate::record! {
     #[derive(Clone, Debug)]
@@ -25,7 +25,10 @@ const COLUMNS: &str =
 
 /// The active key and every retired key retired after `retired_since`,
 /// none of them withdrawn.
-pub async fn usable(db: &mut impl Exec, retired_since: OffsetDateTime) -> StoreResult<Vec<KeyRow>> {
+pub async fn usable(
+    db: &mut impl Exec,
+    retired_since: OffsetDateTime,
+) -> Result<Vec<KeyRow>, StoreError> {
     Sql::new(format!(
         "select {COLUMNS} from signing_keys
          where (active or retired_at >= $1) and withdrawn_at is null
@@ -37,7 +40,7 @@ pub async fn usable(db: &mut impl Exec, retired_since: OffsetDateTime) -> StoreR
 }
 
 /// Every key, the active one first, then newest first (`coop keys list`).
-pub async fn all(db: &mut impl Exec) -> StoreResult<Vec<KeyRow>> {
+pub async fn all(db: &mut impl Exec) -> Result<Vec<KeyRow>, StoreError> {
     Sql::new(format!(
         "select {COLUMNS} from signing_keys order by active desc, created_at desc, kid limit 1000"
     ))
@@ -57,7 +60,11 @@ pub enum Withdrawal {
 }
 
 /// Withdraws the retired key `kid` in the caller's transaction.
-pub async fn withdraw(tx: &mut Tx, kid: &str, now: OffsetDateTime) -> StoreResult<Withdrawal> {
+pub async fn withdraw(
+    tx: &mut Tx,
+    kid: &str,
+    now: OffsetDateTime,
+) -> Result<Withdrawal, StoreError> {
     let found: Option<(bool, Option<i64>)> =
         Sql::new("select active, withdrawn_at from signing_keys where kid = $1")
             .bind(kid)
@@ -97,7 +104,7 @@ fn insert_active<'a>(new: &'a KeyRow, now: OffsetDateTime) -> Sql<'a> {
 /// Retires the active key (if any) and makes `new` the active one, in the
 /// caller's transaction: there is never a moment with two active keys or
 /// none.
-pub async fn rotate_to(tx: &mut Tx, new: &KeyRow, now: OffsetDateTime) -> StoreResult<()> {
+pub async fn rotate_to(tx: &mut Tx, new: &KeyRow, now: OffsetDateTime) -> Result<(), StoreError> {
     Sql::new("update signing_keys set active = false, retired_at = $1 where active")
         .bind(now)
         .execute(tx)
@@ -109,7 +116,11 @@ pub async fn rotate_to(tx: &mut Tx, new: &KeyRow, now: OffsetDateTime) -> StoreR
 /// Inserts `new` as the active key only if there is none: two replicas
 /// starting together on an empty database end up with one active key (the
 /// partial unique index refuses the second).
-pub async fn insert_first(tx: &mut Tx, new: &KeyRow, now: OffsetDateTime) -> StoreResult<()> {
+pub async fn insert_first(
+    tx: &mut Tx,
+    new: &KeyRow,
+    now: OffsetDateTime,
+) -> Result<(), StoreError> {
     let mut insert = insert_active(new, now);
     insert.push(" on conflict do nothing");
     insert.execute(tx).await?;

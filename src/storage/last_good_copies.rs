@@ -12,7 +12,7 @@
 
 use time::OffsetDateTime;
 
-use super::{Exec, Sql, StoreResult, Tx};
+use super::{Exec, Sql, StoreError, Tx};
 
 /// What a copy is of.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -40,7 +40,11 @@ crate::record! {
 }
 
 /// Whether a known client relies on the `kind` at `url`.
-pub async fn is_relied_on(db: &mut impl Exec, kind: CopyKind, url: &str) -> StoreResult<bool> {
+pub async fn is_relied_on(
+    db: &mut impl Exec,
+    kind: CopyKind,
+    url: &str,
+) -> Result<bool, StoreError> {
     let query = match kind {
         CopyKind::Document => {
             "select count(*) from oauth_clients
@@ -65,7 +69,7 @@ pub async fn save(
     url: &str,
     body: &str,
     fetched_at: OffsetDateTime,
-) -> StoreResult<()> {
+) -> Result<(), StoreError> {
     Sql::new(
         "insert into last_good_copies (kind, url, body, fetched_at) values ($1, $2, $3, $4)
          on conflict (kind, url) do update set
@@ -83,7 +87,11 @@ pub async fn save(
 }
 
 /// The copy of the `kind` at `url`, if one is kept.
-pub async fn find(db: &mut impl Exec, kind: CopyKind, url: &str) -> StoreResult<Option<Copy>> {
+pub async fn find(
+    db: &mut impl Exec,
+    kind: CopyKind,
+    url: &str,
+) -> Result<Option<Copy>, StoreError> {
     Sql::new("select body, fetched_at from last_good_copies where kind = $1 and url = $2")
         .bind(kind.as_str())
         .bind(url)
@@ -92,7 +100,7 @@ pub async fn find(db: &mut impl Exec, kind: CopyKind, url: &str) -> StoreResult<
 }
 
 /// Forgets the copy of the `kind` at `url` (its host refused it).
-pub async fn delete(tx: &mut Tx, kind: CopyKind, url: &str) -> StoreResult<u64> {
+pub async fn delete(tx: &mut Tx, kind: CopyKind, url: &str) -> Result<u64, StoreError> {
     Sql::new("delete from last_good_copies where kind = $1 and url = $2")
         .bind(kind.as_str())
         .bind(url)
@@ -102,7 +110,7 @@ pub async fn delete(tx: &mut Tx, kind: CopyKind, url: &str) -> StoreResult<u64> 
 
 /// Forgets copies fetched before `cutoff` (past the grace); returns how
 /// many.
-pub async fn delete_fetched_before(tx: &mut Tx, cutoff: OffsetDateTime) -> StoreResult<u64> {
+pub async fn delete_fetched_before(tx: &mut Tx, cutoff: OffsetDateTime) -> Result<u64, StoreError> {
     Sql::new("delete from last_good_copies where fetched_at < $1")
         .bind(cutoff)
         .execute(tx)

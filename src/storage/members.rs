@@ -9,7 +9,7 @@
 use time::OffsetDateTime;
 use uuid::Uuid;
 
-use super::{Exec, Sql, StoreResult, Tx, flock_limits};
+use super::{Exec, Sql, StoreError, Tx, flock_limits};
 use crate::domain::{Access, FarmId, Role, UserId};
 
 crate::record! {
@@ -36,14 +36,18 @@ const SELECT: &str = "select u.id as user_id, u.email, m.role, m.flock_restricte
     where m.farm_id = $1";
 
 /// The farm's members, by email.
-pub async fn list(db: &mut impl Exec, farm: FarmId) -> StoreResult<Vec<Member>> {
+pub async fn list(db: &mut impl Exec, farm: FarmId) -> Result<Vec<Member>, StoreError> {
     Sql::new(format!("{SELECT} order by u.email limit 1000"))
         .bind(farm.0)
         .fetch_all(db)
         .await
 }
 
-pub async fn find(db: &mut impl Exec, farm: FarmId, user: UserId) -> StoreResult<Option<Member>> {
+pub async fn find(
+    db: &mut impl Exec,
+    farm: FarmId,
+    user: UserId,
+) -> Result<Option<Member>, StoreError> {
     Sql::new(format!("{SELECT} and u.id = $2"))
         .bind(farm.0)
         .bind(user.0)
@@ -116,7 +120,7 @@ pub async fn change(
     user: UserId,
     change: &MemberChange,
     now: OffsetDateTime,
-) -> StoreResult<MemberOutcome> {
+) -> Result<MemberOutcome, StoreError> {
     Sql::new("update farms set name = name where id = $1")
         .bind(farm.0)
         .execute(tx)

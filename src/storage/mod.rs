@@ -48,7 +48,7 @@ pub mod users;
 
 pub use engine::{
     EngineKind, Exec, FromRecord, RETRY_AFTER_UNAVAILABLE, Reader, Record, Sql, Store, StoreError,
-    StoreResult, Tx,
+    Tx,
 };
 
 /// Unix seconds, the one representation of an instant in storage.

@@ -12,7 +12,7 @@
 use time::OffsetDateTime;
 use uuid::Uuid;
 
-use super::{Exec, Sql, StoreResult, Tx};
+use super::{Exec, Sql, StoreError, Tx};
 use crate::domain::{FarmId, UserId};
 
 /// A link to store: its token's hash, whose it is, and until when it works.
@@ -27,7 +27,11 @@ pub struct NewReset<'a> {
 /// under the person's credential epoch as it is in this transaction (the
 /// link works only while it holds). `NotFound` when there is no such
 /// person.
-pub async fn replace(tx: &mut Tx, reset: &NewReset<'_>, now: OffsetDateTime) -> StoreResult<()> {
+pub async fn replace(
+    tx: &mut Tx,
+    reset: &NewReset<'_>,
+    now: OffsetDateTime,
+) -> Result<(), StoreError> {
     Sql::new(
         "update password_resets set replaced_at = $2
          where user_id = $1 and used_at is null and replaced_at is null",
@@ -84,7 +88,7 @@ impl ResetRow {
 
 /// The link whose token hashes to `token_hash`, if one was made (and not
 /// yet deleted by housekeeping).
-pub async fn find(db: &mut impl Exec, token_hash: &str) -> StoreResult<Option<ResetRow>> {
+pub async fn find(db: &mut impl Exec, token_hash: &str) -> Result<Option<ResetRow>, StoreError> {
     Sql::new(
         "select r.user_id, r.farm_id, u.email, r.credential_epoch,
              u.credential_epoch as current_epoch, u.disabled, r.expires_at, r.used_at,
@@ -99,7 +103,7 @@ pub async fn find(db: &mut impl Exec, token_hash: &str) -> StoreResult<Option<Re
 
 /// Spends the link if it still works at `now`: not used, not replaced, not
 /// expired. `false` (nothing changed) when it does not.
-pub async fn spend(tx: &mut Tx, token_hash: &str, now: OffsetDateTime) -> StoreResult<bool> {
+pub async fn spend(tx: &mut Tx, token_hash: &str, now: OffsetDateTime) -> Result<bool, StoreError> {
     let spent = Sql::new(
         "update password_resets set used_at = $2
          where token_hash = $1 and used_at is null and replaced_at is null and expires_at > $2",
@@ -112,7 +116,7 @@ pub async fn spend(tx: &mut Tx, token_hash: &str, now: OffsetDateTime) -> StoreR
 }
 
 /// Deletes links that expired before `before`; returns how many.
-pub async fn delete_expired(tx: &mut Tx, before: OffsetDateTime) -> StoreResult<u64> {
+pub async fn delete_expired(tx: &mut Tx, before: OffsetDateTime) -> Result<u64, StoreError> {
     Sql::new("delete from password_resets where expires_at < $1")
         .bind(before)
         .execute(tx)

@@ -11,7 +11,7 @@
 
 use time::OffsetDateTime;
 
-use super::{Exec, Sql, StoreResult, Tx};
+use super::{Exec, Sql, StoreError, Tx};
 use crate::domain::UserId;
 
 pub struct NewPending<'a> {
@@ -43,7 +43,7 @@ pub async fn insert(
     pending: &NewPending<'_>,
     keep: u32,
     now: OffsetDateTime,
-) -> StoreResult<()> {
+) -> Result<(), StoreError> {
     Sql::new(
         "delete from pending_authorizations
          where user_id = $1 and id_hash not in (
@@ -74,7 +74,7 @@ pub async fn find(
     id_hash: &str,
     user: UserId,
     now: OffsetDateTime,
-) -> StoreResult<Option<PendingRow>> {
+) -> Result<Option<PendingRow>, StoreError> {
     Sql::new(
         "select request, created_at, expires_at, reauthenticated_at, answered_at, decision
          from pending_authorizations
@@ -93,7 +93,7 @@ pub async fn mark_reauthenticated(
     id_hash: &str,
     user: UserId,
     now: OffsetDateTime,
-) -> StoreResult<()> {
+) -> Result<(), StoreError> {
     Sql::new(
         "update pending_authorizations set reauthenticated_at = $3
          where id_hash = $1 and user_id = $2 and answered_at is null",
@@ -114,7 +114,7 @@ pub async fn claim(
     user: UserId,
     decision: &str,
     now: OffsetDateTime,
-) -> StoreResult<bool> {
+) -> Result<bool, StoreError> {
     let claimed = Sql::new(
         "update pending_authorizations set answered_at = $3, decision = $4
          where id_hash = $1 and user_id = $2 and answered_at is null and expires_at > $3",
@@ -129,7 +129,7 @@ pub async fn claim(
 }
 
 /// Deletes requests that expired before `before`.
-pub async fn delete_expired(tx: &mut Tx, before: OffsetDateTime) -> StoreResult<u64> {
+pub async fn delete_expired(tx: &mut Tx, before: OffsetDateTime) -> Result<u64, StoreError> {
     Sql::new("delete from pending_authorizations where expires_at < $1")
         .bind(before)
         .execute(tx)

@@ -12,7 +12,7 @@
 use time::OffsetDateTime;
 
 use super::grants::{GRANT_STATUS_COLUMNS, GRANT_STATUS_JOIN, GrantStatus};
-use super::{Exec, Sql, StoreResult, Tx};
+use super::{Exec, Sql, StoreError, Tx};
 use crate::domain::{GrantId, ScopeSet};
 
 pub struct NewRefreshToken<'a> {
@@ -29,7 +29,7 @@ pub async fn insert(
     tx: &mut Tx,
     token: &NewRefreshToken<'_>,
     now: OffsetDateTime,
-) -> StoreResult<()> {
+) -> Result<(), StoreError> {
     Sql::new(
         "insert into refresh_tokens (token_hash, grant_id, scope, expires_at, created_at, dpop_jkt)
          values ($1, $2, $3, $4, $5, $6)",
@@ -59,7 +59,7 @@ crate::record! {
 }
 
 /// The token with its grant's current status.
-pub async fn find(db: &mut impl Exec, token_hash: &str) -> StoreResult<Option<RefreshRow>> {
+pub async fn find(db: &mut impl Exec, token_hash: &str) -> Result<Option<RefreshRow>, StoreError> {
     Sql::new(format!(
         "select r.scope, r.expires_at, r.used_at, r.dpop_jkt, {GRANT_STATUS_COLUMNS}
          from refresh_tokens r
@@ -80,7 +80,7 @@ pub async fn rotate(
     next: &NewRefreshToken<'_>,
     successor_nonce: &str,
     now: OffsetDateTime,
-) -> StoreResult<bool> {
+) -> Result<bool, StoreError> {
     let spent = Sql::new(
         "update refresh_tokens set used_at = $2, successor_nonce = $3
          where token_hash = $1 and used_at is null and expires_at > $2",
@@ -103,7 +103,7 @@ pub async fn successor_nonce(
     tx: &mut Tx,
     token_hash: &str,
     spent_since: OffsetDateTime,
-) -> StoreResult<Option<String>> {
+) -> Result<Option<String>, StoreError> {
     let nonce: Option<Option<String>> = Sql::new(
         "select successor_nonce from refresh_tokens
          where token_hash = $1 and used_at >= $2",
@@ -118,7 +118,11 @@ pub async fn successor_nonce(
 /// Whether `token_hash` is still unused and unexpired, claimed by a write
 /// so that on PostgreSQL it waits for, and then sees, a concurrent
 /// rotation of the same token (the SQLite writer serialises them anyway).
-pub async fn claim_unused(tx: &mut Tx, token_hash: &str, now: OffsetDateTime) -> StoreResult<bool> {
+pub async fn claim_unused(
+    tx: &mut Tx,
+    token_hash: &str,
+    now: OffsetDateTime,
+) -> Result<bool, StoreError> {
     let claimed = Sql::new(
         "update refresh_tokens set reissued_at = $2
          where token_hash = $1 and used_at is null and expires_at > $2",
@@ -131,7 +135,7 @@ pub async fn claim_unused(tx: &mut Tx, token_hash: &str, now: OffsetDateTime) ->
 }
 
 /// Deletes tokens that expired before `before` (spent or not).
-pub async fn delete_expired(tx: &mut Tx, before: OffsetDateTime) -> StoreResult<u64> {
+pub async fn delete_expired(tx: &mut Tx, before: OffsetDateTime) -> Result<u64, StoreError> {
     Sql::new("delete from refresh_tokens where expires_at < $1")
         .bind(before)
         .execute(tx)

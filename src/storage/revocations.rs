@@ -7,7 +7,7 @@
 
 use time::OffsetDateTime;
 
-use super::{Exec, Sql, StoreResult, Tx};
+use super::{Exec, Sql, StoreError, Tx};
 use crate::domain::GrantId;
 
 /// Records the token as revoked; revoking it twice is not an error.
@@ -16,7 +16,7 @@ pub async fn revoke_access_token(
     jti: &str,
     grant: GrantId,
     expires_at: i64,
-) -> StoreResult<()> {
+) -> Result<(), StoreError> {
     Sql::new(
         "insert into revoked_access_tokens (jti, grant_id, expires_at) values ($1, $2, $3)
          on conflict (jti) do nothing",
@@ -29,7 +29,7 @@ pub async fn revoke_access_token(
     Ok(())
 }
 
-pub async fn is_access_token_revoked(db: &mut impl Exec, jti: &str) -> StoreResult<bool> {
+pub async fn is_access_token_revoked(db: &mut impl Exec, jti: &str) -> Result<bool, StoreError> {
     let found: Option<i64> =
         Sql::new("select expires_at from revoked_access_tokens where jti = $1")
             .bind(jti)
@@ -38,7 +38,7 @@ pub async fn is_access_token_revoked(db: &mut impl Exec, jti: &str) -> StoreResu
     Ok(found.is_some())
 }
 
-pub async fn delete_expired(tx: &mut Tx, now: OffsetDateTime) -> StoreResult<u64> {
+pub async fn delete_expired(tx: &mut Tx, now: OffsetDateTime) -> Result<u64, StoreError> {
     Sql::new("delete from revoked_access_tokens where expires_at < $1")
         .bind(now)
         .execute(tx)

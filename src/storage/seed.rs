@@ -16,7 +16,7 @@
 use time::{Date, OffsetDateTime};
 
 use super::engine::Value;
-use super::{Sql, Store, StoreError, StoreResult, farms, unix};
+use super::{Sql, Store, StoreError, farms, unix};
 use crate::domain::{FarmId, FlockId, HouseId, Role, UserId};
 
 /// Rows per multi-row insert: 13 columns × 100 rows = 1,300 parameters.
@@ -104,7 +104,7 @@ pub async fn insert_if_empty(
     store: &Store,
     seed: &FarmSeed,
     now: OffsetDateTime,
-) -> StoreResult<bool> {
+) -> Result<bool, StoreError> {
     match insert(store, seed, now).await {
         Err(StoreError::Conflict(constraint)) => {
             if farms::any_exist(&mut store.read().await?).await? {
@@ -118,7 +118,7 @@ pub async fn insert_if_empty(
     }
 }
 
-async fn insert(store: &Store, seed: &FarmSeed, now: OffsetDateTime) -> StoreResult<bool> {
+async fn insert(store: &Store, seed: &FarmSeed, now: OffsetDateTime) -> Result<bool, StoreError> {
     let at = unix(now);
     let mut tx = store.write().await?;
     if farms::any_exist(&mut tx).await? {

@@ -8,7 +8,7 @@
 
 use time::OffsetDateTime;
 
-use super::{Sql, Store, StoreResult};
+use super::{Sql, Store, StoreError};
 use crate::secrets::MasterSecret;
 
 /// The secret called `name`, made from `fresh` if there is none yet.
@@ -17,7 +17,7 @@ pub async fn load_or_create(
     name: &str,
     fresh: impl FnOnce() -> MasterSecret,
     now: OffsetDateTime,
-) -> StoreResult<MasterSecret> {
+) -> Result<MasterSecret, StoreError> {
     let mut tx = store.write().await?;
     Sql::new(
         "insert into server_secrets (name, value, created_at) values ($1, $2, $3)

@@ -22,7 +22,7 @@ use time::OffsetDateTime;
 use tower_sessions::session::{Id, Record};
 use tower_sessions::session_store::{self, SessionStore};
 
-use super::{Sql, Store, StoreError, StoreResult, Tx};
+use super::{Sql, Store, StoreError, Tx};
 use crate::secrets;
 
 #[derive(Clone, Debug)]
@@ -82,7 +82,7 @@ impl SessionBackend {
     }
 
     /// Deletes the sessions that expired by `now`; returns how many.
-    pub async fn delete_expired(&self, now: OffsetDateTime) -> StoreResult<u64> {
+    pub async fn delete_expired(&self, now: OffsetDateTime) -> Result<u64, StoreError> {
         let mut tx = self.store.write().await?;
         let deleted = Sql::new("delete from sessions where expires_at <= $1")
             .bind(now)
@@ -92,7 +92,7 @@ impl SessionBackend {
         Ok(deleted)
     }
 
-    async fn insert(&self, tx: &mut Tx, record: &Record, data: &str) -> StoreResult<u64> {
+    async fn insert(&self, tx: &mut Tx, record: &Record, data: &str) -> Result<u64, StoreError> {
         Sql::new(
             "insert into sessions (id_hash, data, expires_at) values ($1, $2, $3)
              on conflict (id_hash) do nothing",

@@ -9,7 +9,7 @@
 //! PostgreSQL the upsert locks the row and re-reads it, on SQLite writers
 //! take turns.
 
-use super::{Exec, Sql, StoreResult, Tx};
+use super::{Exec, Sql, StoreError, Tx};
 
 /// Spends one cell of `bucket` if its instant is at most `latest_ms`:
 /// moves it `interval_ms` past `max(itself, now_ms)` and returns the new
@@ -20,7 +20,7 @@ pub async fn spend(
     now_ms: i64,
     interval_ms: i64,
     latest_ms: i64,
-) -> StoreResult<Option<i64>> {
+) -> Result<Option<i64>, StoreError> {
     Sql::new(
         "insert into signin_failures (bucket, clear_at_ms) values ($1, $2 + $3)
          on conflict (bucket) do update set clear_at_ms =
@@ -38,7 +38,7 @@ pub async fn spend(
 }
 
 /// The bucket's instant, if it has one.
-pub async fn clear_at(db: &mut impl Exec, bucket: &str) -> StoreResult<Option<i64>> {
+pub async fn clear_at(db: &mut impl Exec, bucket: &str) -> Result<Option<i64>, StoreError> {
     Sql::new("select clear_at_ms from signin_failures where bucket = $1")
         .bind(bucket)
         .fetch_optional_scalar(db)
@@ -46,7 +46,7 @@ pub async fn clear_at(db: &mut impl Exec, bucket: &str) -> StoreResult<Option<i6
 }
 
 /// Gives back one cell spent from `bucket` (the attempt was not a failure).
-pub async fn give_back(tx: &mut Tx, bucket: &str, interval_ms: i64) -> StoreResult<()> {
+pub async fn give_back(tx: &mut Tx, bucket: &str, interval_ms: i64) -> Result<(), StoreError> {
     Sql::new("update signin_failures set clear_at_ms = clear_at_ms - $2 where bucket = $1")
         .bind(bucket)
         .bind(interval_ms)
@@ -56,7 +56,7 @@ pub async fn give_back(tx: &mut Tx, bucket: &str, interval_ms: i64) -> StoreResu
 }
 
 /// Forgets every failure of `bucket`.
-pub async fn forget(tx: &mut Tx, bucket: &str) -> StoreResult<()> {
+pub async fn forget(tx: &mut Tx, bucket: &str) -> Result<(), StoreError> {
     Sql::new("delete from signin_failures where bucket = $1")
         .bind(bucket)
         .execute(tx)
@@ -65,7 +65,7 @@ pub async fn forget(tx: &mut Tx, bucket: &str) -> StoreResult<()> {
 }
 
 /// Deletes the buckets that count nothing any more; returns how many.
-pub async fn delete_cleared(tx: &mut Tx, now_ms: i64) -> StoreResult<u64> {
+pub async fn delete_cleared(tx: &mut Tx, now_ms: i64) -> Result<u64, StoreError> {
     Sql::new("delete from signin_failures where clear_at_ms <= $1")
         .bind(now_ms)
         .execute(tx)

@@ -5,7 +5,7 @@ use time::OffsetDateTime;
 use uuid::Uuid;
 
 use super::farm_query::FarmQuery;
-use super::{Exec, Sql, StoreResult, Tx};
+use super::{Exec, Sql, StoreError, Tx};
 use crate::domain::{Currency, FarmId, Page, PageSize};
 
 /// The categories a stock item may have (the table's check constraint).
@@ -39,7 +39,7 @@ pub async fn list_page(
     category: Option<&str>,
     after: Option<&StockKey>,
     size: PageSize,
-) -> StoreResult<Page<StockRow>> {
+) -> Result<Page<StockRow>, StoreError> {
     let mut q = FarmQuery::new(
         farm,
         "select s.category, s.name, s.quantity, s.unit, s.unit_cost_minor, s.currency
@@ -71,7 +71,7 @@ pub async fn add(
     farm: FarmId,
     item: &NewStockItem<'_>,
     now: OffsetDateTime,
-) -> StoreResult<()> {
+) -> Result<(), StoreError> {
     Sql::new(
         "insert into stock_items (id, farm_id, category, name, quantity, unit,
             unit_cost_minor, currency, updated_at)

@@ -3,7 +3,7 @@
 use time::OffsetDateTime;
 use uuid::Uuid;
 
-use super::{Exec, Sql, StoreResult, Tx};
+use super::{Exec, Sql, StoreError, Tx};
 use crate::domain::{Email, FarmId, FarmSlug, FlockId, Name, Role, UserId};
 
 crate::record! {
@@ -46,14 +46,17 @@ const ACCOUNT_SELECT: &str =
     join memberships m on m.user_id = u.id
     join farms f on f.id = m.farm_id";
 
-pub async fn find_by_email(db: &mut impl Exec, email: &Email) -> StoreResult<Option<Account>> {
+pub async fn find_by_email(
+    db: &mut impl Exec,
+    email: &Email,
+) -> Result<Option<Account>, StoreError> {
     Sql::new(format!("{ACCOUNT_SELECT} where u.email = $1"))
         .bind(email.as_str())
         .fetch_optional(db)
         .await
 }
 
-pub async fn find(db: &mut impl Exec, user: UserId) -> StoreResult<Option<Account>> {
+pub async fn find(db: &mut impl Exec, user: UserId) -> Result<Option<Account>, StoreError> {
     Sql::new(format!("{ACCOUNT_SELECT} where u.id = $1"))
         .bind(user.0)
         .fetch_optional(db)
@@ -77,7 +80,7 @@ pub async fn create_member(
     tx: &mut Tx,
     member: &NewMember<'_>,
     now: OffsetDateTime,
-) -> StoreResult<UserId> {
+) -> Result<UserId, StoreError> {
     let id = UserId::new();
     Sql::new(
         "insert into users (id, email, password_hash, must_change_password, created_at, updated_at)
@@ -118,7 +121,7 @@ async fn update_by_email(
     email: &Email,
     set: &str,
     now: OffsetDateTime,
-) -> StoreResult<UserId> {
+) -> Result<UserId, StoreError> {
     Sql::new(format!(
         "update users set {set}, updated_at = $2 where email = $1 returning id"
     ))
@@ -134,7 +137,7 @@ pub async fn set_disabled(
     email: &Email,
     disabled: bool,
     now: OffsetDateTime,
-) -> StoreResult<UserId> {
+) -> Result<UserId, StoreError> {
     let set = if disabled {
         "disabled = true"
     } else {
@@ -144,7 +147,11 @@ pub async fn set_disabled(
 }
 
 /// Moves the credential epoch: every session and token of the user dies.
-pub async fn move_epoch(tx: &mut Tx, email: &Email, now: OffsetDateTime) -> StoreResult<UserId> {
+pub async fn move_epoch(
+    tx: &mut Tx,
+    email: &Email,
+    now: OffsetDateTime,
+) -> Result<UserId, StoreError> {
     update_by_email(tx, email, "credential_epoch = credential_epoch + 1", now).await
 }
 
@@ -152,7 +159,7 @@ pub async fn require_password_change(
     tx: &mut Tx,
     email: &Email,
     now: OffsetDateTime,
-) -> StoreResult<UserId> {
+) -> Result<UserId, StoreError> {
     update_by_email(tx, email, "must_change_password = true", now).await
 }
 
@@ -166,7 +173,7 @@ pub async fn change_password(
     expected_epoch: i64,
     new_hash: &str,
     now: OffsetDateTime,
-) -> StoreResult<i64> {
+) -> Result<i64, StoreError> {
     Sql::new(
         "update users set password_hash = $1, must_change_password = false,
              credential_epoch = credential_epoch + 1, updated_at = $2

@@ -307,6 +307,8 @@ async fn flock_choice_refusals(engine: Engine) {
 async fn the_last_owner_cannot_be_disabled_or_demoted(engine: Engine) {
     let app = TestApp::spawn(engine).await;
     let (farm, owner) = setup(&app).await;
+    // Next door's owner is no owner of this farm.
+    app.next_door().await;
     let me = member_id(&owner, &farm.owner.email).await;
     for form in [vec![("action", "disable")], access("manager", "", &[])] {
         let response = act(&owner, &me, &form).await;
@@ -335,7 +337,7 @@ async fn the_last_owner_cannot_be_disabled_or_demoted(engine: Engine) {
     let response = act(&second, &worker, &[("action", "disable")]).await;
     assert_page(response, 409, "at least one owner").await;
     assert_eq!(
-        app.db_count("select count(*) from memberships m join users u on u.id = m.user_id where m.role = 'owner' and not u.disabled").await,
+        app.db_count(&format!("select count(*) from memberships m join users u on u.id = m.user_id join farms f on f.id = m.farm_id where f.slug = '{}' and m.role = 'owner' and not u.disabled", farm.slug)).await,
         1
     );
 }

@@ -22,6 +22,7 @@ on_both_engines!(
     an_automation_is_never_an_owner,
     a_suspended_farm_or_apps_off_stops_an_automation,
     the_owner_manages_automations_on_the_admin_pages,
+    disable_enable_and_delete_on_the_page_take_effect,
     an_automation_with_a_key_set_authenticates_with_assertions_only,
     an_automation_sent_back_for_a_dpop_nonce_retries_with_the_same_assertion,
 );
@@ -528,6 +529,51 @@ async fn the_owner_manages_automations_on_the_admin_pages(engine: Engine) {
     );
     let response = post_with_csrf(&other_browser, &page, &path, &[("action", "enable")]).await;
     assert_eq!(response.status(), 404);
+}
+
+/// The page's disable, enable and delete, judged by what they do: the
+/// automation's tokens stop working, a new one works again, and after
+/// the delete it cannot get one and is gone from the page and the store.
+async fn disable_enable_and_delete_on_the_page_take_effect(engine: Engine) {
+    let (app, owner, client_id, secret) =
+        with_automation(engine, "Feed system", "manager", "farm:read").await;
+    let browser = app.signed_in(&owner).await;
+    let path = format!(
+        "/admin/automations/{}",
+        client_id.trim_start_matches("automation-")
+    );
+    let act = async |action: &str, done: &str| {
+        let page = browser.text("/admin/automations").await;
+        let response = post_with_csrf(&browser, &page, &path, &[("action", action)]).await;
+        assert_eq!(response.status(), 303, "{action}");
+        assert_eq!(
+            crate::helpers::location(&response),
+            format!("/admin/automations?done={done}")
+        );
+    };
+    let token = automation_token(&app, &client_id, &secret).await;
+    app.tool_ok(&token, "stock_levels", json!({})).await;
+
+    act("disable", "disabled").await;
+    app.assert_invalid_token(&token, "disabled on the page")
+        .await;
+    let response = request_token(&app, &client_id, &secret, &[]).await;
+    assert_oauth_error(response, 401, "invalid_client").await;
+
+    act("enable", "enabled").await;
+    let fresh = automation_token(&app, &client_id, &secret).await;
+    app.tool_ok(&fresh, "stock_levels", json!({})).await;
+
+    act("delete", "deleted").await;
+    app.assert_invalid_token(&fresh, "deleted on the page")
+        .await;
+    let response = request_token(&app, &client_id, &secret, &[]).await;
+    assert_oauth_error(response, 401, "invalid_client").await;
+    let page = browser.text("/admin/automations").await;
+    assert!(!page.contains(&client_id), "{page}");
+    assert!(!page.contains("Feed system"), "{page}");
+    app.assert_count("select count(*) from automations", 0)
+        .await;
 }
 
 /// Adds a worker automation "Barn scale" (`daily-entries:write`) to

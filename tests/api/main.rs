@@ -70,6 +70,7 @@ mod sessions;
 mod signin_throttle;
 mod slow_bodies;
 mod slow_clients;
+mod tenancy;
 
 mod admin_access;
 mod admin_apps;

@@ -18,6 +18,7 @@ on_both_engines!(
     a_replayed_write_changes_nothing_and_audits_once,
     a_stale_version_is_a_conflict_showing_the_current_entry,
     a_refused_write_can_be_retried_once_the_cause_is_fixed,
+    notes_with_control_characters_are_invalid_params,
 );
 
 const READ: [&str; 7] = [
@@ -276,4 +277,42 @@ async fn a_refused_write_can_be_retried_once_the_cause_is_fixed(engine: Engine) 
     assert_eq!(done["replayed"], false);
     assert_eq!(done["change"], "created");
     assert_eq!(app.audit_count("tool_write").await, 1);
+}
+
+/// Notes are shown as they are (pages, answers, terminals): a carriage
+/// return, an escape or a bell could rewrite what a reader sees, so only a
+/// line break and a tab may be in them.
+async fn notes_with_control_characters_are_invalid_params(engine: Engine) {
+    let (app, worker) = TestApp::with_flocks(engine, "worker").await;
+    let tokens = app.connect(&worker, BOTH_SCOPES).await;
+    for (notes, code) in [
+        ("fan fixed\rall fine", "000D"),
+        ("\u{1b}[2Jcleared", "001B"),
+        ("bell\u{7}", "0007"),
+        ("c1\u{9b}31m", "009B"),
+    ] {
+        let mut arguments = entry(900);
+        arguments["notes"] = json!(notes);
+        let (status, body) = app
+            .call_tool(&tokens.access_token, "record_daily_entry", arguments)
+            .await;
+        assert_eq!(status, 200, "{notes:?}: {body}");
+        assert_eq!(body["error"]["code"], -32602, "{notes:?}: {body}");
+        assert_eq!(
+            body["error"]["message"],
+            format!(
+                "notes must not hold control characters other than a line break or a tab \
+                 (found U+{code})"
+            ),
+            "{notes:?}"
+        );
+    }
+    assert_eq!(app.db_count("select count(*) from daily_entries").await, 0);
+    assert_eq!(app.audit_count("tool_write").await, 0);
+    let mut arguments = entry(900);
+    arguments["notes"] = json!("fan fixed\n\tcheck at 6");
+    let written = app
+        .tool_ok(&tokens.access_token, "record_daily_entry", arguments)
+        .await;
+    assert_eq!(written["entry"]["notes"], "fan fixed\n\tcheck at 6");
 }

@@ -11,7 +11,7 @@ use time::OffsetDateTime;
 
 use super::automations::{self, AutomationView};
 use super::words::AppView;
-use super::{OwnerAction, PageRefusal, PageResult, audit_action};
+use super::{OwnerAction, PageRefusal, audit_action};
 use crate::admin::apps::{self as app_admin, Actor};
 use crate::domain::GrantId;
 use crate::storage::connected_apps::{self, AppFilter, ConnectedApp};
@@ -50,7 +50,7 @@ impl Reach {
 }
 
 /// The apps `reach` shows `account`.
-async fn list(store: &Store, account: &Account, reach: Reach) -> PageResult<Vec<AppView>> {
+async fn list(store: &Store, account: &Account, reach: Reach) -> Result<Vec<AppView>, PageRefusal> {
     let filter = reach.filter(account);
     let apps = connected_apps::list(&mut store.read().await?, &filter).await?;
     Ok(apps.iter().map(AppView::from_app).collect())
@@ -63,7 +63,7 @@ pub struct OwnAppsView {
     pub farm_apps_enabled: bool,
 }
 
-pub async fn own(store: &Store, person: &Account) -> PageResult<OwnAppsView> {
+pub async fn own(store: &Store, person: &Account) -> Result<OwnAppsView, PageRefusal> {
     let apps = list(store, person, Reach::Own).await?;
     let farm_apps_enabled = farms::find(&mut store.read().await?, person.farm())
         .await?
@@ -82,7 +82,7 @@ pub struct FarmAppsView {
     pub automations: Vec<AutomationView>,
 }
 
-pub async fn farm(store: &Store, owner: &Account) -> PageResult<FarmAppsView> {
+pub async fn farm(store: &Store, owner: &Account) -> Result<FarmAppsView, PageRefusal> {
     let farm = farms::find(&mut store.read().await?, owner.farm())
         .await?
         .ok_or(PageRefusal::NotFound)?;
@@ -101,7 +101,7 @@ pub async fn switch(
     owner: &Account,
     enabled: bool,
     now: OffsetDateTime,
-) -> PageResult<()> {
+) -> Result<(), PageRefusal> {
     let mut tx = store.write().await?;
     farms::set_connected_apps(&mut tx, &owner.farm_slug, enabled).await?;
     let action = if enabled {
@@ -121,7 +121,7 @@ async fn reached(
     account: &Account,
     reach: Reach,
     raw_id: &str,
-) -> PageResult<ConnectedApp> {
+) -> Result<ConnectedApp, PageRefusal> {
     let id = GrantId::parse(raw_id).ok_or(PageRefusal::NotFound)?;
     connected_apps::find_active(&mut store.read().await?, id)
         .await?
@@ -141,7 +141,7 @@ pub async fn confirm(
     account: &Account,
     reach: Reach,
     raw_id: &str,
-) -> PageResult<ConfirmView> {
+) -> Result<ConfirmView, PageRefusal> {
     let app = reached(store, account, reach, raw_id).await?;
     let who = if app.user() == account.user_id() {
         "you".to_owned()
@@ -161,7 +161,7 @@ pub async fn disconnect(
     reach: Reach,
     raw_id: &str,
     now: OffsetDateTime,
-) -> PageResult<()> {
+) -> Result<(), PageRefusal> {
     let app = reached(store, account, reach, raw_id).await?;
     app_admin::disconnect(store, &app, Actor::member(account), now).await?;
     Ok(())

@@ -3,7 +3,7 @@
 //! into words. A tool's write shows the app and the grant it came through;
 //! an automation's own write names the automation.
 
-use super::PageResult;
+use super::PageRefusal;
 use super::words::instant;
 use crate::domain::UserId;
 use crate::storage::audit_query::{self, AuditEntry, AuditFilter};
@@ -186,7 +186,11 @@ fn filter(query: &AuditQuery<'_>) -> AuditFilter {
     }
 }
 
-pub async fn show(store: &Store, owner: &Account, query: &AuditQuery<'_>) -> PageResult<AuditView> {
+pub async fn show(
+    store: &Store,
+    owner: &Account,
+    query: &AuditQuery<'_>,
+) -> Result<AuditView, PageRefusal> {
     let farm = owner.farm();
     let filter = filter(query);
     let mut db = store.read().await?;

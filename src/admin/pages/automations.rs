@@ -7,13 +7,13 @@ use time::OffsetDateTime;
 
 use super::flocks::Limits;
 use super::words::{last_used, scope_words, scopes_in_words};
-use super::{PageRefusal, PageResult, invalid};
+use super::{PageRefusal, invalid};
 use crate::admin::apps::Actor;
 use crate::admin::automations as automation_admin;
 use crate::domain::{AutomationAuth, AutomationId, FarmId, Scope};
 use crate::storage::automations::{self, AutomationRow};
 use crate::storage::users::Account;
-use crate::storage::{Exec, Store, StoreResult};
+use crate::storage::{Exec, Store, StoreError};
 use crate::storage::{farm_admin, flock_limits};
 
 /// One automation as its card shows it.
@@ -52,7 +52,10 @@ impl AutomationView {
 }
 
 /// The farm's automations as cards, each with the names of its flocks.
-pub(crate) async fn views(db: &mut impl Exec, farm: FarmId) -> StoreResult<Vec<AutomationView>> {
+pub(crate) async fn views(
+    db: &mut impl Exec,
+    farm: FarmId,
+) -> Result<Vec<AutomationView>, StoreError> {
     let rows = automations::list(db, farm).await?;
     let farm_flocks = farm_admin::flocks(db, farm).await?;
     let limits = Limits::new(flock_limits::AUTOMATIONS.of_farm(db, farm).await?);
@@ -86,7 +89,7 @@ pub struct AutomationsView {
     pub scopes: Vec<ScopeOption>,
 }
 
-pub async fn show(store: &Store, owner: &Account) -> PageResult<AutomationsView> {
+pub async fn show(store: &Store, owner: &Account) -> Result<AutomationsView, PageRefusal> {
     let farm = owner.farm();
     let mut db = store.read().await?;
     let flocks = farm_admin::flocks(&mut db, farm)
@@ -122,7 +125,11 @@ pub enum Done {
 
 /// The automation `raw_id` of the owner's farm. Another farm's automation
 /// is not found, never touched.
-pub async fn of_farm(store: &Store, owner: &Account, raw_id: &str) -> PageResult<AutomationId> {
+pub async fn of_farm(
+    store: &Store,
+    owner: &Account,
+    raw_id: &str,
+) -> Result<AutomationId, PageRefusal> {
     let id = AutomationId::parse(raw_id).ok_or(PageRefusal::NotFound)?;
     automations::find(&mut store.read().await?, owner.farm(), id)
         .await?
@@ -139,7 +146,7 @@ pub async fn change(
     id: AutomationId,
     action: &str,
     now: OffsetDateTime,
-) -> PageResult<Done> {
+) -> Result<Done, PageRefusal> {
     let farm = owner.farm();
     let by = Actor::member(owner);
     match action {

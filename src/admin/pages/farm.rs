@@ -5,7 +5,7 @@
 
 use time::OffsetDateTime;
 
-use super::{OwnerAction, PageRefusal, PageResult, audit_action, invalid};
+use super::{OwnerAction, PageRefusal, audit_action, invalid};
 use crate::admin::farm_records::{self, FlockForm, Renamed};
 use crate::domain::{FlockId, HouseId};
 use crate::storage::Store;
@@ -20,7 +20,11 @@ pub struct FarmView {
     pub today: String,
 }
 
-pub async fn show(store: &Store, owner: &Account, now: OffsetDateTime) -> PageResult<FarmView> {
+pub async fn show(
+    store: &Store,
+    owner: &Account,
+    now: OffsetDateTime,
+) -> Result<FarmView, PageRefusal> {
     let mut db = store.read().await?;
     Ok(FarmView {
         houses: farm_admin::houses(&mut db, owner.farm()).await?,
@@ -72,7 +76,7 @@ enum Checked<'a> {
     DepleteFlock(FlockId),
 }
 
-fn check(change: FarmChange<'_>) -> PageResult<Checked<'_>> {
+fn check(change: FarmChange<'_>) -> Result<Checked<'_>, PageRefusal> {
     let house = |raw| HouseId::parse(raw).ok_or(PageRefusal::NotFound);
     Ok(match change {
         FarmChange::AddHouse { name } => Checked::AddHouse(name),
@@ -112,7 +116,7 @@ pub async fn change(
     owner: &Account,
     change: FarmChange<'_>,
     now: OffsetDateTime,
-) -> PageResult<Saved> {
+) -> Result<Saved, PageRefusal> {
     let farm = owner.farm();
     let change = check(change)?;
     let mut tx = store.write().await?;

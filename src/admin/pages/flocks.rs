@@ -5,12 +5,12 @@ use std::collections::{HashMap, HashSet};
 
 use uuid::Uuid;
 
-use super::{PageRefusal, PageResult, invalid};
+use super::{PageRefusal, invalid};
 use crate::domain::FlockId;
 use crate::storage::farm_admin::FlockAdminRow;
 
 /// The flocks ticked on a form; an id that is not one is not this farm's.
-pub fn chosen(ticked: &[&str]) -> PageResult<Vec<FlockId>> {
+pub fn chosen(ticked: &[&str]) -> Result<Vec<FlockId>, PageRefusal> {
     ticked
         .iter()
         .map(|raw| FlockId::parse(raw).ok_or_else(unknown))

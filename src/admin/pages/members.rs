@@ -12,13 +12,13 @@ use time::OffsetDateTime;
 
 use super::automations::{self, AutomationView};
 use super::flocks::{self, Limits};
-use super::{OwnerAction, PageRefusal, PageResult, audit_action, invalid};
+use super::{OwnerAction, PageRefusal, audit_action, invalid};
 use crate::domain::{Access, FarmId, FlockId, Role, UserId};
 use crate::storage::farm_admin::{self, FlockAdminRow};
 use crate::storage::flock_limits;
 use crate::storage::members::{self, Member, MemberChange, MemberOutcome};
 use crate::storage::users::Account;
-use crate::storage::{Store, StoreResult, Tx};
+use crate::storage::{Store, StoreError, Tx};
 
 pub struct MemberView {
     pub id: String,
@@ -48,7 +48,7 @@ pub struct MembersView {
     pub automations: Vec<AutomationView>,
 }
 
-pub async fn show(store: &Store, owner: &Account) -> PageResult<MembersView> {
+pub async fn show(store: &Store, owner: &Account) -> Result<MembersView, PageRefusal> {
     let farm = owner.farm();
     let mut db = store.read().await?;
     let rows = members::list(&mut db, farm).await?;
@@ -124,7 +124,7 @@ pub async fn change(
     raw_id: &str,
     form: &MemberForm<'_>,
     now: OffsetDateTime,
-) -> PageResult<After> {
+) -> Result<After, PageRefusal> {
     let user = UserId::parse(raw_id).ok_or(PageRefusal::NotFound)?;
     let change = requested(form)?;
     let farm = owner.farm();
@@ -149,7 +149,7 @@ pub async fn change(
 }
 
 /// The change the form asks for.
-fn requested(form: &MemberForm<'_>) -> PageResult<MemberChange> {
+fn requested(form: &MemberForm<'_>) -> Result<MemberChange, PageRefusal> {
     Ok(match form.action {
         "disable" => MemberChange::Disable,
         "enable" => MemberChange::Enable,
@@ -162,7 +162,7 @@ fn requested(form: &MemberForm<'_>) -> PageResult<MemberChange> {
 
 /// The role and flocks chosen on the form. A worker's flocks must be
 /// chosen (all, or some), never assumed; another role needs no choice.
-fn chosen_access(form: &MemberForm<'_>) -> PageResult<Access> {
+fn chosen_access(form: &MemberForm<'_>) -> Result<Access, PageRefusal> {
     let role = Role::parse(form.role).map_err(PageRefusal::Invalid)?;
     let limited_to = match form.flocks {
         "all" => None,
@@ -190,7 +190,11 @@ fn after(change: &MemberChange, is_me: bool) -> After {
 }
 
 /// The audit row of a change that was made.
-async fn audited(tx: &mut Tx, farm: FarmId, change: &MemberChange) -> StoreResult<OwnerAction> {
+async fn audited(
+    tx: &mut Tx,
+    farm: FarmId,
+    change: &MemberChange,
+) -> Result<OwnerAction, StoreError> {
     let none = serde_json::json!({});
     Ok(match change {
         MemberChange::Disable => OwnerAction::new("member_disabled", none),
@@ -210,7 +214,7 @@ async fn audited(tx: &mut Tx, farm: FarmId, change: &MemberChange) -> StoreResul
 }
 
 /// "all" or the names of the flocks a worker is limited to, for the log.
-async fn flock_words(tx: &mut Tx, farm: FarmId, access: &Access) -> StoreResult<String> {
+async fn flock_words(tx: &mut Tx, farm: FarmId, access: &Access) -> Result<String, StoreError> {
     let Some(limited_to) = access.limited_to() else {
         return Ok("all".to_owned());
     };

@@ -36,7 +36,7 @@ use crate::domain::UserId;
 use crate::identity::SignInError;
 use crate::storage::audit::{self as audit_log, AuditEvent, AuditKind};
 use crate::storage::users::Account;
-use crate::storage::{StoreError, StoreResult, Tx};
+use crate::storage::{StoreError, Tx};
 
 /// Why a page's action or view stopped short; each becomes one kind of
 /// page in `http::error`.
@@ -58,8 +58,6 @@ pub enum PageRefusal {
     #[error("{0}")]
     Internal(String),
 }
-
-pub type PageResult<T> = Result<T, PageRefusal>;
 
 pub(crate) fn invalid(message: impl Into<String>) -> PageRefusal {
     PageRefusal::Invalid(message.into())
@@ -103,7 +101,7 @@ pub(crate) async fn audit_action(
     owner: &Account,
     done: OwnerAction,
     now: OffsetDateTime,
-) -> StoreResult<()> {
+) -> Result<(), StoreError> {
     let mut detail = done.detail;
     if let Some(object) = detail.as_object_mut() {
         object.insert("action".into(), done.action.into());

@@ -8,7 +8,7 @@ use std::net::IpAddr;
 
 use time::OffsetDateTime;
 
-use super::PageResult;
+use super::PageRefusal;
 use crate::identity::password::check_new_password;
 use crate::identity::{Passwords, SignIn};
 use crate::secrets::{DeviceCookie, Password};
@@ -52,7 +52,7 @@ pub async fn change(
     person: &Account,
     form: PasswordForm<'_>,
     now: OffsetDateTime,
-) -> PageResult<Changed> {
+) -> Result<Changed, PageRefusal> {
     let current_ok = checks
         .signin
         .confirm_password(person, form.current, form.address, form.device_cookie, now)

@@ -6,7 +6,7 @@
 use time::OffsetDateTime;
 
 use super::words::instant;
-use super::{OwnerAction, PageRefusal, PageResult, audit_action};
+use super::{OwnerAction, PageRefusal, audit_action};
 use crate::domain::{Issuer, UserId};
 use crate::identity::reset;
 use crate::storage::members;
@@ -28,7 +28,7 @@ pub async fn make_link(
     raw_id: &str,
     issuer: &Issuer,
     now: OffsetDateTime,
-) -> PageResult<LinkView> {
+) -> Result<LinkView, PageRefusal> {
     let user = UserId::parse(raw_id).ok_or(PageRefusal::NotFound)?;
     let farm = owner.farm();
     let mut tx = store.write().await?;

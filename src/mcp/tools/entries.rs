@@ -12,7 +12,7 @@ use time::OffsetDateTime;
 use super::args::{self, invalid, tool_args};
 use super::flocks::resolve;
 use super::{ToolCall, ToolError, ToolReply, ToolResult, internal};
-use crate::domain::EntryDate;
+use crate::domain::{EntryDate, Notes};
 use crate::mcp::Caller;
 use crate::storage::audit::{AuditEvent, AuditKind};
 use crate::storage::daily_entries::{self, EntryRow, EntryWrite, WriteOutcome};
@@ -23,7 +23,7 @@ pub const MAX_EGGS: i64 = 10_000_000;
 pub const MAX_BIRDS: i64 = crate::domain::HeadCount::MAX;
 pub const MAX_FEED_G: i64 = 100_000_000;
 pub const MAX_WATER_ML: i64 = 1_000_000_000;
-pub const MAX_NOTES_CHARS: usize = 1000;
+pub const MAX_NOTES_CHARS: usize = crate::domain::notes::MAX_NOTES_CHARS;
 
 tool_args! {
     /// Arguments of `list_daily_entries`.
@@ -147,29 +147,17 @@ struct Checked {
     mortality: Option<i64>,
     feed_used_g: Option<i64>,
     water_used_ml: Option<i64>,
-    notes: Option<String>,
+    notes: Option<Notes>,
     expected_version: Option<i64>,
 }
 
 fn check(a: &RecordDailyEntryArgs) -> Result<Checked, ToolError> {
-    let notes = match &a.notes {
-        None => None,
-        Some(raw) => {
-            let notes = raw.trim();
-            if notes.chars().count() > MAX_NOTES_CHARS {
-                return Err(invalid(format!(
-                    "notes must be at most {MAX_NOTES_CHARS} characters"
-                )));
-            }
-            if notes
-                .chars()
-                .any(|c| c.is_control() && c != '\n' && c != '\t')
-            {
-                return Err(invalid("notes must not hold control characters"));
-            }
-            Some(notes.to_owned())
-        }
-    };
+    let notes = a
+        .notes
+        .as_deref()
+        .map(Notes::parse)
+        .transpose()
+        .map_err(invalid)?;
     Ok(Checked {
         date: args::date("date", &a.date)?,
         eggs_collected: args::count("eggs_collected", a.eggs_collected, MAX_EGGS)?,
@@ -238,7 +226,7 @@ pub async fn record_daily_entry(t: ToolCall<'_>, a: RecordDailyEntryArgs) -> Too
         mortality: c.mortality,
         feed_used_g: c.feed_used_g,
         water_used_ml: c.water_used_ml,
-        notes: c.notes.as_deref(),
+        notes: c.notes.as_ref(),
         expected_version: c.expected_version,
         recorded_by: ctx.user(),
         recorded_by_automation: ctx.automation(),

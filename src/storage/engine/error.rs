@@ -35,8 +35,6 @@ pub enum StoreError {
     Migration(#[from] sqlx::migrate::MigrateError),
 }
 
-pub type StoreResult<T> = Result<T, StoreError>;
-
 impl StoreError {
     pub fn backend(detail: impl Into<Detail>) -> Self {
         Self::Backend(detail.into())

@@ -54,7 +54,7 @@ use std::time::Duration;
 
 use sqlx::{ConnectOptions, Connection};
 
-pub use error::{RETRY_AFTER_UNAVAILABLE, StoreError, StoreResult};
+pub use error::{RETRY_AFTER_UNAVAILABLE, StoreError};
 pub use sql::{Column, ColumnAt, Field, FromRecord, Record, STATEMENT_TARGET, Sql, Value};
 
 use crate::config::DatabaseUrl;
@@ -97,7 +97,7 @@ impl std::fmt::Debug for Store {
 impl Store {
     /// Connects and applies the engine's migrations. A SQLite file is
     /// created if missing.
-    pub async fn connect(url: &DatabaseUrl) -> StoreResult<Self> {
+    pub async fn connect(url: &DatabaseUrl) -> Result<Self, StoreError> {
         let engine = match url {
             DatabaseUrl::Sqlite(raw) => Engine::Sqlite(connect_sqlite(raw).await?),
             DatabaseUrl::Postgres(raw) => Engine::Postgres(postgres::Engine::connect(raw).await?),
@@ -115,7 +115,7 @@ impl Store {
     }
 
     /// A connection for reads.
-    pub async fn read(&self) -> StoreResult<Reader> {
+    pub async fn read(&self) -> Result<Reader, StoreError> {
         let inner = match &*self.engine {
             Engine::Sqlite(engine) => ReaderInner::Sqlite(engine.read().await?),
             Engine::Postgres(engine) => ReaderInner::Postgres(engine.read().await?),
@@ -125,7 +125,7 @@ impl Store {
 
     /// A write transaction. On SQLite it waits its turn for the one writer
     /// and begins `IMMEDIATE`; on PostgreSQL it is a pooled transaction.
-    pub async fn write(&self) -> StoreResult<Tx> {
+    pub async fn write(&self) -> Result<Tx, StoreError> {
         let inner = match &*self.engine {
             Engine::Sqlite(engine) => TxInner::Sqlite(engine.write().await?),
             Engine::Postgres(engine) => TxInner::Postgres(engine.write().await?),
@@ -137,7 +137,7 @@ impl Store {
     /// kept for this alone, so the answer is about the database and never
     /// about how busy the request pool is (which any token holder can
     /// make it).
-    pub async fn ping(&self) -> StoreResult<()> {
+    pub async fn ping(&self) -> Result<(), StoreError> {
         match &*self.engine {
             Engine::Sqlite(engine) => engine.ping().await,
             Engine::Postgres(engine) => engine.ping().await,
@@ -159,7 +159,7 @@ impl Store {
 /// The migrating connection has foreign keys off: SQLite changes a
 /// constraint only by rebuilding the table, and dropping the old copy of a
 /// table others reference would otherwise cascade to their rows.
-async fn connect_sqlite(raw: &str) -> StoreResult<sqlite::Engine> {
+async fn connect_sqlite(raw: &str) -> Result<sqlite::Engine, StoreError> {
     let options = sqlx::sqlite::SqliteConnectOptions::from_str(raw)?
         .create_if_missing(true)
         .journal_mode(sqlx::sqlite::SqliteJournalMode::Wal)
@@ -196,7 +196,7 @@ enum TxInner {
 }
 
 impl Tx {
-    pub async fn commit(self) -> StoreResult<()> {
+    pub async fn commit(self) -> Result<(), StoreError> {
         match self.0 {
             TxInner::Sqlite(tx) => tx.commit(),
             TxInner::Postgres(tx) => Ok(tx.commit().await?),
@@ -223,7 +223,7 @@ enum HandleInner<'a> {
 
 impl<'a> HandleInner<'a> {
     /// A SQLite connection, or why there is none.
-    fn sqlite(connection: StoreResult<&'a mut rusqlite::Connection>) -> Self {
+    fn sqlite(connection: Result<&'a mut rusqlite::Connection, StoreError>) -> Self {
         connection.map_or_else(HandleInner::Gone, HandleInner::Sqlite)
     }
 }

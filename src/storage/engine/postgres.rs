@@ -23,7 +23,7 @@ use sqlx::query::Query;
 use sqlx::{ConnectOptions, Connection, PgPool, Postgres, Transaction};
 
 use super::ACQUIRE_DEADLINE;
-use super::error::StoreResult;
+use super::error::StoreError;
 use super::sql::{FromRecord, Record, RecordInner, Sql, Value};
 
 /// A connection idle at least this long is pinged before use.
@@ -44,7 +44,7 @@ impl Engine {
     /// Connects (one direct connection first, so a refused connection, an
     /// unknown database or a bad password is reported with its cause
     /// instead of the pool's "timed out") and migrates.
-    pub(super) async fn connect(url: &str) -> StoreResult<Self> {
+    pub(super) async fn connect(url: &str) -> Result<Self, StoreError> {
         let options = PgConnectOptions::from_str(url)?;
         options.connect().await?.close().await?;
         // While PostgreSQL refuses connections sqlx keeps trying until the
@@ -75,15 +75,15 @@ impl Engine {
         Ok(Self { pool, probe })
     }
 
-    pub(super) async fn read(&self) -> StoreResult<Reader> {
+    pub(super) async fn read(&self) -> Result<Reader, StoreError> {
         Ok(self.pool.acquire().await?)
     }
 
-    pub(super) async fn write(&self) -> StoreResult<WriteTx> {
+    pub(super) async fn write(&self) -> Result<WriteTx, StoreError> {
         Ok(self.pool.begin().await?)
     }
 
-    pub(super) async fn ping(&self) -> StoreResult<()> {
+    pub(super) async fn ping(&self) -> Result<(), StoreError> {
         sqlx::query("select 1").execute(&self.probe).await?;
         Ok(())
     }
@@ -115,14 +115,17 @@ fn query<'q>(sql: &'q Sql<'q>) -> Query<'q, Postgres, PgArguments> {
     bind(sqlx::query(sql.text()), sql.values())
 }
 
-pub(super) async fn execute(connection: &mut PgConnection, sql: &Sql<'_>) -> StoreResult<u64> {
+pub(super) async fn execute(
+    connection: &mut PgConnection,
+    sql: &Sql<'_>,
+) -> Result<u64, StoreError> {
     Ok(query(sql).execute(connection).await?.rows_affected())
 }
 
 pub(super) async fn fetch_all<T: FromRecord>(
     connection: &mut PgConnection,
     sql: &Sql<'_>,
-) -> StoreResult<Vec<T>> {
+) -> Result<Vec<T>, StoreError> {
     let rows = query(sql).fetch_all(connection).await?;
     rows.iter().map(decode).collect()
 }
@@ -130,11 +133,11 @@ pub(super) async fn fetch_all<T: FromRecord>(
 pub(super) async fn fetch_optional<T: FromRecord>(
     connection: &mut PgConnection,
     sql: &Sql<'_>,
-) -> StoreResult<Option<T>> {
+) -> Result<Option<T>, StoreError> {
     let row = query(sql).fetch_optional(connection).await?;
     row.as_ref().map(decode).transpose()
 }
 
-fn decode<T: FromRecord>(row: &PgRow) -> StoreResult<T> {
+fn decode<T: FromRecord>(row: &PgRow) -> Result<T, StoreError> {
     T::from_record(&Record(RecordInner::Postgres(row)))
 }

@@ -45,7 +45,7 @@ use rusqlite::{Connection, OpenFlags};
 use tokio::sync::{OwnedMutexGuard, OwnedSemaphorePermit, Semaphore};
 
 use super::ACQUIRE_DEADLINE;
-use super::error::{StoreError, StoreResult};
+use super::error::StoreError;
 use super::sql::{FromRecord, Record, RecordInner, Sql, Value, date_text};
 
 /// How many read connections exist at most. Reads run without awaiting,
@@ -83,7 +83,7 @@ struct ReaderPool {
 
 impl Engine {
     /// Opens the writer on a file that exists and is migrated.
-    pub(super) fn open(path: &Path) -> StoreResult<Self> {
+    pub(super) fn open(path: &Path) -> Result<Self, StoreError> {
         let writer = Connection::open_with_flags(
             path,
             OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX,
@@ -110,7 +110,7 @@ impl Engine {
         Ok(engine)
     }
 
-    pub(super) async fn read(&self) -> StoreResult<Reader> {
+    pub(super) async fn read(&self) -> Result<Reader, StoreError> {
         let permits = self.readers.permits.clone();
         let permit = tokio::time::timeout(ACQUIRE_DEADLINE, permits.acquire_owned())
             .await
@@ -137,7 +137,7 @@ impl Engine {
         })
     }
 
-    pub(super) async fn write(&self) -> StoreResult<WriteTx> {
+    pub(super) async fn write(&self) -> Result<WriteTx, StoreError> {
         if self.closed.load(Ordering::Acquire) {
             return Err(StoreError::Unavailable("the store is closed".into()));
         }
@@ -170,7 +170,7 @@ impl Engine {
 
     /// Reads the file's schema on the probe's own connection: the file is
     /// there and readable, whoever holds the readers.
-    pub(super) async fn ping(&self) -> StoreResult<()> {
+    pub(super) async fn ping(&self) -> Result<(), StoreError> {
         let probe = self.probe.lock().await;
         probe.query_row("select count(*) from sqlite_master", [], |_| Ok(()))?;
         Ok(())
@@ -195,7 +195,7 @@ impl Engine {
         }
     }
 
-    fn spawn_checkpointer(&self) -> StoreResult<()> {
+    fn spawn_checkpointer(&self) -> Result<(), StoreError> {
         let connection = Connection::open_with_flags(
             &self.path,
             OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX,
@@ -233,7 +233,7 @@ impl Engine {
     }
 }
 
-fn open_reader(path: &Path) -> StoreResult<Connection> {
+fn open_reader(path: &Path) -> Result<Connection, StoreError> {
     let connection = Connection::open_with_flags(
         path,
         OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
@@ -259,7 +259,7 @@ pub(super) struct Reader {
 }
 
 impl Reader {
-    pub(super) fn connection(&mut self) -> StoreResult<&mut Connection> {
+    pub(super) fn connection(&mut self) -> Result<&mut Connection, StoreError> {
         self.connection
             .as_mut()
             .ok_or_else(|| StoreError::backend("reader already returned"))
@@ -282,13 +282,13 @@ pub(super) struct WriteTx {
 }
 
 impl WriteTx {
-    pub(super) fn connection(&mut self) -> StoreResult<&mut Connection> {
+    pub(super) fn connection(&mut self) -> Result<&mut Connection, StoreError> {
         self.connection
             .as_deref_mut()
             .ok_or_else(|| StoreError::backend("transaction already ended"))
     }
 
-    pub(super) fn commit(mut self) -> StoreResult<()> {
+    pub(super) fn commit(mut self) -> Result<(), StoreError> {
         let Some(connection) = self.connection.take() else {
             return Err(StoreError::backend("transaction already ended"));
         };
@@ -320,7 +320,7 @@ impl Drop for WriteTx {
 
 /// `$n` names the n-th value; SQLite numbers parameters by first
 /// appearance, so each is bound by its name.
-fn bind(statement: &mut rusqlite::CachedStatement<'_>, sql: &Sql<'_>) -> StoreResult<()> {
+fn bind(statement: &mut rusqlite::CachedStatement<'_>, sql: &Sql<'_>) -> Result<(), StoreError> {
     for index in 1..=statement.parameter_count() {
         let position = statement
             .parameter_name(index)
@@ -338,7 +338,7 @@ fn bind(statement: &mut rusqlite::CachedStatement<'_>, sql: &Sql<'_>) -> StoreRe
 /// A [`Value`] as SQLite stores it.
 struct Bound<'v>(ToSqlOutput<'v>);
 
-fn bound<'v>(value: &'v Value<'_>) -> StoreResult<Bound<'v>> {
+fn bound<'v>(value: &'v Value<'_>) -> Result<Bound<'v>, StoreError> {
     let out = match value {
         Value::Int(Some(v)) => ToSqlOutput::Borrowed(ValueRef::Integer(*v)),
         Value::Bool(Some(v)) => ToSqlOutput::Borrowed(ValueRef::Integer(i64::from(*v))),
@@ -370,7 +370,7 @@ impl rusqlite::ToSql for Bound<'_> {
     }
 }
 
-pub(super) fn execute(connection: &mut Connection, sql: &Sql<'_>) -> StoreResult<u64> {
+pub(super) fn execute(connection: &mut Connection, sql: &Sql<'_>) -> Result<u64, StoreError> {
     let mut statement = connection.prepare_cached(sql.text())?;
     bind(&mut statement, sql)?;
     let changed = statement.raw_execute()?;
@@ -382,7 +382,7 @@ pub(super) fn fetch<T: FromRecord>(
     connection: &mut Connection,
     sql: &Sql<'_>,
     limit: usize,
-) -> StoreResult<Vec<T>> {
+) -> Result<Vec<T>, StoreError> {
     let mut statement = connection.prepare_cached(sql.text())?;
     bind(&mut statement, sql)?;
     let mut rows = statement.raw_query();

@@ -26,7 +26,7 @@ async fn store() -> (Store, TestStore) {
 }
 
 /// Inserts the row `id` of `t` with its counter at `n`.
-async fn insert(db: &mut impl Exec, id: Uuid, n: i64) -> StoreResult<u64> {
+async fn insert(db: &mut impl Exec, id: Uuid, n: i64) -> Result<u64, StoreError> {
     Sql::new("insert into t (id, n, b) values ($1, $2, false)")
         .bind(id)
         .bind(n)
@@ -35,7 +35,7 @@ async fn insert(db: &mut impl Exec, id: Uuid, n: i64) -> StoreResult<u64> {
 }
 
 /// The counter of the row `id` of `t`.
-async fn counter(db: &mut impl Exec, id: Uuid) -> StoreResult<i64> {
+async fn counter(db: &mut impl Exec, id: Uuid) -> Result<i64, StoreError> {
     Sql::new("select n from t where id = $1")
         .bind(id)
         .fetch_scalar(db)

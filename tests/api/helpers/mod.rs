@@ -10,6 +10,7 @@
 //! | call a tool, list tools, any JSON-RPC on any wire; the 401 challenge; forged tokens | [`mcp`]: `TestApp::call_tool`, `tool_ok`, `rpc`, `mcp_post_with`, `assert_invalid_token`, `assert_cut_off`, `forge` |
 //! | DPoP proofs, bound tokens, calls with the DPoP scheme | [`dpop`] |
 //! | `private_key_jwt` client keys and their key sets | [`client_keys`] |
+//! | a second farm next door with look-alike records, and the check that an answer holds none of them | [`next_door`]: `TestApp::next_door`, `NextDoor::assert_absent` |
 //! | a real headless browser | [`chromium`] |
 //! | requests from several IPv6 addresses of one /64, and of another | [`ipv6`] |
 //!
@@ -23,6 +24,7 @@ pub mod chromium;
 pub mod dpop;
 pub mod ipv6;
 pub mod mcp;
+pub mod next_door;
 pub mod oauth;
 
 pub use crate::testing::client_keys::{self, ClientKey};

@@ -23,7 +23,7 @@ use crate::domain::paging::MAX_PAGE_SIZE;
 use crate::domain::{Currency, EntryDate, LotStatus};
 use crate::storage::egg_lots::{self, NewEggLot};
 use crate::storage::stock::{self, NewStockItem};
-use crate::storage::{Sql, StoreResult, Tx};
+use crate::storage::{Sql, StoreError, Tx};
 
 /// (statement text, rows the database returned), for every statement run
 /// by any test while this layer is installed.
@@ -127,7 +127,7 @@ async fn the_capture_sees_an_unbounded_read(w: &World, marker: &str, table: &str
 
 /// [`MANY`] rows of the farm, the `n`th written by `add(tx, n)`, all in
 /// one transaction.
-async fn add_many(w: &World, add: impl AsyncFn(&mut Tx, usize) -> StoreResult<()>) {
+async fn add_many(w: &World, add: impl AsyncFn(&mut Tx, usize) -> Result<(), StoreError>) {
     in_tx(w.store(), async |tx| {
         for n in 0..MANY {
             add(tx, n).await?;

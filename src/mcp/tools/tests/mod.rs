@@ -6,6 +6,7 @@
 mod bounded_reads;
 mod flocks;
 mod lists;
+mod next_door;
 mod record;
 mod reports;
 mod schemas;
@@ -24,6 +25,7 @@ use crate::storage::flocks as flock_store;
 use crate::storage::users::{self, NewMember};
 use crate::testing::TestStore;
 pub use crate::testing::databases::Engine;
+use next_door::NextDoor;
 
 /// The instant every test runs at unless it moves on.
 pub const NOW: OffsetDateTime = datetime!(2026-03-10 12:00 UTC);
@@ -124,7 +126,8 @@ pub fn context(
 }
 
 /// A farm "Hillside" with houses "North" and "South", flocks "Alpha" and
-/// "Bravo" (North) and "Charlie" (South), and an owner.
+/// "Bravo" (North) and "Charlie" (South), and an owner; and in the same
+/// database a farm [`NextDoor`] whose records look like Hillside's.
 pub struct World {
     pub db: TestStore,
     pub farm: TestFarm,
@@ -132,6 +135,7 @@ pub struct World {
     pub bravo: FlockId,
     pub charlie: FlockId,
     pub owner: CallContext,
+    pub next_door: NextDoor,
 }
 
 impl World {
@@ -146,7 +150,9 @@ impl World {
         let charlie = flock(store, &farm, "South", "Charlie", "2026-01-05", 800).await;
         let owner_id = member(store, &farm, "owner@hillside.example", Role::Owner, None).await;
         let owner = context(&farm, owner_id, Role::Owner, None);
+        let next_door = NextDoor::new(store).await;
         Self {
+            next_door,
             db,
             farm,
             alpha,
@@ -195,7 +201,7 @@ pub async fn run(
 /// Runs `change` in a transaction of its own and commits it.
 pub async fn in_tx<T>(
     store: &Store,
-    change: impl AsyncFnOnce(&mut crate::storage::Tx) -> crate::storage::StoreResult<T>,
+    change: impl AsyncFnOnce(&mut crate::storage::Tx) -> Result<T, crate::storage::StoreError>,
 ) -> T {
     let mut tx = store.write().await.unwrap();
     let done = change(&mut tx).await.unwrap();

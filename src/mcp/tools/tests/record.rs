@@ -266,6 +266,16 @@ async fn bad_write_arguments_are_rejected_with_their_name(engine: Engine) {
             "notes must be at most 1000 characters",
         ),
         (
+            with("notes", json!("fan fixed\r\u{1b}[2Jall fine")),
+            "notes must not hold control characters other than a line break or a tab \
+             (found U+000D)",
+        ),
+        (
+            with("notes", json!("bell\u{7}")),
+            "notes must not hold control characters other than a line break or a tab \
+             (found U+0007)",
+        ),
+        (
             with("expected_version", json!(-1)),
             "expected_version must be between 0 and 9223372036854775807, not -1",
         ),
@@ -287,6 +297,15 @@ async fn bad_write_arguments_are_rejected_with_their_name(engine: Engine) {
         assert!(message.starts_with(expected), "{args}: {message}");
     }
     assert_eq!(stored_entries(store, w.farm.id).await, 0);
+    // A line break and a tab are the control characters notes may hold.
+    let written = ok(
+        store,
+        owner,
+        tool,
+        with("notes", json!("fan fixed\n\tcheck at 6")),
+    )
+    .await;
+    assert_eq!(written["entry"]["notes"], "fan fixed\n\tcheck at 6");
 }
 
 async fn concurrent_writers_expecting_one_version_get_one_win(engine: Engine) {
